@@ -1,0 +1,79 @@
+import { mkdirSync } from 'node:fs';
+import type { Config } from '../config/types.js';
+import { createLogger, type Logger } from '../ops/logger.js';
+import { KeyRegistry } from './auth.js';
+import type { BrokerContext } from './context.js';
+import { compilePolicy } from './policy.js';
+import { Router } from './router.js';
+import { SocketServer } from './server.js';
+import type { Session } from './session.js';
+import { MemoryStore } from './store/memory.js';
+import type { MessageStore } from './store/store.js';
+
+export interface BrokerOptions {
+  /** defaults to the in-memory store */
+  store?: MessageStore;
+  logger?: Logger;
+  now?: () => number;
+}
+
+export interface Broker {
+  readonly host: string;
+  /** the port actually bound (useful with port 0) */
+  readonly port: number;
+  readonly url: string;
+  readonly config: Config;
+  readonly router: Router;
+  readonly sessions: ReadonlySet<Session>;
+  /** swaps in a new config (validated and compiled first); throws and keeps the old one if bad */
+  reload(config: Config): void;
+  stop(): Promise<void>;
+}
+
+/** Starts one broker: store loaded, queues rebuilt, socket listening (SPEC §10). */
+export async function startBroker(config: Config, options: BrokerOptions = {}): Promise<Broker> {
+  const policy = compilePolicy(config);
+  const log = options.logger ?? createLogger(config.logLevel);
+  const now = options.now ?? Date.now;
+  mkdirSync(config.dataDirectory, { recursive: true, mode: 0o700 });
+  const store = options.store ?? new MemoryStore();
+  const router = new Router(policy, store, log, now);
+  const restored = await router.restore();
+  const ctx: BrokerContext = { policy, router, keys: new KeyRegistry(config.registeredClientsPath), log, sessions: new Set() };
+  const server = new SocketServer(config, ctx);
+  const address = await server.listen(config.socketServer.host, config.socketServer.port);
+  const scheme = config.socketServer.tls ? 'wss' : 'ws';
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  log.info('broker started', { serviceId: config.serviceId, isMaster: config.isMaster, url: `${scheme}://${host}:${address.port}`, restored });
+
+  let stopped: Promise<void> | null = null;
+  return {
+    host: address.address,
+    port: address.port,
+    url: `${scheme}://${host}:${address.port}`,
+    get config() {
+      return ctx.policy.config;
+    },
+    router,
+    sessions: ctx.sessions,
+    reload(next: Config) {
+      const nextPolicy = compilePolicy(next);
+      const roleChanged = next.isMaster !== ctx.policy.config.isMaster;
+      ctx.policy = nextPolicy;
+      ctx.keys.forget();
+      log.setLevel(next.logLevel);
+      router.applyPolicy(nextPolicy);
+      if (roleChanged) for (const session of ctx.sessions) if (session.isReady) session.send({ type: 'role', isMaster: next.isMaster });
+      log.info('config reloaded', { isMaster: next.isMaster });
+    },
+    stop() {
+      stopped ??= (async () => {
+        await server.close();
+        router.close();
+        await store.close();
+        log.info('broker stopped', { serviceId: ctx.policy.config.serviceId });
+      })();
+      return stopped;
+    },
+  };
+}

@@ -1,0 +1,14 @@
+import type { Logger } from '../ops/logger.js';
+import type { KeyRegistry } from './auth.js';
+import type { Policy } from './policy.js';
+import type { Router } from './router.js';
+import type { Session } from './session.js';
+
+/** What the sessions and handlers of one broker share; `policy` is swapped whole on reload. */
+export interface BrokerContext {
+  policy: Policy;
+  readonly router: Router;
+  readonly keys: KeyRegistry;
+  readonly log: Logger;
+  readonly sessions: Set<Session>;
+}

@@ -1,0 +1,526 @@
+import { unescapeId } from '../protocol/channel.js';
+import { WhiskerError } from '../protocol/errors.js';
+import type { Overflow } from '../config/types.js';
+import { type DeliveryRecord, type Entry, Group, type Subscriber, groupKey, parseGroupKey } from './group.js';
+import { MinHeap } from './heap.js';
+import type { MessageStore, RecoveredMessage, Settlement, StoredMessage, StoreEvent } from './store/store.js';
+
+/** One queue's settings, from the config's defaults and its `channels` entry. */
+export interface QueueSettings {
+  readonly prefetch: number;
+  readonly ttlMs: number | null;
+  readonly maxItems: number;
+  readonly overflow: Overflow;
+  readonly requeueLimit: number;
+  readonly requeueIntervalMs: number;
+  readonly deadLetter: string | null;
+}
+
+export interface QueueEnvironment {
+  now(): number;
+  readonly store: MessageStore;
+  /** a message delivered `requeueLimit` times goes to the channel's dead-letter channel */
+  deadLetter(target: string, message: StoredMessage, nbDeliveries: number, reason: string): void;
+}
+
+export interface QueueCounters {
+  received: number;
+  delivered: number;
+  acked: number;
+  requeued: number;
+  timedOut: number;
+  deadLettered: number;
+  dropped: number;
+  expired: number;
+}
+
+/**
+ * One `endpoint/version` queue (SPEC §7): waiting messages per id, recipient groups, in-flight
+ * deliveries, requeues, ttl and limits. One timer per queue, never one per message.
+ */
+export class Queue {
+  readonly name: string;
+  #settings: QueueSettings;
+  readonly #env: QueueEnvironment;
+  #delivering = false;
+
+  readonly #entries = new Map<string, Entry>();
+  readonly #byId = new Map<string, Set<Entry>>();
+  readonly #unassigned = new Set<Entry>();
+  readonly #groups = new Map<string, Group>();
+  readonly #inFlight = new Set<DeliveryRecord>();
+  readonly #inFlightBySubscriber = new Map<Subscriber, number>();
+  readonly #delayed = new MinHeap<{ record: DeliveryRecord; at: number }>((d) => d.at);
+  #ttlOrder: Entry[] = [];
+  #ttlHead = 0;
+  #depth = 0;
+  #timer: NodeJS.Timeout | null = null;
+  #wakeAt = Infinity;
+  readonly counters: QueueCounters = { received: 0, delivered: 0, acked: 0, requeued: 0, timedOut: 0, deadLettered: 0, dropped: 0, expired: 0 };
+
+  constructor(name: string, settings: QueueSettings, env: QueueEnvironment) {
+    this.name = name;
+    this.#settings = settings;
+    this.#env = env;
+  }
+
+  get settings(): QueueSettings {
+    return this.#settings;
+  }
+
+  /** messages not yet delivered to every group (waiting, requeued or delayed) */
+  get depth(): number {
+    return this.#depth;
+  }
+
+  get inFlightCount(): number {
+    return this.#inFlight.size;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  has(messageId: string): boolean {
+    return this.#entries.has(messageId);
+  }
+
+  updateSettings(settings: QueueSettings): void {
+    this.#settings = settings;
+    this.#pumpAll();
+  }
+
+  /** only the master delivers (SPEC §9); a slave keeps the same state and stays silent */
+  setDelivering(delivering: boolean): void {
+    this.#delivering = delivering;
+    if (delivering) this.#pumpAll();
+  }
+
+  /** E_QUEUE_FULL when the queue is full and its overflow policy is `reject` */
+  checkCapacity(): void {
+    if (this.#settings.overflow === 'reject' && this.#depth >= this.#settings.maxItems) {
+      throw new WhiskerError('E_QUEUE_FULL', 'Queue is full');
+    }
+  }
+
+  /** a stored message enters the queue: one record per matching group, or it waits */
+  accept(message: StoredMessage): void {
+    if (this.#entries.has(message.messageId)) return;
+    this.counters.received++;
+    if (this.#depth >= this.#settings.maxItems) this.#dropOldest(message.id);
+    const groups = this.#matchingGroups(message.id);
+    const entry = this.#addEntry(message);
+    if (groups.length === 0) {
+      this.#markUnassigned(entry);
+    } else {
+      for (const group of groups) this.#addRecord(entry, group, 0, 0);
+      this.#env.store.record([{ kind: 'assign', messageId: message.messageId, groups: groups.map((g) => g.key) }]);
+      for (const group of groups) this.#pump(group);
+    }
+    this.#armTtl(entry);
+  }
+
+  /** rebuilds state from the store on start, before any subscriber exists */
+  restore(recovered: RecoveredMessage): void {
+    const { message, records } = recovered;
+    if (this.#entries.has(message.messageId)) return;
+    const entry = this.#addEntry(message);
+    if (records.length === 0) this.#markUnassigned(entry);
+    for (const r of records) {
+      const group = this.#groupFor(r.group);
+      if (group) this.#addRecord(entry, group, r.nbRequeues, r.notBefore);
+    }
+    if (entry.records.size === 0 && !entry.unassigned) this.#forget(entry);
+    else this.#armTtl(entry);
+  }
+
+  subscribe(subscriber: Subscriber, pattern: string): void {
+    const key = groupKey(subscriber.mode, subscriber.clientName, pattern);
+    let group = this.#groups.get(key);
+    const isNew = !group;
+    if (!group) {
+      group = new Group(subscriber.mode, subscriber.clientName, pattern);
+      this.#groups.set(key, group);
+    }
+    group.addMember(subscriber);
+    if (isNew) this.#adoptWaiting(group);
+    this.#pump(group);
+  }
+
+  /** in-flight deliveries to this subscriber through this pattern are requeued at once */
+  unsubscribe(subscriber: Subscriber, pattern: string): void {
+    const key = groupKey(subscriber.mode, subscriber.clientName, pattern);
+    const group = this.#groups.get(key);
+    if (!group) return;
+    group.removeMember(subscriber);
+    for (const record of [...this.#inFlight]) {
+      if (record.deliveredTo === subscriber && record.group === group) this.#failDelivery(record, 0, 'unsubscribed');
+    }
+    if (![...this.#groups.values()].some((g) => g.hasMember(subscriber))) this.#inFlightBySubscriber.delete(subscriber);
+    this.#dropGroupIfEmpty(group);
+    this.#pump(group);
+  }
+
+  /**
+   * An ack or nack from a subscriber. On the master it counts only from the connection the
+   * message was delivered to; a slave applies it to the record it holds (docs/protocol.md#ack).
+   */
+  ack(subscriber: Subscriber, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
+    const entry = this.#entries.get(messageId);
+    const record = entry?.records.get(groupKey(subscriber.mode, subscriber.clientName, via));
+    if (!record || record.state === 'settled') return;
+    if (this.#delivering) {
+      if (record.state !== 'inflight' || record.deliveredTo !== subscriber) return;
+    } else if (record.state === 'inflight') {
+      return;
+    }
+    if (ok) {
+      this.counters.acked++;
+      this.#settle(record, 'acked');
+    } else {
+      this.#failDelivery(record, delaySeconds * 1000, 'requeued by consumer');
+    }
+    for (const group of this.#groups.values()) if (group.hasMember(subscriber)) this.#pump(group);
+  }
+
+  /** a connection that can write again: its subscribers may take more */
+  resume(subscriber: Subscriber): void {
+    for (const group of this.#groups.values()) if (group.hasMember(subscriber)) this.#pump(group);
+  }
+
+  /** empties the queue (or one id) without touching subscriptions (`whisker delete`) */
+  purge(id?: string): number {
+    const victims = id === undefined ? [...this.#entries.values()] : [...(this.#byId.get(id) ?? [])];
+    for (const entry of victims) {
+      for (const record of [...entry.records.values()]) this.#settle(record, 'dropped');
+      if (entry.unassigned) this.#unmarkUnassigned(entry);
+      this.#forgetIfDone(entry);
+    }
+    return victims.length;
+  }
+
+  listIds(): Map<string, number> {
+    const ids = new Map<string, number>();
+    for (const [id, entries] of this.#byId) ids.set(unescapeId(id), entries.size);
+    return ids;
+  }
+
+  close(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#wakeAt = Infinity;
+  }
+
+  // ---- entries and records ----------------------------------------------------------
+
+  #addEntry(message: StoredMessage): Entry {
+    const entry: Entry = { message, records: new Map(), unassigned: false, pending: 0 };
+    this.#entries.set(message.messageId, entry);
+    let ofId = this.#byId.get(message.id);
+    if (!ofId) this.#byId.set(message.id, (ofId = new Set()));
+    ofId.add(entry);
+    return entry;
+  }
+
+  #addRecord(entry: Entry, group: Group, nbRequeues: number, notBefore: number): void {
+    const record: DeliveryRecord = { entry, group, state: 'ready', slot: null, nbRequeues, notBefore, deliveredTo: null, deadline: 0 };
+    entry.records.set(group.key, record);
+    this.#adjustPending(entry, 1);
+    if (notBefore > this.#env.now()) {
+      this.#delay(record);
+    } else if (nbRequeues > 0) {
+      group.pushRetry(record);
+    } else {
+      group.pushFresh(record);
+    }
+  }
+
+  #adjustPending(entry: Entry, delta: number): void {
+    const before = entry.pending > 0 || entry.unassigned;
+    entry.pending += delta;
+    const after = entry.pending > 0 || entry.unassigned;
+    if (before !== after) this.#depth += after ? 1 : -1;
+  }
+
+  #markUnassigned(entry: Entry): void {
+    const before = entry.pending > 0;
+    entry.unassigned = true;
+    this.#unassigned.add(entry);
+    if (!before) this.#depth++;
+  }
+
+  #unmarkUnassigned(entry: Entry): void {
+    entry.unassigned = false;
+    this.#unassigned.delete(entry);
+    if (entry.pending === 0) this.#depth--;
+  }
+
+  #settle(record: DeliveryRecord, outcome: Settlement): void {
+    const { entry } = record;
+    if (record.state === 'inflight') this.#endFlight(record);
+    else if (record.state === 'ready' || record.state === 'delayed') this.#adjustPending(entry, -1);
+    record.state = 'settled';
+    record.slot = null;
+    entry.records.delete(record.group.key);
+    this.#env.store.record([{ kind: 'settle', messageId: entry.message.messageId, group: record.group.key, outcome }]);
+    this.#dropGroupIfEmpty(record.group);
+    this.#forgetIfDone(entry);
+  }
+
+  #forgetIfDone(entry: Entry): void {
+    if (entry.records.size === 0 && !entry.unassigned && this.#entries.get(entry.message.messageId) === entry) {
+      this.#forget(entry);
+      this.#env.store.record([{ kind: 'remove', messageId: entry.message.messageId }]);
+    }
+  }
+
+  #forget(entry: Entry): void {
+    this.#entries.delete(entry.message.messageId);
+    const ofId = this.#byId.get(entry.message.id);
+    ofId?.delete(entry);
+    if (ofId?.size === 0) this.#byId.delete(entry.message.id);
+  }
+
+  #endFlight(record: DeliveryRecord): void {
+    this.#inFlight.delete(record);
+    const subscriber = record.deliveredTo;
+    if (subscriber) {
+      const count = (this.#inFlightBySubscriber.get(subscriber) ?? 1) - 1;
+      if (count > 0) this.#inFlightBySubscriber.set(subscriber, count);
+      else this.#inFlightBySubscriber.delete(subscriber);
+    }
+    record.deliveredTo = null;
+  }
+
+  /** a delivery that ended without an ack: requeue, or dead-letter past `requeueLimit` */
+  #failDelivery(record: DeliveryRecord, delayMs: number, reason: string): void {
+    const { entry } = record;
+    if (record.state === 'inflight') {
+      this.#endFlight(record);
+      record.state = 'ready';
+      record.slot = null;
+      this.#adjustPending(entry, 1);
+    }
+    const nbDeliveries = record.nbRequeues + 1;
+    if (nbDeliveries >= this.#settings.requeueLimit) {
+      const target = this.#settings.deadLetter;
+      if (target) {
+        this.counters.deadLettered++;
+        this.#env.deadLetter(target, entry.message, nbDeliveries, reason);
+      } else {
+        this.counters.dropped++;
+      }
+      this.#settle(record, target ? 'dead-lettered' : 'dropped');
+      return;
+    }
+    const now = this.#env.now();
+    if (this.#isExpired(entry, now)) {
+      this.counters.expired++;
+      this.#settle(record, 'expired');
+      return;
+    }
+    this.counters.requeued++;
+    record.nbRequeues = nbDeliveries;
+    record.notBefore = delayMs > 0 ? now + delayMs : 0;
+    this.#env.store.record([{ kind: 'requeue', messageId: entry.message.messageId, group: record.group.key, nbRequeues: record.nbRequeues, notBefore: record.notBefore }]);
+    if (delayMs > 0) {
+      this.#delay(record);
+    } else {
+      record.group.pushRetry(record);
+      this.#pump(record.group);
+    }
+  }
+
+  #delay(record: DeliveryRecord): void {
+    record.state = 'delayed';
+    record.slot = null;
+    this.#delayed.push({ record, at: record.notBefore });
+    this.#arm(record.notBefore);
+  }
+
+  // ---- groups and delivery ----------------------------------------------------------
+
+  #matchingGroups(id: string): Group[] {
+    const groups: Group[] = [];
+    for (const group of this.#groups.values()) if (group.matches(id)) groups.push(group);
+    return groups;
+  }
+
+  #groupFor(key: string): Group | undefined {
+    const existing = this.#groups.get(key);
+    if (existing) return existing;
+    const parsed = parseGroupKey(key);
+    if (!parsed) return undefined;
+    const group = new Group(parsed.mode, parsed.clientName, parsed.pattern);
+    this.#groups.set(key, group);
+    return group;
+  }
+
+  /** a new group takes the messages that were waiting for a subscriber of its ids */
+  #adoptWaiting(group: Group): void {
+    const adopted: string[] = [];
+    for (const entry of this.#unassigned) {
+      if (!group.matches(entry.message.id)) continue;
+      this.#unmarkUnassigned(entry);
+      this.#addRecord(entry, group, 0, 0);
+      adopted.push(entry.message.messageId);
+    }
+    if (adopted.length > 0) this.#env.store.record(adopted.map((messageId): StoreEvent => ({ kind: 'assign', messageId, groups: [group.key] })));
+  }
+
+  #dropGroupIfEmpty(group: Group): void {
+    if (group.memberCount > 0 || this.#groups.get(group.key) !== group) return;
+    for (const entry of this.#entries.values()) if (entry.records.has(group.key)) return;
+    this.#groups.delete(group.key);
+  }
+
+  #hasCapacity = (subscriber: Subscriber): boolean => {
+    return subscriber.isWritable() && (this.#inFlightBySubscriber.get(subscriber) ?? 0) < subscriber.prefetch;
+  };
+
+  #pumpAll(): void {
+    for (const group of this.#groups.values()) this.#pump(group);
+  }
+
+  #pump(group: Group): void {
+    if (!this.#delivering || group.memberCount === 0) return;
+    for (;;) {
+      const record = group.peekReady();
+      if (!record) return;
+      const now = this.#env.now();
+      if (this.#isExpired(record.entry, now)) {
+        group.takeReady(record);
+        this.counters.expired++;
+        this.#settle(record, 'expired');
+        continue;
+      }
+      const member = group.pickMember(this.#hasCapacity);
+      if (!member) return;
+      group.takeReady(record);
+      this.#deliver(record, member, now);
+    }
+  }
+
+  #deliver(record: DeliveryRecord, subscriber: Subscriber, now: number): void {
+    const { entry } = record;
+    this.#adjustPending(entry, -1);
+    record.state = 'inflight';
+    record.slot = null;
+    record.deliveredTo = subscriber;
+    record.deadline = now + this.#settings.requeueIntervalMs;
+    this.#inFlight.add(record);
+    this.#inFlightBySubscriber.set(subscriber, (this.#inFlightBySubscriber.get(subscriber) ?? 0) + 1);
+    this.#arm(record.deadline);
+    this.counters.delivered++;
+    const m = entry.message;
+    subscriber.deliver({
+      sub: 0,
+      messageId: m.messageId,
+      channel: `${m.queue}/${m.id}`,
+      data: m.data,
+      created: m.created,
+      nbRequeues: record.nbRequeues,
+      from: m.from,
+      via: record.group.pattern,
+    });
+  }
+
+  // ---- time: ack timeouts, delayed requeues, ttl ---------------------------------------
+
+  #isExpired(entry: Entry, now: number): boolean {
+    const ttl = this.#settings.ttlMs;
+    return ttl !== null && entry.message.acceptedAt + ttl <= now;
+  }
+
+  #armTtl(entry: Entry): void {
+    const ttl = this.#settings.ttlMs;
+    if (ttl === null) return;
+    this.#ttlOrder.push(entry);
+    this.#arm(entry.message.acceptedAt + ttl);
+  }
+
+  #arm(at: number): void {
+    if (at >= this.#wakeAt) return;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#wakeAt = at;
+    this.#timer = setTimeout(() => this.#wake(), Math.max(0, at - this.#env.now()));
+    this.#timer.unref();
+  }
+
+  #wake(): void {
+    this.#timer = null;
+    this.#wakeAt = Infinity;
+    const now = this.#env.now();
+    let next = Infinity;
+
+    for (const record of this.#inFlight) {
+      if (record.deadline > now) {
+        next = Math.min(next, record.deadline);
+        break;
+      }
+      this.counters.timedOut++;
+      this.#failDelivery(record, 0, 'ack timeout');
+    }
+
+    while (this.#delayed.size > 0) {
+      const { record, at } = this.#delayed.peek() as { record: DeliveryRecord; at: number };
+      if (record.state !== 'delayed' || record.notBefore !== at) {
+        this.#delayed.pop();
+        continue;
+      }
+      if (at > now) {
+        next = Math.min(next, at);
+        break;
+      }
+      this.#delayed.pop();
+      record.group.pushRetry(record);
+      this.#pump(record.group);
+    }
+
+    const ttl = this.#settings.ttlMs;
+    while (ttl !== null && this.#ttlHead < this.#ttlOrder.length) {
+      const entry = this.#ttlOrder[this.#ttlHead] as Entry;
+      if (entry.message.acceptedAt + ttl > now) {
+        next = Math.min(next, entry.message.acceptedAt + ttl);
+        break;
+      }
+      this.#ttlHead++;
+      this.#expire(entry);
+    }
+    if (this.#ttlHead > 1024 && this.#ttlHead * 2 > this.#ttlOrder.length) {
+      this.#ttlOrder = this.#ttlOrder.slice(this.#ttlHead);
+      this.#ttlHead = 0;
+    }
+    if (next !== Infinity) this.#arm(next);
+  }
+
+  /** ttl passed: every record not in flight expires; in-flight ones finish (SPEC §7) */
+  #expire(entry: Entry): void {
+    if (this.#entries.get(entry.message.messageId) !== entry) return;
+    let expired = false;
+    if (entry.unassigned) {
+      this.#unmarkUnassigned(entry);
+      expired = true;
+    }
+    for (const record of [...entry.records.values()]) {
+      if (record.state === 'inflight') continue;
+      this.#settle(record, 'expired');
+      expired = true;
+    }
+    if (expired) this.counters.expired++;
+    this.#forgetIfDone(entry);
+  }
+
+  #dropOldest(id: string): void {
+    const isWaiting = (entry: Entry) => entry.pending > 0 || entry.unassigned;
+    let victim: Entry | undefined;
+    for (const entry of this.#byId.get(id) ?? []) if (isWaiting(entry)) { victim = entry; break; }
+    if (!victim) for (const entry of this.#entries.values()) if (isWaiting(entry)) { victim = entry; break; }
+    if (!victim) return;
+    this.counters.dropped++;
+    if (victim.unassigned) this.#unmarkUnassigned(victim);
+    for (const record of [...victim.records.values()]) if (record.state !== 'inflight') this.#settle(record, 'dropped');
+    this.#forgetIfDone(victim);
+  }
+}
+

@@ -1,0 +1,232 @@
+import { parseChannel, queueName, WILDCARD } from '../protocol/channel.js';
+import { type ErrorPayload, WhiskerError } from '../protocol/errors.js';
+import type { PublishedMessage, PublishResult, RefusedId } from '../protocol/frames.js';
+import type { Logger } from '../ops/logger.js';
+import { DedupeWindow } from '../protocol/dedupe.js';
+import type { Policy } from './policy.js';
+import { Queue } from './queue.js';
+import type { MessageStore, StoredMessage } from './store/store.js';
+import type { Subscription } from './subscription.js';
+
+const forbidden = () => new WhiskerError('E_FORBIDDEN', 'Not allowed');
+
+interface Candidate {
+  readonly index: number;
+  readonly message: StoredMessage;
+}
+
+/**
+ * The broker's queues and the path of a message into them (SPEC §7):
+ * rules -> format -> dedupe -> store -> queue. Also owns reserved ids (SPEC §5).
+ */
+export class Router {
+  #policy: Policy;
+  readonly #store: MessageStore;
+  readonly #log: Logger;
+  readonly #now: () => number;
+  readonly #queues = new Map<string, Queue>();
+  readonly #dedupe: DedupeWindow;
+  /** appends under way, so a second copy of an id is answered only once the first is stored */
+  readonly #storing = new Map<string, Promise<void>>();
+  readonly #reservations = new Map<string, Subscription>();
+  #isMaster: boolean;
+  #stopping = false;
+  #seq = 0;
+
+  constructor(policy: Policy, store: MessageStore, log: Logger, now: () => number) {
+    this.#policy = policy;
+    this.#store = store;
+    this.#log = log;
+    this.#now = now;
+    this.#isMaster = policy.config.isMaster;
+    this.#dedupe = new DedupeWindow(policy.config.dedupeWindow * 1000, now);
+  }
+
+  get queues(): ReadonlyMap<string, Queue> {
+    return this.#queues;
+  }
+
+  get isMaster(): boolean {
+    return this.#isMaster;
+  }
+
+  async restore(): Promise<number> {
+    const recovered = await this.#store.load();
+    for (const item of recovered) {
+      this.#seq = Math.max(this.#seq, item.message.seq);
+      this.#queue(item.message.queue).restore(item);
+      this.#dedupe.add(item.message.messageId);
+    }
+    return recovered.length;
+  }
+
+  applyPolicy(policy: Policy): void {
+    this.#policy = policy;
+    this.#dedupe.windowMs = policy.config.dedupeWindow * 1000;
+    for (const queue of this.#queues.values()) queue.updateSettings(policy.queueSettings(queue.name));
+    this.setMaster(policy.config.isMaster);
+  }
+
+  setMaster(isMaster: boolean): void {
+    this.#isMaster = isMaster;
+    for (const queue of this.#queues.values()) queue.setDelivering(isMaster);
+  }
+
+  /** soft-stop: new sends are refused with E_STOPPING */
+  refuseSends(): void {
+    this.#stopping = true;
+  }
+
+  /** Checks, stores and queues a batch; one result per message, in order. */
+  async publish(clientName: string, messages: readonly PublishedMessage[]): Promise<PublishResult[]> {
+    const results: PublishResult[] = messages.map((m) => ({ messageId: m.messageId }));
+    const accepted: Candidate[] = [];
+    const waits: Promise<void>[] = [];
+    const now = this.#now();
+    messages.forEach((m, index) => {
+      try {
+        const inFlight = this.#storing.get(m.messageId);
+        if (inFlight) {
+          waits.push(inFlight.then(() => undefined, (error: unknown) => { results[index] = { messageId: m.messageId, error: toPayload(error) }; }));
+          return;
+        }
+        if (this.#dedupe.has(m.messageId)) return;
+        accepted.push({ index, message: this.#check(clientName, m, now) });
+      } catch (error) {
+        results[index] = { messageId: m.messageId, error: toPayload(error) };
+      }
+    });
+    if (accepted.length > 0) {
+      const stored = this.#store.append(accepted.map((c) => c.message));
+      for (const { message } of accepted) this.#storing.set(message.messageId, stored);
+      try {
+        await stored;
+        for (const { message } of accepted) {
+          this.#dedupe.add(message.messageId);
+          this.#queue(message.queue).accept(message);
+        }
+      } catch (error) {
+        this.#log.error('store append failed', { error: (error as Error).message, messages: accepted.length });
+        const payload = new WhiskerError('E_STORE', 'Message could not be stored').toJSON();
+        for (const { index } of accepted) results[index] = { messageId: results[index]!.messageId, error: payload };
+      } finally {
+        for (const { message } of accepted) this.#storing.delete(message.messageId);
+      }
+    }
+    await Promise.all(waits);
+    return results;
+  }
+
+  #check(clientName: string, m: PublishedMessage, now: number): StoredMessage {
+    if (this.#stopping) throw new WhiskerError('E_STOPPING', 'Broker is stopping');
+    if (!this.#store.isHealthy()) throw new WhiskerError('E_STORE', 'Message store unavailable');
+    const channel = parseChannel(m.channel);
+    if (m.data === null || m.data === undefined) throw new WhiskerError('E_NO_VALUE', 'Bad format');
+    if (!this.#policy.rules.canWrite(clientName, channel.endpoint, channel.version, channel.id)) throw forbidden();
+    const queue = queueName(channel);
+    let data: unknown = m.data;
+    const format = this.#policy.format(queue);
+    if (format) {
+      const result = format.check(data);
+      if (!result.ok) throw new WhiskerError('E_SCHEMA', 'Bad format', result.details);
+      data = result.value;
+    }
+    this.#queues.get(queue)?.checkCapacity();
+    return { seq: ++this.#seq, messageId: m.messageId, queue, id: channel.id, data, created: m.created, acceptedAt: now, from: clientName };
+  }
+
+  /** adds ids to a subscription; each refused id comes back with its error (SPEC §5: id by id) */
+  subscribe(subscription: Subscription, ids: readonly string[]): RefusedId[] {
+    const refused: RefusedId[] = [];
+    const [endpoint, version] = subscription.queue.split('/') as [string, string];
+    const rules = this.#policy.rules;
+    let queue: Queue | undefined;
+    for (const id of ids) {
+      if (subscription.ids.has(id)) continue;
+      if (!rules.canRead(subscription.clientName, endpoint, version, id) || !this.#reserve(subscription, id)) {
+        refused.push({ id, error: forbidden().toJSON() });
+        continue;
+      }
+      subscription.ids.add(id);
+      queue ??= this.#queue(subscription.queue);
+      queue.subscribe(subscription, id);
+    }
+    return refused;
+  }
+
+  unsubscribe(subscription: Subscription, ids: Iterable<string> = [...subscription.ids]): void {
+    const queue = this.#queues.get(subscription.queue);
+    for (const id of ids) {
+      if (!subscription.ids.delete(id)) continue;
+      this.#release(subscription, id);
+      queue?.unsubscribe(subscription, id);
+    }
+  }
+
+  ack(subscription: Subscription, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
+    if (!subscription.ids.has(via)) return;
+    this.#queues.get(subscription.queue)?.ack(subscription, messageId, via, ok, delaySeconds);
+  }
+
+  resume(subscription: Subscription): void {
+    this.#queues.get(subscription.queue)?.resume(subscription);
+  }
+
+  close(): void {
+    for (const queue of this.#queues.values()) queue.close();
+  }
+
+  #reserve(subscription: Subscription, id: string): boolean {
+    const [endpoint, version] = subscription.queue.split('/') as [string, string];
+    if (id === WILDCARD || !this.#policy.rules.isReserved(endpoint, version, id)) return true;
+    const key = `${subscription.queue}/${id}`;
+    const owner = this.#reservations.get(key);
+    if (owner && owner !== subscription) return false;
+    this.#reservations.set(key, subscription);
+    return true;
+  }
+
+  #release(subscription: Subscription, id: string): void {
+    const key = `${subscription.queue}/${id}`;
+    if (this.#reservations.get(key) === subscription) this.#reservations.delete(key);
+  }
+
+  #queue(name: string): Queue {
+    let queue = this.#queues.get(name);
+    if (!queue) {
+      queue = new Queue(name, this.#policy.queueSettings(name), {
+        now: this.#now,
+        store: this.#store,
+        deadLetter: (target, message, nbDeliveries, reason) => this.#deadLetter(target, message, nbDeliveries, reason),
+      });
+      queue.setDelivering(this.#isMaster);
+      this.#queues.set(name, queue);
+    }
+    return queue;
+  }
+
+  /** the envelope keeps where the message came from and why it died (docs/protocol.md#dead-letters) */
+  #deadLetter(target: string, original: StoredMessage, nbDeliveries: number, reason: string): void {
+    const channel = parseChannel(target);
+    const message: StoredMessage = {
+      seq: ++this.#seq,
+      messageId: `${original.messageId}.dead`,
+      queue: queueName(channel),
+      id: channel.id,
+      data: { channel: `${original.queue}/${original.id}`, messageId: original.messageId, nbDeliveries, lastError: reason, from: original.from, created: original.created, data: original.data },
+      created: original.created,
+      acceptedAt: this.#now(),
+      from: original.from,
+    };
+    this.#log.warn('message dead-lettered', { queue: original.queue, messageId: original.messageId, target, nbDeliveries });
+    this.#store.append([message]).then(
+      () => this.#queue(message.queue).accept(message),
+      (error: unknown) => this.#log.error('dead letter not stored', { messageId: original.messageId, error: (error as Error).message }),
+    );
+  }
+}
+
+function toPayload(error: unknown): ErrorPayload {
+  if (error instanceof WhiskerError) return error.toJSON();
+  return new WhiskerError('E_STORE', 'Internal error').toJSON();
+}

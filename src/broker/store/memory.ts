@@ -1,0 +1,21 @@
+import type { MessageStore, RecoveredMessage, StoredMessage, StoreEvent } from './store.js';
+
+/**
+ * Keeps nothing: the queues' own memory is the only copy. For tests and for brokers that
+ * accept losing their queues on a restart (the reference's behaviour).
+ */
+export class MemoryStore implements MessageStore {
+  async load(): Promise<RecoveredMessage[]> {
+    return [];
+  }
+
+  async append(_messages: readonly StoredMessage[]): Promise<void> {}
+
+  record(_events: readonly StoreEvent[]): void {}
+
+  isHealthy(): boolean {
+    return true;
+  }
+
+  async close(): Promise<void> {}
+}

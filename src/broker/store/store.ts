@@ -1,0 +1,57 @@
+/**
+ * What a broker keeps about its messages, behind one small interface so the in-memory store
+ * and the durable store (SPEC §8) are interchangeable. The queue owns the live state; a store
+ * only records it and gives it back on start.
+ */
+export interface StoredMessage {
+  /** broker-local acceptance order, strictly increasing */
+  readonly seq: number;
+  readonly messageId: string;
+  /** `endpoint/version` */
+  readonly queue: string;
+  /** canonical id or `*` */
+  readonly id: string;
+  readonly data: unknown;
+  /** the sender's clock, ms since the epoch */
+  readonly created: number;
+  /** this broker's clock at acceptance, ms since the epoch */
+  readonly acceptedAt: number;
+  /** the sender's client name */
+  readonly from: string;
+}
+
+/** Why a delivery record left its group for good. */
+export type Settlement = 'acked' | 'dead-lettered' | 'dropped' | 'expired';
+
+export type StoreEvent =
+  /** the message now has a delivery record in each of these groups (docs/protocol.md#groups) */
+  | { readonly kind: 'assign'; readonly messageId: string; readonly groups: readonly string[] }
+  | { readonly kind: 'settle'; readonly messageId: string; readonly group: string; readonly outcome: Settlement }
+  /** a delivery failed or was refused: the record waits again, until `notBefore` (ms epoch) */
+  | { readonly kind: 'requeue'; readonly messageId: string; readonly group: string; readonly nbRequeues: number; readonly notBefore: number }
+  /** every record is settled: the message may be forgotten */
+  | { readonly kind: 'remove'; readonly messageId: string };
+
+export interface RecoveredRecord {
+  readonly group: string;
+  readonly nbRequeues: number;
+  readonly notBefore: number;
+}
+
+export interface RecoveredMessage {
+  readonly message: StoredMessage;
+  /** empty when the message was never assigned to a group (it waits for a subscriber) */
+  readonly records: readonly RecoveredRecord[];
+}
+
+export interface MessageStore {
+  /** every message not removed, in `seq` order, with its unsettled records */
+  load(): Promise<RecoveredMessage[]>;
+  /** resolves once the messages are durable: a send is answered only after this */
+  append(messages: readonly StoredMessage[]): Promise<void>;
+  /** state changes, recorded in order; durable with the next commit */
+  record(events: readonly StoreEvent[]): void;
+  /** false once a write failed: new sends are refused with E_STORE (SPEC §8) */
+  isHealthy(): boolean;
+  close(): Promise<void>;
+}

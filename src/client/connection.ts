@@ -1,0 +1,260 @@
+import { WebSocket } from 'ws';
+import { errorFromPayload, protocolError, WhiskerError } from '../protocol/errors.js';
+import {
+  type Ack,
+  type BrokerFrame,
+  type ClientFrame,
+  decodeBrokerFrame,
+  encodeFrame,
+  PROTOCOL_VERSION,
+  type PublishedMessage,
+  type ReplyFrame,
+} from '../protocol/frames.js';
+import type { HostTarget } from './hosts.js';
+import { type ClientKeys, signHandshake } from './keys.js';
+
+export type ConnectionStatus = 'idle' | 'connecting' | 'ready' | 'closed';
+
+export interface ConnectionOwner {
+  readonly clientId: string;
+  readonly keys: ClientKeys;
+  readonly tls: { ca?: string | Buffer; rejectUnauthorized?: boolean } | undefined;
+  readonly reconnect: { initialMs: number; maxMs: number; factor: number };
+  onReady(connection: Connection): void;
+  /** the socket was lost or refused; `error` is the broker's refusal, when there was one */
+  onDown(connection: Connection, error: WhiskerError | null): void;
+  onFrame(connection: Connection, frame: BrokerFrame): void;
+}
+
+const STABLE_MS = 60_000;
+const MAX_BATCH = 1_000;
+
+/**
+ * One broker: dial, handshake with a fresh token, batch outgoing frames per tick, and
+ * redial with back-off until closed (docs/protocol.md#handshake).
+ */
+export class Connection {
+  readonly target: HostTarget;
+  readonly #owner: ConnectionOwner;
+  #ws: WebSocket | null = null;
+  #status: ConnectionStatus = 'idle';
+  #serviceId: string;
+  #isMaster = false;
+  #maxPayloadBytes = 1_048_576;
+  #attempt = 0;
+  #retryTimer: NodeJS.Timeout | null = null;
+  #readySince = 0;
+  #nextReq = 1;
+  readonly #requests = new Map<number, (reply: ReplyFrame | null) => void>();
+  #publishes: PublishedMessage[] = [];
+  #publishBytes = 0;
+  #acks: Ack[] = [];
+  #flushScheduled = false;
+
+  constructor(target: HostTarget, owner: ConnectionOwner) {
+    this.target = target;
+    this.#owner = owner;
+    this.#serviceId = target.serviceId ?? target.spec;
+  }
+
+  get status(): ConnectionStatus {
+    return this.#status;
+  }
+
+  get isReady(): boolean {
+    return this.#status === 'ready';
+  }
+
+  get isMaster(): boolean {
+    return this.#status === 'ready' && this.#isMaster;
+  }
+
+  get serviceId(): string {
+    return this.#serviceId;
+  }
+
+  get maxPayloadBytes(): number {
+    return this.#maxPayloadBytes;
+  }
+
+  start(): void {
+    if (this.#status !== 'idle') return;
+    this.#dial();
+  }
+
+  close(): Promise<void> {
+    this.#status = 'closed';
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    this.#failRequests();
+    const ws = this.#ws;
+    this.#ws = null;
+    if (!ws || ws.readyState === WebSocket.CLOSED) return Promise.resolve();
+    return new Promise((resolve) => {
+      ws.once('close', () => resolve());
+      if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
+      else ws.close(1000, 'client disconnect');
+    });
+  }
+
+  send(frame: ClientFrame): void {
+    if (this.#ws?.readyState === WebSocket.OPEN) this.#ws.send(encodeFrame(frame));
+  }
+
+  /** a frame with a `req`, answered by one `reply`; null when the connection went down first */
+  request(build: (req: number) => ClientFrame, onReply: (reply: ReplyFrame | null) => void): void {
+    if (!this.isReady) {
+      onReply(null);
+      return;
+    }
+    const req = this.#nextReq++;
+    this.#requests.set(req, onReply);
+    this.send(build(req));
+  }
+
+  queuePublish(message: PublishedMessage, bytes: number): void {
+    if (this.#publishBytes + bytes > this.#maxPayloadBytes * 0.9 || this.#publishes.length >= MAX_BATCH) this.#flush();
+    this.#publishes.push(message);
+    this.#publishBytes += bytes + 100;
+    this.#scheduleFlush();
+  }
+
+  queueAck(ack: Ack): void {
+    this.#acks.push(ack);
+    if (this.#acks.length >= MAX_BATCH) this.#flush();
+    this.#scheduleFlush();
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    setImmediate(() => this.#flush());
+  }
+
+  #flush(): void {
+    this.#flushScheduled = false;
+    if (!this.isReady) {
+      this.#publishes = [];
+      this.#publishBytes = 0;
+      this.#acks = [];
+      return;
+    }
+    if (this.#publishes.length > 0) {
+      const messages = this.#publishes;
+      this.#publishes = [];
+      this.#publishBytes = 0;
+      this.send({ type: 'publish', messages });
+    }
+    if (this.#acks.length > 0) {
+      const acks = this.#acks;
+      this.#acks = [];
+      this.send({ type: 'ack', acks });
+    }
+  }
+
+  #dial(): void {
+    this.#status = 'connecting';
+    const tls = this.#owner.tls;
+    const ws = new WebSocket(this.target.url, {
+      perMessageDeflate: false,
+      handshakeTimeout: 10_000,
+      ...(tls?.ca !== undefined ? { ca: tls.ca } : {}),
+      ...(tls?.rejectUnauthorized !== undefined ? { rejectUnauthorized: tls.rejectUnauthorized } : {}),
+    });
+    this.#ws = ws;
+    let refusal: WhiskerError | null = null;
+    ws.on('message', (data) => {
+      let frame: BrokerFrame;
+      try {
+        frame = decodeBrokerFrame(data.toString());
+      } catch {
+        refusal = protocolError('broker sent a malformed frame');
+        ws.terminate();
+        return;
+      }
+      if (frame.type === 'error') {
+        refusal = errorFromPayload(frame.error);
+        return;
+      }
+      this.#onFrame(ws, frame);
+    });
+    ws.on('error', () => {});
+    ws.on('close', (code) => {
+      if (this.#ws !== ws && this.#status !== 'closed') return;
+      if (!refusal && code === 1009) refusal = new WhiskerError('E_TOO_LARGE', 'Frame too large for the broker');
+      this.#down(refusal);
+    });
+  }
+
+  #onFrame(ws: WebSocket, frame: BrokerFrame): void {
+    switch (frame.type) {
+      case 'hello':
+        this.#serviceId = this.target.serviceId ?? frame.serviceId;
+        signHandshake(this.#owner.keys, this.#owner.clientId, this.#serviceId, frame.nonce).then(
+          (token) => {
+            if (this.#ws !== ws) return;
+            this.send({
+              type: 'auth',
+              protocol: PROTOCOL_VERSION,
+              token,
+              publicKey: this.#owner.keys.publicKeyPem,
+              ...(this.target.socketToken ? { socketToken: this.target.socketToken } : {}),
+            });
+          },
+          () => ws.terminate(),
+        );
+        return;
+      case 'welcome':
+        this.#status = 'ready';
+        this.#isMaster = frame.isMaster;
+        this.#maxPayloadBytes = frame.maxPayloadBytes;
+        this.#readySince = Date.now();
+        this.#owner.onReady(this);
+        return;
+      case 'reply': {
+        const onReply = this.#requests.get(frame.req);
+        this.#requests.delete(frame.req);
+        onReply?.(frame);
+        return;
+      }
+      case 'role':
+        this.#isMaster = frame.isMaster;
+        this.#owner.onFrame(this, frame);
+        return;
+      case 'error':
+      case 'results':
+      case 'deliver':
+      case 'revoked':
+        this.#owner.onFrame(this, frame);
+        return;
+      default: {
+        const never: never = frame;
+        void never;
+      }
+    }
+  }
+
+  #failRequests(): void {
+    const pending = [...this.#requests.values()];
+    this.#requests.clear();
+    for (const onReply of pending) onReply(null);
+  }
+
+  #down(refusal: WhiskerError | null): void {
+    const wasClosed = this.#status === 'closed';
+    this.#ws = null;
+    this.#isMaster = false;
+    this.#publishes = [];
+    this.#acks = [];
+    if (!wasClosed) this.#status = 'connecting';
+    this.#failRequests();
+    this.#owner.onDown(this, refusal);
+    if (wasClosed) return;
+    if (this.#readySince && Date.now() - this.#readySince > STABLE_MS) this.#attempt = 0;
+    this.#readySince = 0;
+    const { initialMs, maxMs, factor } = this.#owner.reconnect;
+    const base = Math.min(maxMs, initialMs * factor ** this.#attempt++);
+    const delay = base / 2 + Math.random() * (base / 2);
+    // not unref'd: a consumer whose brokers are all down must stay alive to reconnect
+    this.#retryTimer = setTimeout(() => this.#dial(), delay);
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * The broker's config file, as one JSON Schema (docs/configuration.md). ajv applies the
+ * defaults and refuses unknown keys; load.ts turns the result into a frozen Config.
+ */
+const positiveSeconds = { type: 'number', exclusiveMinimum: 0, maximum: 31_536_000 } as const;
+const port = { type: 'integer', minimum: 0, maximum: 65_535 } as const;
+
+const channelSettings = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    prefetch: { type: 'integer', minimum: 1, maximum: 100_000 },
+    ttl: positiveSeconds,
+    map: { type: 'object' },
+    schema: { type: ['object', 'boolean'] },
+    maxItemsInQueue: { type: 'integer', minimum: 1 },
+    overflow: { enum: ['drop-oldest', 'reject'] },
+    requeueLimit: { type: 'integer', minimum: 1 },
+    requeueInterval: positiveSeconds,
+    deadLetter: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}/[A-Za-z0-9._-]{1,32}/[^/]{1,256}$' },
+  },
+} as const;
+
+export const configSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    serviceId: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$', default: 'whisker' },
+    isMaster: { type: 'boolean', default: true },
+    dataDirectory: { type: 'string', minLength: 1, default: 'whisker-data' },
+    registeredClientsPath: { type: 'string', minLength: 1, default: 'whisker-data/clients' },
+    keysDirectory: { type: 'string', minLength: 1, default: 'whisker-data/keys' },
+    keysName: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$', default: 'broker' },
+    socketServer: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        host: { type: 'string', minLength: 1, default: '127.0.0.1' },
+        port: { ...port, default: 7780 },
+        token: { type: 'string', minLength: 1 },
+        tls: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['cert', 'key'],
+          properties: { cert: { type: 'string' }, key: { type: 'string' }, ca: { type: 'string' } },
+        },
+      },
+    },
+    maxItemsInQueue: { type: 'integer', minimum: 1, default: 1000 },
+    overflow: { enum: ['drop-oldest', 'reject'], default: 'drop-oldest' },
+    requeueLimit: { type: 'integer', minimum: 1, default: 5 },
+    requeueInterval: { ...positiveSeconds, default: 100 },
+    dedupeWindow: { type: 'number', minimum: 0, maximum: 86_400, default: 120 },
+    softStopTimeout: { ...positiveSeconds, default: 30 },
+    rules: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['client'],
+        properties: {
+          client: { type: 'string', minLength: 1 },
+          read: { type: 'array', items: { type: 'string', minLength: 1 } },
+          write: { type: 'array', items: { type: 'string', minLength: 1 } },
+        },
+      },
+    },
+    defaultPolicy: { enum: ['deny', 'allow'], default: 'deny' },
+    autoRegister: { type: 'boolean', default: true },
+    channels: {
+      type: 'object',
+      default: {},
+      propertyNames: { pattern: '^[A-Za-z0-9_-]{1,64}/[A-Za-z0-9._-]{1,32}$' },
+      additionalProperties: channelSettings,
+    },
+    peers: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
+    management: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        host: { type: 'string', minLength: 1, default: '127.0.0.1' },
+        port: { ...port, default: 7781 },
+        token: { type: 'string', minLength: 1 },
+      },
+    },
+    limits: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        maxPayloadBytes: { type: 'integer', minimum: 1024, default: 1_048_576 },
+        maxConnections: { type: 'integer', minimum: 1, default: 10_000 },
+        maxSubscriptionsPerConnection: { type: 'integer', minimum: 1, default: 1000 },
+        maxBufferedBytesPerConnection: { type: 'integer', minimum: 1024, default: 8_388_608 },
+      },
+    },
+    logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+  },
+} as const;

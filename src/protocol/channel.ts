@@ -1,0 +1,112 @@
+import { WhiskerError } from './errors.js';
+
+/**
+ * Channels are `endpoint/version/id` (SPEC §2). Inside Whisker an id is kept in its canonical
+ * escaped form (`%`, `/` and `*` percent-encoded), so `*` alone always means "every id" and
+ * two spellings of one id compare equal.
+ */
+export const WILDCARD = '*';
+
+const ENDPOINT = /^[A-Za-z0-9_-]{1,64}$/;
+const VERSION = /^[A-Za-z0-9._-]{1,32}$/;
+const MAX_ID_LENGTH = 256;
+
+export interface Channel {
+  readonly endpoint: string;
+  readonly version: string;
+  /** canonical escaped id, or `*` */
+  readonly id: string;
+}
+
+/** The queue a channel belongs to: one `endpoint/version` is one format and one queue. */
+export function queueName(channel: { endpoint: string; version: string }): string {
+  return `${channel.endpoint}/${channel.version}`;
+}
+
+export function formatChannel(channel: Channel): string {
+  return `${channel.endpoint}/${channel.version}/${channel.id}`;
+}
+
+function badChannel(message = 'Bad channel'): WhiskerError {
+  return new WhiskerError('E_BAD_CHANNEL', message);
+}
+
+export function checkQueueParts(endpoint: unknown, version: unknown): void {
+  if (endpoint === WILDCARD || version === WILDCARD) throw badChannel('Bad endpoint, cannot be *');
+  if (typeof endpoint !== 'string' || !ENDPOINT.test(endpoint)) throw badChannel('Bad endpoint');
+  if (typeof version !== 'string' || !VERSION.test(version)) throw badChannel('Bad version');
+}
+
+/** Escapes a raw id (as a user means it) into the canonical form. */
+export function escapeId(rawId: string): string {
+  return rawId.replace(/[%/*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+}
+
+/** The id as the user means it (`a/b`), for handlers' `info.channel.id`. */
+export function unescapeId(id: string): string {
+  return id === WILDCARD ? id : decodeURIComponent(id);
+}
+
+/** Canonical id from a raw value of an object-form channel or `addId` (numbers allowed). */
+export function canonicalRawId(value: unknown): string {
+  if (typeof value === 'number' && Number.isFinite(value)) value = String(value);
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_ID_LENGTH) {
+    throw badChannel('Bad id');
+  }
+  return value === WILDCARD ? WILDCARD : escapeId(value);
+}
+
+/** Canonical id from the id segment of a channel string or a wire frame (percent-encoded where needed). */
+export function canonicalIdSegment(segment: string): string {
+  if (segment === WILDCARD) return WILDCARD;
+  let raw: string;
+  try {
+    raw = decodeURIComponent(segment);
+  } catch {
+    throw badChannel('Bad id');
+  }
+  if (raw.length === 0 || raw.length > MAX_ID_LENGTH) throw badChannel('Bad id');
+  return escapeId(raw);
+}
+
+export function parseChannel(value: unknown): Channel {
+  if (typeof value !== 'string') throw badChannel();
+  const parts = value.split('/');
+  if (parts.length !== 3) throw badChannel();
+  const [endpoint, version, id] = parts as [string, string, string];
+  checkQueueParts(endpoint, version);
+  return { endpoint, version, id: canonicalIdSegment(id) };
+}
+
+export interface ChannelSet {
+  readonly endpoint: string;
+  readonly version: string;
+  /** canonical ids, without duplicates, in the order given */
+  readonly ids: readonly string[];
+}
+
+/**
+ * Channel argument of listen/consume: a string `ep/ver/id` or `{ endpoint, version, ids }`
+ * where `ids` is one value or an array of raw ids.
+ */
+export function parseChannelSet(value: unknown): ChannelSet {
+  if (typeof value === 'string') {
+    const channel = parseChannel(value);
+    return { endpoint: channel.endpoint, version: channel.version, ids: [channel.id] };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badChannel();
+  const { endpoint, version, ids } = value as Record<string, unknown>;
+  checkQueueParts(endpoint, version);
+  const list = Array.isArray(ids) ? ids : [ids];
+  if (list.length === 0) throw badChannel('Bad id');
+  return { endpoint: endpoint as string, version: version as string, ids: canonicalIds(list) };
+}
+
+export function canonicalIds(values: readonly unknown[]): string[] {
+  return [...new Set(values.map(canonicalRawId))];
+}
+
+/** Does a subscription on `patternId` receive a message sent to `messageId`? */
+export function idMatches(patternId: string, messageId: string): boolean {
+  return patternId === WILDCARD || messageId === WILDCARD || patternId === messageId;
+}

@@ -1,0 +1,39 @@
+/**
+ * Message ids accepted within the last `windowMs` (SPEC §7): a second copy of one is answered
+ * as accepted and not queued again. Insertion order is expiry order, so pruning is O(expired).
+ */
+export class DedupeWindow {
+  readonly #seen = new Map<string, number>();
+  #windowMs: number;
+  readonly #now: () => number;
+
+  constructor(windowMs: number, now: () => number) {
+    this.#windowMs = windowMs;
+    this.#now = now;
+  }
+
+  set windowMs(value: number) {
+    this.#windowMs = value;
+  }
+
+  has(messageId: string): boolean {
+    this.#prune();
+    return this.#seen.has(messageId);
+  }
+
+  add(messageId: string): void {
+    if (this.#windowMs > 0) this.#seen.set(messageId, this.#now() + this.#windowMs);
+  }
+
+  delete(messageId: string): void {
+    this.#seen.delete(messageId);
+  }
+
+  #prune(): void {
+    const now = this.#now();
+    for (const [id, expiresAt] of this.#seen) {
+      if (expiresAt > now) return;
+      this.#seen.delete(id);
+    }
+  }
+}

@@ -1,0 +1,290 @@
+import { type ErrorPayload, isErrorCode, protocolError } from './errors.js';
+
+/**
+ * Wire frames, protocol version 1 (docs/protocol.md). One WebSocket text message is one JSON
+ * frame; frames that carry messages, results or acks carry arrays, so one frame is a batch.
+ */
+export const PROTOCOL_VERSION = 1;
+
+export type SubscriptionMode = 'listen' | 'consume';
+
+export interface PublishedMessage {
+  messageId: string;
+  /** `endpoint/version/id`, id escaped (docs/protocol.md#channels) */
+  channel: string;
+  data: unknown;
+  /** milliseconds since the epoch, set by the sender */
+  created: number;
+}
+
+export interface Ack {
+  sub: number;
+  messageId: string;
+  /** the delivery's `via`: which subscribed id (or `*`) it came through */
+  via: string;
+  ok: boolean;
+  delaySeconds?: number;
+}
+
+// client -> broker
+export type AuthFrame = { type: 'auth'; protocol: number; token: string; publicKey?: string; socketToken?: string };
+export type PublishFrame = { type: 'publish'; messages: PublishedMessage[] };
+export type SubscribeFrame = {
+  type: 'subscribe';
+  req: number;
+  sub: number;
+  mode: SubscriptionMode;
+  endpoint: string;
+  version: string;
+  ids: string[];
+  prefetch?: number;
+};
+export type AddIdsFrame = { type: 'addIds'; req: number; sub: number; ids: string[] };
+export type RemoveIdsFrame = { type: 'removeIds'; req: number; sub: number; ids: string[] };
+export type UnsubscribeFrame = { type: 'unsubscribe'; req: number; sub: number };
+export type AckFrame = { type: 'ack'; acks: Ack[] };
+
+export type ClientFrame =
+  | AuthFrame
+  | PublishFrame
+  | SubscribeFrame
+  | AddIdsFrame
+  | RemoveIdsFrame
+  | UnsubscribeFrame
+  | AckFrame;
+
+// broker -> client
+export interface Delivery {
+  sub: number;
+  messageId: string;
+  channel: string;
+  data: unknown;
+  created: number;
+  nbRequeues: number;
+  from: string;
+  /** the subscribed id (or `*`) this delivery came through; echoed in the ack */
+  via: string;
+}
+
+export interface PublishResult {
+  messageId: string;
+  error?: ErrorPayload;
+}
+
+export interface RefusedId {
+  id: string;
+  error: ErrorPayload;
+}
+
+export type HelloFrame = { type: 'hello'; protocol: number; nonce: string; serviceId: string; isMaster: boolean };
+export type WelcomeFrame = {
+  type: 'welcome';
+  node: string;
+  serviceId: string;
+  isMaster: boolean;
+  maxPayloadBytes: number;
+};
+export type ErrorFrame = { type: 'error'; error: ErrorPayload };
+export type RoleFrame = { type: 'role'; isMaster: boolean };
+export type ReplyFrame = { type: 'reply'; req: number; error?: ErrorPayload; refused?: RefusedId[] };
+export type ResultsFrame = { type: 'results'; results: PublishResult[] };
+export type DeliverFrame = { type: 'deliver'; messages: Delivery[] };
+/** the broker removed ids from a subscription on its own (a rule change, docs/protocol.md#revoked) */
+export type RevokedFrame = { type: 'revoked'; sub: number; ids: string[]; error: ErrorPayload };
+
+export type BrokerFrame =
+  | HelloFrame
+  | WelcomeFrame
+  | ErrorFrame
+  | RoleFrame
+  | ReplyFrame
+  | ResultsFrame
+  | DeliverFrame
+  | RevokedFrame;
+
+export function encodeFrame(frame: ClientFrame | BrokerFrame): string {
+  return JSON.stringify(frame);
+}
+
+// ---- decoding: everything from the network is untrusted -------------------------------
+
+type Obj = Record<string, unknown>;
+
+function parseObject(text: string): Obj {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw protocolError('frame is not JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw protocolError('frame is not an object');
+  }
+  return value as Obj;
+}
+
+function str(frame: Obj, key: string, maxLength = 4096): string {
+  const value = frame[key];
+  if (typeof value !== 'string' || value.length > maxLength) throw protocolError(`${key} must be a string`);
+  return value;
+}
+
+function optStr(frame: Obj, key: string, maxLength = 4096): string | undefined {
+  return frame[key] === undefined ? undefined : str(frame, key, maxLength);
+}
+
+function int(frame: Obj, key: string): number {
+  const value = frame[key];
+  if (!Number.isSafeInteger(value) || (value as number) < 0) throw protocolError(`${key} must be an integer`);
+  return value as number;
+}
+
+function bool(frame: Obj, key: string): boolean {
+  const value = frame[key];
+  if (typeof value !== 'boolean') throw protocolError(`${key} must be a boolean`);
+  return value;
+}
+
+function array(frame: Obj, key: string, maxItems = 100_000): unknown[] {
+  const value = frame[key];
+  if (!Array.isArray(value) || value.length > maxItems) throw protocolError(`${key} must be an array`);
+  return value;
+}
+
+function obj(value: unknown, what: string): Obj {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw protocolError(`${what} must be an object`);
+  return value as Obj;
+}
+
+function ids(frame: Obj): string[] {
+  return array(frame, 'ids', 10_000).map((id) => {
+    if (typeof id !== 'string') throw protocolError('ids must be strings');
+    return id;
+  });
+}
+
+function errorPayload(value: unknown): ErrorPayload {
+  const error = obj(value, 'error');
+  const code = error.code;
+  if (!isErrorCode(code)) throw protocolError('unknown error code');
+  const payload: ErrorPayload = { code, message: String(error.message ?? code) };
+  if (error.details !== undefined) payload.details = error.details;
+  return payload;
+}
+
+export function decodeClientFrame(text: string): ClientFrame {
+  const frame = parseObject(text);
+  const type = frame.type;
+  switch (type) {
+    case 'auth': {
+      const auth: AuthFrame = { type, protocol: int(frame, 'protocol'), token: str(frame, 'token', 16_384) };
+      const publicKey = optStr(frame, 'publicKey', 16_384);
+      const socketToken = optStr(frame, 'socketToken', 1024);
+      if (publicKey !== undefined) auth.publicKey = publicKey;
+      if (socketToken !== undefined) auth.socketToken = socketToken;
+      return auth;
+    }
+    case 'publish':
+      return {
+        type,
+        messages: array(frame, 'messages').map((value) => {
+          const m = obj(value, 'message');
+          if (m.data === undefined) throw protocolError('message without data');
+          return { messageId: str(m, 'messageId', 128), channel: str(m, 'channel', 512), data: m.data, created: int(m, 'created') };
+        }),
+      };
+    case 'subscribe': {
+      const mode = frame.mode;
+      if (mode !== 'listen' && mode !== 'consume') throw protocolError('mode must be listen or consume');
+      const subscribe: SubscribeFrame = {
+        type,
+        req: int(frame, 'req'),
+        sub: int(frame, 'sub'),
+        mode,
+        endpoint: str(frame, 'endpoint', 128),
+        version: str(frame, 'version', 128),
+        ids: ids(frame),
+      };
+      if (frame.prefetch !== undefined) subscribe.prefetch = int(frame, 'prefetch');
+      return subscribe;
+    }
+    case 'addIds':
+    case 'removeIds':
+      return { type, req: int(frame, 'req'), sub: int(frame, 'sub'), ids: ids(frame) };
+    case 'unsubscribe':
+      return { type, req: int(frame, 'req'), sub: int(frame, 'sub') };
+    case 'ack':
+      return {
+        type,
+        acks: array(frame, 'acks').map((value) => {
+          const a = obj(value, 'ack');
+          const ack: Ack = { sub: int(a, 'sub'), messageId: str(a, 'messageId', 128), via: str(a, 'via', 1024), ok: bool(a, 'ok') };
+          if (a.delaySeconds !== undefined) {
+            const delay = a.delaySeconds;
+            if (typeof delay !== 'number' || !(delay >= 0) || delay > 31_536_000) throw protocolError('bad delaySeconds');
+            ack.delaySeconds = delay;
+          }
+          return ack;
+        }),
+      };
+    default:
+      throw protocolError(`unknown frame type ${JSON.stringify(String(type)).slice(0, 40)}`);
+  }
+}
+
+export function decodeBrokerFrame(text: string): BrokerFrame {
+  const frame = parseObject(text);
+  const type = frame.type;
+  switch (type) {
+    case 'hello':
+      return { type, protocol: int(frame, 'protocol'), nonce: str(frame, 'nonce'), serviceId: str(frame, 'serviceId'), isMaster: bool(frame, 'isMaster') };
+    case 'welcome':
+      return { type, node: str(frame, 'node'), serviceId: str(frame, 'serviceId'), isMaster: bool(frame, 'isMaster'), maxPayloadBytes: int(frame, 'maxPayloadBytes') };
+    case 'error':
+      return { type, error: errorPayload(frame.error) };
+    case 'role':
+      return { type, isMaster: bool(frame, 'isMaster') };
+    case 'reply': {
+      const reply: ReplyFrame = { type, req: int(frame, 'req') };
+      if (frame.error !== undefined) reply.error = errorPayload(frame.error);
+      if (frame.refused !== undefined) {
+        reply.refused = array(frame, 'refused').map((value) => {
+          const r = obj(value, 'refused');
+          return { id: str(r, 'id'), error: errorPayload(r.error) };
+        });
+      }
+      return reply;
+    }
+    case 'results':
+      return {
+        type,
+        results: array(frame, 'results').map((value) => {
+          const r = obj(value, 'result');
+          const result: PublishResult = { messageId: str(r, 'messageId') };
+          if (r.error !== undefined) result.error = errorPayload(r.error);
+          return result;
+        }),
+      };
+    case 'deliver':
+      return {
+        type,
+        messages: array(frame, 'messages').map((value) => {
+          const d = obj(value, 'delivery');
+          return {
+            sub: int(d, 'sub'),
+            messageId: str(d, 'messageId'),
+            channel: str(d, 'channel'),
+            data: d.data,
+            created: int(d, 'created'),
+            nbRequeues: int(d, 'nbRequeues'),
+            from: str(d, 'from'),
+            via: str(d, 'via'),
+          };
+        }),
+      };
+    case 'revoked':
+      return { type, sub: int(frame, 'sub'), ids: ids(frame), error: errorPayload(frame.error) };
+    default:
+      throw protocolError(`unknown frame type ${JSON.stringify(String(type)).slice(0, 40)}`);
+  }
+}
