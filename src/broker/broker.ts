@@ -44,6 +44,9 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
   const address = await server.listen(config.socketServer.host, config.socketServer.port);
   const scheme = config.socketServer.tls ? 'wss' : 'ws';
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  // accepted so a config written for a later version still loads; say plainly that nothing serves them
+  if (config.management) log.warn('config key "management" is accepted but not served by this version');
+  if (config.peers.length > 0) log.warn('config key "peers" is accepted but not used by this version');
   log.info('broker started', { serviceId: config.serviceId, isMaster: config.isMaster, url: `${scheme}://${host}:${address.port}`, restored });
 
   let stopped: Promise<void> | null = null;

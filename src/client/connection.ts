@@ -96,7 +96,13 @@ export class Connection {
     });
   }
 
+  /** frames leave in the order they were made: batched publishes and acks go first */
   send(frame: ClientFrame): void {
+    if (this.#publishes.length > 0 || this.#acks.length > 0) this.#flush();
+    this.#write(frame);
+  }
+
+  #write(frame: ClientFrame): void {
     if (this.#ws?.readyState === WebSocket.OPEN) this.#ws.send(encodeFrame(frame));
   }
 
@@ -142,12 +148,12 @@ export class Connection {
       const messages = this.#publishes;
       this.#publishes = [];
       this.#publishBytes = 0;
-      this.send({ type: 'publish', messages });
+      this.#write({ type: 'publish', messages });
     }
     if (this.#acks.length > 0) {
       const acks = this.#acks;
       this.#acks = [];
-      this.send({ type: 'ack', acks });
+      this.#write({ type: 'ack', acks });
     }
   }
 
