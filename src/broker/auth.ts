@@ -1,5 +1,5 @@
 import { createHash, createPublicKey, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeJwt, jwtVerify, errors as joseErrors } from 'jose';
 import { WhiskerError } from '../protocol/errors.js';
@@ -35,14 +35,39 @@ export class KeyRegistry {
   readonly #directory: string;
   readonly #keys = new Map<string, KeyObject>();
 
+  readonly #revokedDirectory: string;
+
   constructor(directory: string) {
     this.#directory = directory;
-    mkdirSync(directory, { recursive: true, mode: 0o700 });
+    this.#revokedDirectory = join(directory, 'revoked');
+    mkdirSync(this.#revokedDirectory, { recursive: true, mode: 0o700 });
+  }
+
+  /**
+   * A revoked key never verifies again, even when auto-registration would accept its name anew:
+   * it is kept as `revoked/<sha256 of the key>.pub`.
+   */
+  revoke(name: string, key: KeyObject): void {
+    const pem = key.export({ type: 'spki', format: 'pem' }).toString();
+    writeFileSync(join(this.#revokedDirectory, `${fingerprint(key)}.pub`), `# ${name}\n${pem}`, { mode: 0o644 });
+  }
+
+  isRevoked(key: KeyObject): boolean {
+    return existsSync(join(this.#revokedDirectory, `${fingerprint(key)}.pub`));
   }
 
   /** forget cached keys so a removed or replaced file is read again (reload, revocation) */
   forget(): void {
     this.#keys.clear();
+  }
+
+  /** is `key` still the registered key of `name`? false once the file is removed or replaced */
+  stillValid(name: string, key: KeyObject): boolean {
+    try {
+      return this.registered(name)?.equals(key) ?? false;
+    } catch {
+      return false;
+    }
   }
 
   registered(name: string): KeyObject | null {
@@ -74,9 +99,10 @@ export class KeyRegistry {
 
   /**
    * Checks an `auth` frame against the nonce this socket was given. Resolves to the verified
-   * client name; rejects with E_AUTH, E_TOKEN or E_SERVICE_ID (docs/protocol.md#handshake).
+   * client name and the key it proved; rejects with E_AUTH, E_TOKEN or E_SERVICE_ID
+   * (docs/protocol.md#handshake).
    */
-  async authenticate(frame: AuthFrame, nonce: string, policy: AuthPolicy): Promise<string> {
+  async authenticate(frame: AuthFrame, nonce: string, policy: AuthPolicy): Promise<{ name: string; key: KeyObject }> {
     if (policy.socketToken !== undefined && !sameSecret(frame.socketToken, policy.socketToken)) {
       throw new WhiskerError('E_TOKEN', 'Bad socket token');
     }
@@ -103,13 +129,19 @@ export class KeyRegistry {
       }
       isNew = true;
     }
+    if (this.isRevoked(key)) throw new WhiskerError('E_AUTH', 'Key revoked');
     await verifyToken(frame.token, key, name, nonce, policy.serviceId);
     if (isNew) {
       const winner = this.register(name, key);
       if (winner !== key) await verifyToken(frame.token, winner, name, nonce, policy.serviceId);
+      key = winner;
     }
-    return name;
+    return { name, key };
   }
+}
+
+function fingerprint(key: KeyObject): string {
+  return createHash('sha256').update(key.export({ type: 'spki', format: 'der' })).digest('hex');
 }
 
 async function verifyToken(token: string, key: KeyObject, name: string, nonce: string, serviceId: string): Promise<void> {

@@ -4,6 +4,8 @@ import { createLogger, type Logger } from '../ops/logger.js';
 import { KeyRegistry } from './auth.js';
 import type { BrokerContext } from './context.js';
 import { compilePolicy } from './policy.js';
+import type { Rules } from './rules.js';
+import { WhiskerError } from '../protocol/errors.js';
 import { Router } from './router.js';
 import { SocketServer } from './server.js';
 import type { Session } from './session.js';
@@ -28,6 +30,17 @@ export interface Broker {
   /** swaps in a new config (validated and compiled first); throws and keeps the old one if bad */
   reload(config: Config): void;
   stop(): Promise<void>;
+}
+
+/** a reload re-checks live subscriptions: ids no longer readable are removed (SPEC §5) */
+function recheckSubscriptions(session: Session, rules: Rules, router: Router): void {
+  for (const subscription of session.subscriptions.values()) {
+    const [endpoint, version] = subscription.queue.split('/') as [string, string];
+    const lost = [...subscription.ids].filter((id) => !rules.canRead(session.clientName, endpoint, version, id));
+    if (lost.length === 0) continue;
+    router.unsubscribe(subscription, lost);
+    session.send({ type: 'revoked', sub: subscription.sub, ids: lost, error: new WhiskerError('E_FORBIDDEN', 'Not allowed').toJSON() });
+  }
 }
 
 /** Starts one broker: store loaded, queues rebuilt, socket listening (SPEC §10). */
@@ -66,7 +79,16 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       ctx.keys.forget();
       log.setLevel(next.logLevel);
       router.applyPolicy(nextPolicy);
-      if (roleChanged) for (const session of ctx.sessions) if (session.isReady) session.send({ type: 'role', isMaster: next.isMaster });
+      for (const session of [...ctx.sessions]) {
+        if (!session.isReady) continue;
+        if (!ctx.keys.stillValid(session.clientName, session.key!)) {
+          ctx.keys.revoke(session.clientName, session.key!);
+          session.fail(new WhiskerError('E_AUTH', 'Key revoked'));
+          continue;
+        }
+        recheckSubscriptions(session, nextPolicy.rules, router);
+        if (roleChanged) session.send({ type: 'role', isMaster: next.isMaster });
+      }
       log.info('config reloaded', { isMaster: next.isMaster });
     },
     stop() {

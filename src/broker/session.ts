@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { type KeyObject, randomBytes } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import { protocolError, WhiskerError } from '../protocol/errors.js';
 import {
@@ -34,6 +34,7 @@ export class Session {
   readonly #ws: WebSocket;
   #state: SessionState = 'handshake';
   #clientName = '';
+  #key: KeyObject | null = null;
   #handshakeTimer: NodeJS.Timeout | null;
   #deliveries: Delivery[] = [];
   #results: PublishResult[] = [];
@@ -61,14 +62,20 @@ export class Session {
     return `${this.#clientName || '?'}#${this.node}`;
   }
 
+  /** the key this connection proved at its handshake */
+  get key(): KeyObject | null {
+    return this.#key;
+  }
+
   get isReady(): boolean {
     return this.#state === 'ready';
   }
 
   /** the handshake succeeded: from now on this connection is `name` and nothing else */
-  authenticated(clientName: string): void {
+  authenticated(clientName: string, key: KeyObject): void {
     if (this.#state !== 'authenticating') return;
     this.#clientName = clientName;
+    this.#key = key;
     this.#state = 'ready';
     if (this.#handshakeTimer) clearTimeout(this.#handshakeTimer);
     this.#handshakeTimer = null;

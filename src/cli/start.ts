@@ -29,5 +29,15 @@ export async function runStart(configPath: string | undefined): Promise<number> 
     };
     process.once('SIGINT', () => shutdown('SIGINT'));
     process.once('SIGTERM', () => shutdown('SIGTERM'));
+    // a bad file is refused and the running config stays (SPEC §10)
+    process.on('SIGHUP', () => {
+      if (!configPath) return;
+      try {
+        broker.reload(loadConfigFile(configPath));
+        process.stderr.write('whisker: SIGHUP, config reloaded\n');
+      } catch (error) {
+        process.stderr.write(`whisker: SIGHUP, config refused, the running one stays: ${(error as Error).message}\n`);
+      }
+    });
   });
 }

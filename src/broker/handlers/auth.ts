@@ -15,7 +15,7 @@ export function handleAuth(session: Session, frame: AuthFrame): void {
       mayRegister: (name) => policy.mayRegister(name),
     })
     .then(
-      (name) => session.authenticated(name),
+      ({ name, key }) => session.authenticated(name, key),
       (error: unknown) => session.fail(error instanceof WhiskerError ? error : new WhiskerError('E_AUTH', 'Authentication failed')),
     );
 }
