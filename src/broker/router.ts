@@ -51,13 +51,14 @@ export class Router {
   }
 
   async restore(): Promise<number> {
-    const recovered = await this.#store.load();
-    for (const item of recovered) {
+    const { messages, recent } = await this.#store.load();
+    for (const { messageId, acceptedAt } of recent) this.#dedupe.addAt(messageId, acceptedAt);
+    for (const item of messages) {
       this.#seq = Math.max(this.#seq, item.message.seq);
       this.#queue(item.message.queue).restore(item);
-      this.#dedupe.add(item.message.messageId);
+      this.#dedupe.addAt(item.message.messageId, item.message.acceptedAt);
     }
-    return recovered.length;
+    return messages.length;
   }
 
   applyPolicy(policy: Policy): void {

@@ -22,7 +22,12 @@ export class DedupeWindow {
   }
 
   add(messageId: string): void {
-    if (this.#windowMs > 0) this.#seen.set(messageId, this.#now() + this.#windowMs);
+    this.addAt(messageId, this.#now());
+  }
+
+  /** remembers an id seen at `seenAt` (ms epoch); ids must come in seenAt order */
+  addAt(messageId: string, seenAt: number): void {
+    if (this.#windowMs > 0 && seenAt + this.#windowMs > this.#now()) this.#seen.set(messageId, seenAt + this.#windowMs);
   }
 
   delete(messageId: string): void {

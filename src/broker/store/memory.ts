@@ -1,12 +1,12 @@
-import type { MessageStore, RecoveredMessage, StoredMessage, StoreEvent } from './store.js';
+import type { MessageStore, RecoveredState, StoredMessage, StoreEvent } from './store.js';
 
 /**
  * Keeps nothing: the queues' own memory is the only copy. For tests and for brokers that
  * accept losing their queues on a restart (the reference's behaviour).
  */
 export class MemoryStore implements MessageStore {
-  async load(): Promise<RecoveredMessage[]> {
-    return [];
+  async load(): Promise<RecoveredState> {
+    return { messages: [], recent: [] };
   }
 
   async append(_messages: readonly StoredMessage[]): Promise<void> {}

@@ -44,9 +44,15 @@ export interface RecoveredMessage {
   readonly records: readonly RecoveredRecord[];
 }
 
-export interface MessageStore {
+export interface RecoveredState {
   /** every message not removed, in `seq` order, with its unsettled records */
-  load(): Promise<RecoveredMessage[]>;
+  readonly messages: readonly RecoveredMessage[];
+  /** ids accepted recently, removed or not, so the dedupe window survives a restart (SPEC §7) */
+  readonly recent: ReadonlyArray<{ readonly messageId: string; readonly acceptedAt: number }>;
+}
+
+export interface MessageStore {
+  load(): Promise<RecoveredState>;
   /** resolves once the messages are durable: a send is answered only after this */
   append(messages: readonly StoredMessage[]): Promise<void>;
   /** state changes, recorded in order; durable with the next commit */
