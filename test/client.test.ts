@@ -118,6 +118,34 @@ describe('callbacks and promises', () => {
   });
 });
 
+describe('roles', () => {
+  test('a slave stores a send without answering it; promoted by a reload, it settles that send and delivers', async () => {
+    const b = await broker({ isMaster: false });
+    const [c, p] = await Promise.all([connect('app', b.hostSpec), connect('prod', b.hostSpec, { sendTimeout: 10_000 })]);
+    const inbox = new Inbox();
+    const handle = c.consume('t/v1/1', inbox.consumer);
+    let settled = false;
+    const sent = p.send('t/v1/1', 'held by the slave').then((info) => ((settled = true), info));
+    await until(() => b.router.queues.get('t/v1')?.depth === 1, 2000, 'stored by the slave');
+    expect(settled).toBe(false);
+    expect(inbox.length).toBe(0);
+    const promoted = once(p, 'master');
+    b.reload(brokerConfig({ isMaster: true }, b.dir));
+    expect(await promoted).toBe('whisker');
+    await sent;
+    await handle.ready;
+    const [got] = await inbox.waitFor(1);
+    expect(got!.msg).toBe('held by the slave');
+  });
+
+  test('without a master a send fails with E_NO_MASTER naming the slaves that stored it', async () => {
+    const b = await broker({ isMaster: false, serviceId: 'slave-1' });
+    const p = await connect('prod', b.hostSpec, { sendTimeout: 300 });
+    const error = await p.send('t/v1/1', 'x').catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'E_NO_MASTER', info: { storedBy: ['slave-1'] } });
+  });
+});
+
 describe('connection state', () => {
   test('isConnected tracks a lost broker, and the client reconnects and re-subscribes after a restart', async () => {
     const dir = tempDir();
@@ -130,6 +158,7 @@ describe('connection state', () => {
     await c.consume('t/v1/1', inbox.consumer).ready;
     await p.send('t/v1/1', 'before');
     await inbox.waitFor(1);
+    await until(() => b.router.queues.get('t/v1')!.size === 0, 2000, 'the ack');
 
     const lost = once(c, 'disconnect');
     await b.stop();

@@ -236,6 +236,20 @@ describe('requeue', () => {
   });
 });
 
+describe('dead letters per group', () => {
+  test('a message failing in two groups gives two dead letters, one per group', async () => {
+    const b = await broker({ channels: { 'jobs/v1': { requeueLimit: 1, deadLetter: 'dead/v1/jobs' } } });
+    const [c1, c2, d, p] = await Promise.all([connect('w1', b.hostSpec), connect('w2', b.hostSpec), connect('janitor', b.hostSpec), connect('prod', b.hostSpec)]);
+    await c1.consume('jobs/v1/1', (_e, _m, done) => done!(false)).ready;
+    await c2.consume('jobs/v1/*', (_e, _m, done) => done!(false)).ready;
+    const dead = new Inbox();
+    await d.consume('dead/v1/jobs', { prefetch: 5 }, dead.consumer).ready;
+    await p.send('jobs/v1/1', 'poison');
+    const letters = await dead.waitFor(2);
+    expect(new Set(letters.map((l) => l.info.messageId)).size).toBe(2);
+  });
+});
+
 describe('limits and expiry', () => {
   test('a message not delivered within ttl expires', async () => {
     const b = await broker({ channels: { 'jobs/v1': { ttl: 0.15 } } });

@@ -28,7 +28,7 @@ function message(id: string, data: unknown): StoredMessage {
 
 function makeQueue(overrides: Partial<QueueSettings> = {}, store = new RecordingStore()) {
   const dead: string[] = [];
-  const queue = new Queue('q/v1', { ...settings, ...overrides }, { now: () => Date.now(), store, deadLetter: (target, m) => void dead.push(`${target}:${m.messageId}`) });
+  const queue = new Queue('q/v1', { ...settings, ...overrides }, { now: () => Date.now(), store, discard: (target, m) => void dead.push(`${target}:${m.messageId}`) });
   return { queue, store, dead };
 }
 

@@ -1,4 +1,6 @@
+import { ConfigError } from '../config/load.js';
 import type { Config } from '../config/types.js';
+import { parseChannel, WILDCARD } from '../protocol/channel.js';
 import { type ChannelFormat, compileChannelFormat } from './formats/index.js';
 import type { QueueSettings } from './queue.js';
 import { compileRules, type Rules } from './rules.js';
@@ -20,6 +22,13 @@ export function compilePolicy(config: Config): Policy {
   const formats = new Map<string, ChannelFormat | null>();
   for (const [queue, settings] of Object.entries(config.channels)) {
     formats.set(queue, compileChannelFormat(queue, settings));
+    if (settings.deadLetter !== undefined) {
+      try {
+        if (parseChannel(settings.deadLetter).id === WILDCARD) throw new Error('cannot be *');
+      } catch (error) {
+        throw new ConfigError(`channels.${queue}.deadLetter`, `not a channel: ${(error as Error).message}`);
+      }
+    }
   }
   const settingsCache = new Map<string, QueueSettings>();
   return {

@@ -19,8 +19,11 @@ export interface QueueSettings {
 export interface QueueEnvironment {
   now(): number;
   readonly store: MessageStore;
-  /** a message delivered `requeueLimit` times goes to the channel's dead-letter channel */
-  deadLetter(target: string, message: StoredMessage, nbDeliveries: number, reason: string): void;
+  /**
+   * A message delivered `requeueLimit` times leaves its group: to the channel's dead-letter
+   * channel when `target` is set, dropped otherwise (counted here, logged by the router).
+   */
+  discard(target: string | null, message: StoredMessage, group: string, nbDeliveries: number, reason: string): void;
 }
 
 export interface QueueCounters {
@@ -107,7 +110,8 @@ export class Queue {
   accept(message: StoredMessage): void {
     if (this.#entries.has(message.messageId)) return;
     this.counters.received++;
-    if (this.#depth >= this.#settings.maxItems) this.#dropOldest(message.id);
+    // with `reject` the check came before storing; a stored message is never dropped for it
+    if (this.#depth >= this.#settings.maxItems && this.#settings.overflow === 'drop-oldest') this.#dropOldest(message.id);
     const groups = this.#matchingGroups(message.id);
     const entry = this.#addEntry(message);
     if (groups.length === 0) {
@@ -304,12 +308,9 @@ export class Queue {
     const nbDeliveries = record.nbRequeues + 1;
     if (nbDeliveries >= this.#settings.requeueLimit) {
       const target = this.#settings.deadLetter;
-      if (target) {
-        this.counters.deadLettered++;
-        this.#env.deadLetter(target, entry.message, nbDeliveries, reason);
-      } else {
-        this.counters.dropped++;
-      }
+      if (target) this.counters.deadLettered++;
+      else this.counters.dropped++;
+      this.#env.discard(target, entry.message, record.group.key, nbDeliveries, reason);
       this.#settle(record, target ? 'dead-lettered' : 'dropped');
       return;
     }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { parseChannel, queueName, WILDCARD } from '../protocol/channel.js';
 import { type ErrorPayload, WhiskerError } from '../protocol/errors.js';
 import type { PublishedMessage, PublishResult, RefusedId } from '../protocol/frames.js';
@@ -198,7 +199,10 @@ export class Router {
       queue = new Queue(name, this.#policy.queueSettings(name), {
         now: this.#now,
         store: this.#store,
-        deadLetter: (target, message, nbDeliveries, reason) => this.#deadLetter(target, message, nbDeliveries, reason),
+        discard: (target, message, group, nbDeliveries, reason) => {
+          if (target) this.#deadLetter(target, message, group, nbDeliveries, reason);
+          else this.#log.warn('message dropped after its last delivery', { queue: message.queue, messageId: message.messageId, group, nbDeliveries, reason });
+        },
       });
       queue.setDelivering(this.#isMaster);
       this.#queues.set(name, queue);
@@ -207,11 +211,12 @@ export class Router {
   }
 
   /** the envelope keeps where the message came from and why it died (docs/protocol.md#dead-letters) */
-  #deadLetter(target: string, original: StoredMessage, nbDeliveries: number, reason: string): void {
-    const channel = parseChannel(target);
+  #deadLetter(target: string, original: StoredMessage, group: string, nbDeliveries: number, reason: string): void {
+    const channel = parseChannel(target); // checked when the config was compiled
     const message: StoredMessage = {
       seq: ++this.#seq,
-      messageId: `${original.messageId}.dead`,
+      // the same id on every mirror, one per failed group, within the wire's 128 characters
+      messageId: createHash('sha256').update(`${original.messageId}\n${group}`).digest('hex').slice(0, 32),
       queue: queueName(channel),
       id: channel.id,
       data: { channel: `${original.queue}/${original.id}`, messageId: original.messageId, nbDeliveries, lastError: reason, from: original.from, created: original.created, data: original.data },
@@ -219,7 +224,7 @@ export class Router {
       acceptedAt: this.#now(),
       from: original.from,
     };
-    this.#log.warn('message dead-lettered', { queue: original.queue, messageId: original.messageId, target, nbDeliveries });
+    this.#log.warn('message dead-lettered', { queue: original.queue, messageId: original.messageId, group, target, nbDeliveries, reason });
     this.#store.append([message]).then(
       () => this.#queue(message.queue).accept(message),
       (error: unknown) => this.#log.error('dead letter not stored', { messageId: original.messageId, error: (error as Error).message }),

@@ -144,11 +144,24 @@ export class Session {
     if (this.#state === 'closed') return;
     while (this.#results.length > 0) this.send({ type: 'results', results: this.#results.splice(0, MAX_BATCH) });
     if (this.#deliveries.length === 0) return;
-    while (this.#deliveries.length > 0) {
-      const batch = this.#deliveries.length <= MAX_BATCH ? this.#deliveries : this.#deliveries.slice(0, MAX_BATCH);
-      this.#deliveries = batch === this.#deliveries ? [] : this.#deliveries.slice(MAX_BATCH);
-      this.#ws.send(encodeFrame({ type: 'deliver', messages: batch }), () => this.#maybeResume());
+    // frames stay near maxPayloadBytes so a client's frame limit holds: encode one by one
+    const maxBytes = this.ctx.policy.config.limits.maxPayloadBytes;
+    const deliveries = this.#deliveries;
+    this.#deliveries = [];
+    let parts: string[] = [];
+    let bytes = 0;
+    const sendBatch = () => {
+      this.#ws.send(`{"type":"deliver","messages":[${parts.join(',')}]}`, () => this.#maybeResume());
+      parts = [];
+      bytes = 0;
+    };
+    for (const delivery of deliveries) {
+      const part = JSON.stringify(delivery);
+      if (parts.length > 0 && (bytes + part.length > maxBytes || parts.length >= MAX_BATCH)) sendBatch();
+      parts.push(part);
+      bytes += part.length;
     }
+    sendBatch();
   }
 
   #maybeResume(): void {

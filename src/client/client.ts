@@ -114,13 +114,14 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
     }
     if (json === undefined) return fail('E_NO_VALUE', 'Bad format');
     const maxBytes = Math.min(...this.#connections.map((c) => c.maxPayloadBytes), 1_048_576) - 512;
-    if (Buffer.byteLength(json) > maxBytes) return fail('E_TOO_LARGE', `Message too large (over ${maxBytes} bytes)`);
+    const bytes = Buffer.byteLength(json) + Buffer.byteLength(channel) + 120; // + the message's envelope
+    if (bytes > maxBytes) return fail('E_TOO_LARGE', `Message too large (over ${maxBytes} bytes)`);
     if (this.#disconnected) return fail('E_DISCONNECTED', 'Client disconnected');
     if (this.#pending.size >= this.#config.maxBufferedMessages) return fail('E_QUEUE_FULL', 'Too many messages waiting for a broker');
     const message: PublishedMessage = { messageId, channel, data, created: Date.now() };
     const pending: PendingSend = {
       message,
-      bytes: json.length,
+      bytes,
       channel: info.channel,
       deadline: Date.now() + this.#config.sendTimeout,
       answeredBy: new Set(),
@@ -281,8 +282,15 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
         return;
       case 'role':
         this.#updateMaster();
-        // a promoted slave already holds every subscription: it registered them as a slave
-        if (connection.isMaster) for (const subscription of this.#subscriptions.values()) subscription.onMasterReply({ type: 'reply', req: 0 });
+        if (connection.isMaster) {
+          // a promoted slave already holds every subscription and every send it stored as a slave
+          for (const subscription of this.#subscriptions.values()) subscription.onMasterReply({ type: 'reply', req: 0 });
+          for (const [messageId, pending] of this.#pending) {
+            if (!pending.storedBy.has(connection.serviceId)) continue;
+            this.#pending.delete(messageId);
+            this.#finish(pending, null);
+          }
+        }
         return;
       case 'revoked': {
         const subscription = this.#subscriptions.get(frame.sub);
@@ -291,9 +299,6 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
         subscription.refuse(errorFromPayload(frame.error));
         return;
       }
-      case 'error':
-        if (this.listenerCount('error') > 0) this.emit('error', errorFromPayload(frame.error));
-        return;
       default:
         return;
     }

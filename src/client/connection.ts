@@ -120,7 +120,7 @@ export class Connection {
   queuePublish(message: PublishedMessage, bytes: number): void {
     if (this.#publishBytes + bytes > this.#maxPayloadBytes * 0.9 || this.#publishes.length >= MAX_BATCH) this.#flush();
     this.#publishes.push(message);
-    this.#publishBytes += bytes + 100;
+    this.#publishBytes += bytes;
     this.#scheduleFlush();
   }
 

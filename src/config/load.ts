@@ -22,12 +22,13 @@ function keyOf(error: ErrorObject): string {
   if (error.keyword === 'additionalProperties') path.push(String(error.params.additionalProperty));
   if (error.keyword === 'required') path.push(String(error.params.missingProperty));
   if (error.keyword === 'propertyNames') path.push(String(error.params.propertyName));
+  else if (error.propertyName !== undefined) path.push(error.propertyName);
   return path.join('.');
 }
 
 function describe(error: ErrorObject): string {
   if (error.keyword === 'additionalProperties') return 'unknown key';
-  if (error.keyword === 'propertyNames') return 'channel names must be "endpoint/version"';
+  if (error.keyword === 'propertyNames' || error.propertyName !== undefined) return 'channel names must be "endpoint/version"';
   if (error.keyword === 'enum') return `must be one of ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
   return error.message ?? 'invalid';
 }

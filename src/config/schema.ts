@@ -89,7 +89,7 @@ export const configSchema = {
       additionalProperties: false,
       default: {},
       properties: {
-        maxPayloadBytes: { type: 'integer', minimum: 1024, default: 1_048_576 },
+        maxPayloadBytes: { type: 'integer', minimum: 1024, maximum: 67_108_864, default: 1_048_576 },
         maxConnections: { type: 'integer', minimum: 1, default: 10_000 },
         maxSubscriptionsPerConnection: { type: 'integer', minimum: 1, default: 1000 },
         maxBufferedBytesPerConnection: { type: 'integer', minimum: 1024, default: 8_388_608 },

@@ -190,7 +190,7 @@ export function decodeClientFrame(text: string): ClientFrame {
         messages: array(frame, 'messages').map((value) => {
           const m = obj(value, 'message');
           if (m.data === undefined) throw protocolError('message without data');
-          return { messageId: str(m, 'messageId', 128), channel: str(m, 'channel', 512), data: m.data, created: int(m, 'created') };
+          return { messageId: str(m, 'messageId', 128), channel: str(m, 'channel', 1024), data: m.data, created: int(m, 'created') };
         }),
       };
     case 'subscribe': {
