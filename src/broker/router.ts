@@ -124,6 +124,7 @@ export class Router {
     if (!this.#store.isHealthy()) throw new WhiskerError('E_STORE', 'Message store unavailable');
     const channel = parseChannel(m.channel);
     if (m.data === null || m.data === undefined) throw new WhiskerError('E_NO_VALUE', 'Bad format');
+    if (tooDeep(m.data, MAX_DEPTH)) throw new WhiskerError('E_TOO_LARGE', `Message nested deeper than ${MAX_DEPTH} levels`);
     if (!this.#policy.rules.canWrite(clientName, channel.endpoint, channel.version, channel.id)) throw forbidden();
     const queue = queueName(channel);
     let data: unknown = m.data;
@@ -230,6 +231,22 @@ export class Router {
       (error: unknown) => this.#log.error('dead letter not stored', { messageId: original.messageId, error: (error as Error).message }),
     );
   }
+}
+
+/** JSON.parse takes any depth, JSON.stringify does not: a deep value would crash delivery */
+const MAX_DEPTH = 256;
+
+function tooDeep(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!;
+    if (typeof item !== 'object' || item === null) continue;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(item) ? item : Object.values(item)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
 }
 
 function toPayload(error: unknown): ErrorPayload {
