@@ -65,6 +65,8 @@ export class Group {
   readonly mode: SubscriptionMode;
   readonly clientName: string;
   readonly pattern: string;
+  /** delivery records of this group not yet settled, kept by the queue */
+  recordCount = 0;
   readonly #members: Subscriber[] = [];
   #cursor = 0;
   // first deliveries in acceptance order; retries ordered by seq so none overtakes what it was behind

@@ -53,6 +53,7 @@ export class Queue {
   readonly #groups = new Map<string, Group>();
   readonly #inFlight = new Set<DeliveryRecord>();
   readonly #inFlightBySubscriber = new Map<Subscriber, number>();
+  readonly #groupsOf = new Map<Subscriber, Set<Group>>();
   readonly #delayed = new MinHeap<{ record: DeliveryRecord; at: number }>((d) => d.at);
   #ttlOrder: Entry[] = [];
   #ttlHead = 0;
@@ -147,6 +148,9 @@ export class Queue {
       this.#groups.set(key, group);
     }
     group.addMember(subscriber);
+    let groups = this.#groupsOf.get(subscriber);
+    if (!groups) this.#groupsOf.set(subscriber, (groups = new Set()));
+    groups.add(group);
     if (isNew) this.#adoptWaiting(group);
     this.#pump(group);
   }
@@ -160,7 +164,12 @@ export class Queue {
     for (const record of [...this.#inFlight]) {
       if (record.deliveredTo === subscriber && record.group === group) this.#failDelivery(record, 0, 'unsubscribed');
     }
-    if (![...this.#groups.values()].some((g) => g.hasMember(subscriber))) this.#inFlightBySubscriber.delete(subscriber);
+    const groups = this.#groupsOf.get(subscriber);
+    groups?.delete(group);
+    if (!groups || groups.size === 0) {
+      this.#groupsOf.delete(subscriber);
+      this.#inFlightBySubscriber.delete(subscriber);
+    }
     this.#dropGroupIfEmpty(group);
     this.#pump(group);
   }
@@ -184,12 +193,12 @@ export class Queue {
     } else {
       this.#failDelivery(record, delaySeconds * 1000, 'requeued by consumer');
     }
-    for (const group of this.#groups.values()) if (group.hasMember(subscriber)) this.#pump(group);
+    this.resume(subscriber);
   }
 
   /** a connection that can write again: its subscribers may take more */
   resume(subscriber: Subscriber): void {
-    for (const group of this.#groups.values()) if (group.hasMember(subscriber)) this.#pump(group);
+    for (const group of this.#groupsOf.get(subscriber) ?? []) this.#pump(group);
   }
 
   /** empties the queue (or one id) without touching subscriptions (`whisker delete`) */
@@ -229,6 +238,7 @@ export class Queue {
   #addRecord(entry: Entry, group: Group, nbRequeues: number, notBefore: number): void {
     const record: DeliveryRecord = { entry, group, state: 'ready', slot: null, nbRequeues, notBefore, deliveredTo: null, deadline: 0 };
     entry.records.set(group.key, record);
+    group.recordCount++;
     this.#adjustPending(entry, 1);
     if (notBefore > this.#env.now()) {
       this.#delay(record);
@@ -266,6 +276,7 @@ export class Queue {
     record.state = 'settled';
     record.slot = null;
     entry.records.delete(record.group.key);
+    record.group.recordCount--;
     this.#env.store.record([{ kind: 'settle', messageId: entry.message.messageId, group: record.group.key, outcome }]);
     this.#dropGroupIfEmpty(record.group);
     this.#forgetIfDone(entry);
@@ -370,8 +381,7 @@ export class Queue {
   }
 
   #dropGroupIfEmpty(group: Group): void {
-    if (group.memberCount > 0 || this.#groups.get(group.key) !== group) return;
-    for (const entry of this.#entries.values()) if (entry.records.has(group.key)) return;
+    if (group.memberCount > 0 || group.recordCount > 0 || this.#groups.get(group.key) !== group) return;
     this.#groups.delete(group.key);
   }
 
