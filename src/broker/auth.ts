@@ -6,7 +6,7 @@ import { WhiskerError } from '../protocol/errors.js';
 import type { AuthFrame } from '../protocol/frames.js';
 
 /** Client names are file names in registeredClientsPath: nothing that can leave it (SPEC §4). */
-export const CLIENT_NAME = /^[A-Za-z0-9._-]{1,128}$/;
+export const CLIENT_NAME = /^(?!\.+$)[A-Za-z0-9._-]{1,128}$/; // not `.` or `..`
 const ALGORITHMS = ['EdDSA', 'ES256', 'ES512'];
 const MAX_TOKEN_LIFETIME_S = 300;
 

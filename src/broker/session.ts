@@ -36,7 +36,9 @@ export class Session {
   #clientName = '';
   #key: KeyObject | null = null;
   #handshakeTimer: NodeJS.Timeout | null;
-  #deliveries: Delivery[] = [];
+  /** deliveries encoded when queued, so the bytes not yet written are known (flow control) */
+  #deliveries: string[] = [];
+  #queuedBytes = 0;
   #results: PublishResult[] = [];
   #flushScheduled = false;
   #paused = false;
@@ -99,13 +101,16 @@ export class Session {
   }
 
   isWritable(): boolean {
-    const writable = this.#state === 'ready' && this.#ws.bufferedAmount < this.ctx.policy.config.limits.maxBufferedBytesPerConnection && this.#deliveries.length < 10 * MAX_BATCH;
+    const unsent = this.#ws.bufferedAmount + this.#queuedBytes;
+    const writable = this.#state === 'ready' && unsent < this.ctx.policy.config.limits.maxBufferedBytesPerConnection;
     if (!writable) this.#paused = true;
     return writable;
   }
 
   queueDelivery(delivery: Delivery): void {
-    this.#deliveries.push(delivery);
+    const encoded = JSON.stringify(delivery);
+    this.#deliveries.push(encoded);
+    this.#queuedBytes += encoded.length;
     this.#scheduleFlush();
   }
 
@@ -148,6 +153,7 @@ export class Session {
     const maxBytes = this.ctx.policy.config.limits.maxPayloadBytes;
     const deliveries = this.#deliveries;
     this.#deliveries = [];
+    this.#queuedBytes = 0;
     let parts: string[] = [];
     let bytes = 0;
     const sendBatch = () => {
@@ -155,8 +161,7 @@ export class Session {
       parts = [];
       bytes = 0;
     };
-    for (const delivery of deliveries) {
-      const part = JSON.stringify(delivery);
+    for (const part of deliveries) {
       if (parts.length > 0 && (bytes + part.length > maxBytes || parts.length >= MAX_BATCH)) sendBatch();
       parts.push(part);
       bytes += part.length;
@@ -178,7 +183,7 @@ export class Session {
       if (isBinary) throw protocolError('binary frames are not part of the protocol');
       frame = decodeClientFrame(text);
     } catch (error) {
-      this.fail(error as WhiskerError);
+      this.fail(error instanceof WhiskerError ? error : protocolError('frame cannot be decoded'));
       return;
     }
     if (this.#state !== 'ready') {
@@ -231,6 +236,7 @@ export class Session {
     for (const subscription of this.subscriptions.values()) this.ctx.router.unsubscribe(subscription);
     this.subscriptions.clear();
     this.#deliveries = [];
+    this.#queuedBytes = 0;
     this.ctx.sessions.delete(this);
     this.ctx.log.debug('client disconnected', { client: this.label });
   }

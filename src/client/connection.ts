@@ -27,6 +27,15 @@ export interface ConnectionOwner {
 }
 
 const STABLE_MS = 60_000;
+const TLS_REFUSALS = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
 const MAX_BATCH = 1_000;
 
 /**
@@ -183,7 +192,10 @@ export class Connection {
       }
       this.#onFrame(ws, frame);
     });
-    ws.on('error', () => {});
+    ws.on('error', (error: NodeJS.ErrnoException) => {
+      // an untrusted certificate is a refusal, not a network fault to wait out (docs/security.md#tls)
+      if (error.code && TLS_REFUSALS.has(error.code)) refusal = new WhiskerError('E_AUTH', `Broker certificate not trusted (${error.code})`);
+    });
     ws.on('close', (code) => {
       if (this.#ws !== ws && this.#status !== 'closed') return;
       if (!refusal && code === 1009) refusal = new WhiskerError('E_TOO_LARGE', 'Frame too large for the broker');

@@ -172,6 +172,11 @@ function errorPayload(value: unknown): ErrorPayload {
   return payload;
 }
 
+/** never String(value): a hostile deep array would recurse until the stack breaks */
+function describeType(type: unknown): string {
+  return typeof type === 'string' ? `unknown frame type ${JSON.stringify(type.slice(0, 40))}` : `frame type must be a string, not ${type === null ? 'null' : typeof type}`;
+}
+
 export function decodeClientFrame(text: string): ClientFrame {
   const frame = parseObject(text);
   const type = frame.type;
@@ -228,7 +233,7 @@ export function decodeClientFrame(text: string): ClientFrame {
         }),
       };
     default:
-      throw protocolError(`unknown frame type ${JSON.stringify(String(type)).slice(0, 40)}`);
+      throw protocolError(describeType(type));
   }
 }
 
@@ -285,6 +290,6 @@ export function decodeBrokerFrame(text: string): BrokerFrame {
     case 'revoked':
       return { type, sub: int(frame, 'sub'), ids: ids(frame), error: errorPayload(frame.error) };
     default:
-      throw protocolError(`unknown frame type ${JSON.stringify(String(type)).slice(0, 40)}`);
+      throw protocolError(describeType(type));
   }
 }
