@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Config } from '../config/types.js';
 import { createLogger, type Logger } from '../ops/logger.js';
 import { KeyRegistry } from './auth.js';
@@ -9,11 +10,11 @@ import { WhiskerError } from '../protocol/errors.js';
 import { Router } from './router.js';
 import { SocketServer } from './server.js';
 import type { Session } from './session.js';
-import { MemoryStore } from './store/memory.js';
+import { LogStore } from './store/log.js';
 import type { MessageStore } from './store/store.js';
 
 export interface BrokerOptions {
-  /** defaults to the in-memory store */
+  /** defaults to the durable log store in `dataDirectory/store` */
   store?: MessageStore;
   logger?: Logger;
   now?: () => number;
@@ -49,7 +50,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
   const log = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
   mkdirSync(config.dataDirectory, { recursive: true, mode: 0o700 });
-  const store = options.store ?? new MemoryStore();
+  const store = options.store ?? new LogStore(join(config.dataDirectory, 'store'), { dedupeWindowMs: config.dedupeWindow * 1000, log, now });
   const router = new Router(policy, store, log, now);
   const restored = await router.restore();
   const ctx: BrokerContext = { policy, router, keys: new KeyRegistry(config.registeredClientsPath), log, sessions: new Set() };

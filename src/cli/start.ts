@@ -11,6 +11,12 @@ export async function runStart(configPath: string | undefined): Promise<number> 
     process.stderr.write(`whisker: ${(error as Error).message}\n`);
     return 2;
   }
+  // listen for signals before the broker starts: a stop asked for during start-up is not lost
+  let stopSignal: string | null = null;
+  let onStop: (signal: string) => void = (signal) => (stopSignal = signal);
+  process.once('SIGINT', () => onStop('SIGINT'));
+  process.once('SIGTERM', () => onStop('SIGTERM'));
+
   let broker;
   try {
     broker = await startBroker(config);
@@ -19,25 +25,25 @@ export async function runStart(configPath: string | undefined): Promise<number> 
     return error instanceof ConfigError ? 2 : 1;
   }
   if (!configPath) process.stderr.write(`whisker: no config given, running the built-in default on ${broker.url}\n`);
-  return new Promise((resolve) => {
-    const shutdown = (signal: string) => {
-      process.stderr.write(`whisker: ${signal}, stopping\n`);
-      broker.stop().then(
-        () => resolve(0),
-        () => resolve(1),
-      );
-    };
-    process.once('SIGINT', () => shutdown('SIGINT'));
-    process.once('SIGTERM', () => shutdown('SIGTERM'));
-    // a bad file is refused and the running config stays (SPEC §10)
-    process.on('SIGHUP', () => {
-      if (!configPath) return;
-      try {
-        broker.reload(loadConfigFile(configPath));
-        process.stderr.write('whisker: SIGHUP, config reloaded\n');
-      } catch (error) {
-        process.stderr.write(`whisker: SIGHUP, config refused, the running one stays: ${(error as Error).message}\n`);
-      }
-    });
+  // a bad file is refused and the running config stays (SPEC §10)
+  process.on('SIGHUP', () => {
+    if (!configPath) return;
+    try {
+      broker.reload(loadConfigFile(configPath));
+      process.stderr.write('whisker: SIGHUP, config reloaded\n');
+    } catch (error) {
+      process.stderr.write(`whisker: SIGHUP, config refused, the running one stays: ${(error as Error).message}\n`);
+    }
   });
+  const signal = await new Promise<string>((resolve) => {
+    if (stopSignal) resolve(stopSignal);
+    else onStop = resolve;
+  });
+  process.stderr.write(`whisker: ${signal}, stopping\n`);
+  try {
+    await broker.stop();
+    return 0;
+  } catch {
+    return 1;
+  }
 }

@@ -189,15 +189,19 @@ export function decodeClientFrame(text: string): ClientFrame {
       if (socketToken !== undefined) auth.socketToken = socketToken;
       return auth;
     }
-    case 'publish':
+    case 'publish': {
+      const messages = array(frame, 'messages');
+      // every publish is answered by results for its messages: an empty one would go unanswered
+      if (messages.length === 0) throw protocolError('publish without messages');
       return {
         type,
-        messages: array(frame, 'messages').map((value) => {
+        messages: messages.map((value) => {
           const m = obj(value, 'message');
           if (m.data === undefined) throw protocolError('message without data');
           return { messageId: str(m, 'messageId', 128), channel: str(m, 'channel', 1024), data: m.data, created: int(m, 'created') };
         }),
       };
+    }
     case 'subscribe': {
       const mode = frame.mode;
       if (mode !== 'listen' && mode !== 'consume') throw protocolError('mode must be listen or consume');

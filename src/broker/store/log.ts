@@ -1,0 +1,325 @@
+import { dirname, join } from 'node:path';
+import { encodeRecord, LOG_VERSION, segmentName } from './log-format.js';
+import { type LogFile, type LogFs, nodeFs, removeIfPresent, syncDirectory, writeFully } from './log-fs.js';
+import { Batch, toRecord } from './log-batch.js';
+import { type Capture, LiveIndex } from './log-index.js';
+import { type CompactionSettings, IDLE_COMPACT_BYTES, type LogStoreOptions, type LogStoreStats, shouldCompact, type StoreLogger } from './log-options.js';
+import { replaySegments } from './log-replay.js';
+import { writeSnapshot } from './log-snapshot.js';
+import type { MessageStore, RecoveredState, StoredMessage, StoreEvent } from './store.js';
+
+export type { LogStoreOptions, LogStoreStats, StoreLogger } from './log-options.js';
+
+const silent: StoreLogger = { error() {}, warn() {}, info() {} };
+
+interface Segment {
+  readonly number: number;
+  readonly file: LogFile;
+  bytes: number;
+}
+
+/**
+ * The durable store (SPEC §8; format in log-format.ts): an append-only log of framed records in
+ * numbered segment files. Group commit: one writer takes everything queued, writes it with
+ * one call, fdatasyncs, then answers every append in it; records arriving meanwhile form the
+ * next batch. Compaction writes the live state as a snapshot segment and drops older ones.
+ */
+export class LogStore implements MessageStore {
+  readonly #dir: string;
+  readonly #fs: LogFs;
+  readonly #log: StoreLogger;
+  readonly #compactionSettings: CompactionSettings;
+  readonly #retryMs: number;
+  readonly #idleCompactMs: number;
+  #idleTimer: NodeJS.Timeout | null = null;
+  readonly #index: LiveIndex;
+  #state: 'new' | 'open' | 'failed' | 'closed' = 'new';
+  #queued = new Batch();
+  #active: Segment | null = null;
+  #needsHeader = true;
+  /** closed segments still on disk: number -> bytes */
+  #segments = new Map<number, number>();
+  #nextNumber = 1;
+  #draining: Promise<void> | null = null;
+  #scheduled = false;
+  #compaction: Promise<void> | null = null;
+  #retryTimer: NodeJS.Timeout | null = null;
+  #recovering: Promise<void> | null = null;
+  readonly #stats = { commits: 0, fsyncs: 0, records: 0, compactions: 0, failures: 0 };
+
+  constructor(directory: string, options: LogStoreOptions = {}) {
+    this.#dir = directory;
+    this.#fs = options.fs ?? nodeFs;
+    this.#log = options.log ?? silent;
+    this.#compactionSettings = { compactBytes: options.compactBytes ?? 64 * 1024 * 1024, compactRatio: options.compactRatio ?? 4 };
+    this.#retryMs = options.retryMs ?? 1000;
+    this.#idleCompactMs = options.idleCompactMs ?? 1000;
+    this.#index = new LiveIndex(options.dedupeWindowMs ?? 120_000, options.now ?? Date.now);
+  }
+
+  get stats(): LogStoreStats {
+    return { ...this.#stats, diskBytes: this.#diskBytes() };
+  }
+
+  async load(): Promise<RecoveredState> {
+    if (this.#state !== 'new') throw new Error('LogStore.load() runs once, before any append');
+    await this.#fs.mkdir(this.#dir);
+    // the store directory itself must survive a power loss on the very first start
+    await syncDirectory(this.#fs, dirname(this.#dir));
+    const replay = await replaySegments(this.#fs, this.#dir, (record, bytes) => this.#index.apply(record, bytes), this.#log);
+    this.#segments = replay.segments;
+    this.#nextNumber = replay.nextNumber;
+    this.#active = await this.#openSegment(this.#nextNumber++);
+    this.#state = 'open';
+    const recovered = this.#index.recovered();
+    if (replay.records > 0) this.#log.info('store replayed', { directory: this.#dir, segments: replay.segments.size, records: replay.records, messages: recovered.messages.length });
+    return recovered;
+  }
+
+  append(messages: readonly StoredMessage[]): Promise<void> {
+    if (this.#state !== 'open') return Promise.reject(new Error(this.#state === 'failed' ? 'store is failing: not written' : `store is ${this.#state === 'new' ? 'not loaded' : 'closed'}`));
+    if (messages.length === 0) return Promise.resolve();
+    let frames: Buffer[];
+    try {
+      frames = messages.map((m) => encodeRecord({ k: 'm', m }));
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    return new Promise<void>((resolve, reject) => {
+      messages.forEach((m, i) => this.#queued.push({ k: 'm', m }, frames[i]!));
+      this.#queued.waiters.push({ resolve, reject });
+      this.#kick();
+    });
+  }
+
+  record(events: readonly StoreEvent[]): void {
+    if (this.#state === 'new' || this.#state === 'closed') return;
+    for (const event of events) {
+      const record = toRecord(event);
+      this.#queued.push(record, encodeRecord(record));
+    }
+    this.#kick();
+  }
+
+  isHealthy(): boolean {
+    return this.#state === 'open';
+  }
+
+  /** writes what is queued, waits for a compaction under way, closes the file */
+  async close(): Promise<void> {
+    if (this.#state === 'closed') return;
+    this.#stopRetrying();
+    await this.#recovering;
+    while (this.#state === 'open' && (this.#draining || this.#queued.records.length > 0)) await (this.#draining ?? this.#drain());
+    await this.#draining;
+    await this.#compaction;
+    const left = this.#queued;
+    this.#queued = new Batch();
+    if (left.records.length > 0) this.#log.warn('store closed with records it could not write', { records: left.records.length });
+    for (const waiter of left.waiters) waiter.reject(new Error('store closed'));
+    this.#state = 'closed';
+    this.#stopRetrying();
+    await this.#active?.file.close().catch(() => undefined);
+    this.#active = null;
+  }
+
+  #stopRetrying(): void {
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    if (this.#idleTimer) clearTimeout(this.#idleTimer);
+    this.#retryTimer = null;
+    this.#idleTimer = null;
+  }
+
+  // ---- the writer ----------------------------------------------------------------------
+
+  /** the first record of a turn starts the writer on the next one: a burst becomes one batch */
+  #kick(): void {
+    if (this.#state !== 'open' || this.#scheduled || this.#draining) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      if (!this.#draining && this.#state === 'open') void this.#drain();
+    });
+  }
+
+  #drain(): Promise<void> {
+    const run = async () => {
+      while (this.#state === 'open' && this.#queued.records.length > 0) {
+        const batch = this.#queued;
+        this.#queued = new Batch();
+        if (!(await this.#commit(batch))) return;
+        await this.#maybeCompact(false);
+      }
+      if (this.#state === 'open' && this.#index.size === 0) this.#armIdleCompaction();
+    };
+    this.#draining = run().finally(() => {
+      this.#draining = null;
+    });
+    return this.#draining;
+  }
+
+  async #commit(batch: Batch): Promise<boolean> {
+    const segment = this.#active!;
+    const frames = this.#needsHeader ? [encodeRecord({ k: 'h', v: LOG_VERSION, snapshot: false }), ...batch.frames] : batch.frames;
+    try {
+      const written = await writeFully(segment.file, [Buffer.concat(frames)], segment.bytes);
+      // the stat spots a segment removed under us: writes to it would "succeed" and be lost
+      const [, stat] = await Promise.all([segment.file.datasync(), segment.file.stat()]);
+      this.#stats.fsyncs++;
+      if (stat.nlink === 0) throw new Error(`segment ${segmentName(segment.number)} was removed from ${this.#dir}`);
+      segment.bytes += written;
+    } catch (error) {
+      this.#fail(error, batch);
+      return false;
+    }
+    this.#needsHeader = false;
+    this.#stats.commits++;
+    this.#stats.records += batch.records.length;
+    batch.records.forEach((record, i) => this.#index.apply(record, batch.frames[i]!.length));
+    for (const waiter of batch.waiters) waiter.resolve();
+    return true;
+  }
+
+  /** never answers an append it did not sync; events are kept for the next snapshot */
+  #fail(error: unknown, batch: Batch | null): void {
+    this.#stats.failures++;
+    const reason = (error as Error).message;
+    if (this.#state === 'open') this.#log.error('store write failed: refusing new messages until a fresh segment is written', { directory: this.#dir, error: reason });
+    if (this.#state !== 'closed') this.#state = 'failed';
+    const failed = new Error(`store write failed: ${reason}`);
+    const kept = new Batch();
+    for (const part of batch ? [batch, this.#queued] : [this.#queued]) {
+      for (const waiter of part.waiters) waiter.reject(failed);
+      part.records.forEach((record, i) => {
+        if (record.k !== 'm') kept.push(record, part.frames[i]!);
+      });
+    }
+    this.#queued = kept;
+    this.#scheduleRecovery();
+  }
+
+  #scheduleRecovery(): void {
+    if (this.#retryTimer || this.#state !== 'failed') return;
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = null;
+      void this.#recover();
+    }, this.#retryMs);
+    this.#retryTimer.unref();
+  }
+
+  /** the old segment may end in garbage: a complete snapshot in a new one supersedes it */
+  #recover(): Promise<void> {
+    this.#recovering ??= this.#tryRecover().finally(() => {
+      this.#recovering = null;
+    });
+    return this.#recovering;
+  }
+
+  async #tryRecover(): Promise<void> {
+    await this.#draining;
+    await this.#compaction;
+    if (this.#state !== 'failed') return;
+    const pending = this.#queued;
+    this.#queued = new Batch();
+    pending.records.forEach((record, i) => this.#index.apply(record, pending.frames[i]!.length));
+    const capture = this.#index.capture();
+    try {
+      const previous = this.#active;
+      this.#active = null;
+      if (previous) {
+        this.#segments.set(previous.number, previous.bytes);
+        await previous.file.close().catch(() => undefined);
+      }
+      await this.#replaceWithSnapshot(capture, this.#nextNumber++);
+      this.#active = await this.#openSegment(this.#nextNumber++);
+    } catch (error) {
+      this.#log.error('store still failing', { directory: this.#dir, error: (error as Error).message });
+      this.#scheduleRecovery();
+      return;
+    }
+    if (this.#state !== 'failed') return;
+    this.#state = 'open';
+    this.#log.warn('store recovered: accepting messages again', { directory: this.#dir });
+    this.#kick();
+  }
+
+  // ---- segments and compaction ---------------------------------------------------------
+
+  async #openSegment(number: number): Promise<Segment> {
+    await this.#fs.mkdir(this.#dir);
+    const file = await this.#fs.open(join(this.#dir, segmentName(number)), 'wx');
+    try {
+      await syncDirectory(this.#fs, this.#dir);
+    } catch (error) {
+      await file.close().catch(() => undefined);
+      throw error;
+    }
+    this.#needsHeader = true;
+    return { number, file, bytes: 0 };
+  }
+
+  #diskBytes(): number {
+    let total = this.#active?.bytes ?? 0;
+    for (const bytes of this.#segments.values()) total += bytes;
+    return total;
+  }
+
+  /**
+   * Queues drained and nothing written for a while: shrink the log now, not at the next
+   * threshold; checked again while idle, as the dedupe ids it keeps expire.
+   */
+  #armIdleCompaction(): void {
+    if (this.#idleTimer) clearTimeout(this.#idleTimer);
+    const commits = this.#stats.commits;
+    this.#idleTimer = setTimeout(() => {
+      this.#idleTimer = null;
+      // anything written meanwhile: the drain that wrote it arms the next check
+      if (this.#stats.commits !== commits || this.#draining || this.#queued.records.length > 0 || this.#state !== 'open' || this.#index.size > 0) return;
+      if (this.#compaction) return this.#armIdleCompaction();
+      // takes the writer's slot, so no batch is committed while the segments rotate
+      this.#draining = this.#maybeCompact(true).finally(() => {
+        this.#draining = null;
+        if (this.#queued.records.length > 0) this.#kick();
+        else if (this.#state === 'open' && this.#index.size === 0 && this.#diskBytes() >= IDLE_COMPACT_BYTES) this.#armIdleCompaction();
+      });
+    }, this.#idleCompactMs);
+    this.#idleTimer.unref();
+  }
+
+  async #maybeCompact(idle: boolean): Promise<void> {
+    if (this.#compaction || this.#state !== 'open') return;
+    if (!shouldCompact(this.#compactionSettings, this.#diskBytes(), this.#index.size, this.#index.estimateSnapshotBytes(), idle)) return;
+    // the snapshot is the state after the last commit; later batches go to the next segment
+    const capture = this.#index.capture();
+    const snapshotNumber = this.#nextNumber++;
+    const previous = this.#active!;
+    try {
+      this.#active = await this.#openSegment(this.#nextNumber++);
+    } catch (error) {
+      this.#active = previous;
+      this.#fail(error, null);
+      return;
+    }
+    this.#segments.set(previous.number, previous.bytes);
+    await previous.file.close().catch(() => undefined);
+    this.#compaction = this.#replaceWithSnapshot(capture, snapshotNumber)
+      .catch((error: unknown) => this.#fail(error, null))
+      .finally(() => {
+        this.#compaction = null;
+      });
+  }
+
+  async #replaceWithSnapshot(capture: Capture, number: number): Promise<void> {
+    const started = Date.now();
+    const before = this.#diskBytes();
+    const bytes = await writeSnapshot(this.#fs, this.#dir, number, capture);
+    for (const old of [...this.#segments.keys()].filter((n) => n < number)) {
+      await removeIfPresent(this.#fs, join(this.#dir, segmentName(old)));
+      this.#segments.delete(old);
+    }
+    this.#segments.set(number, bytes);
+    await syncDirectory(this.#fs, this.#dir);
+    this.#stats.compactions++;
+    this.#log.info('store compacted', { directory: this.#dir, messages: capture.entries.length, bytesBefore: before, bytesAfter: this.#diskBytes(), ms: Date.now() - started });
+  }
+}
