@@ -189,6 +189,22 @@ describe('durability (real broker processes)', () => {
     expect(last).toEqual(Array.from({ length: IDS }, (_, k) => TOTAL - IDS + k));
   }, 90_000);
 
+  test('a delivery cut short by SIGKILL comes back after the restart with nbRequeues counting it', async () => {
+    const s = await setup();
+    const first = await startBroker(s);
+    const [consumer, producer] = await Promise.all([connect('holder', s.host), connect('sender', s.host)]);
+    const seen: number[] = [];
+    await consumer.consume('held/v1/1', (_err, _msg, _done, info) => void seen.push(info!.nbRequeues)).ready;
+    await producer.send('held/v1/1', { never: 'acked' });
+    await until(() => seen.length === 1, 5000, 'first delivery');
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the deliver record rides the next group commit
+    await kill(first);
+    await startBroker(s);
+    await until(() => seen.length === 2, 10_000, 'redelivery after restart');
+    expect(seen).toEqual([0, 1]);
+    await Promise.all([consumer.disconnect(), producer.disconnect()]);
+  });
+
   test('dedupe across a restart: a second copy of an acked id is answered accepted and not queued again', async () => {
     const s = await setup();
     let broker = await startBroker(s);

@@ -135,8 +135,13 @@ export class Queue {
       const group = this.#groupFor(r.group);
       if (group) this.#addRecord(entry, group, r.nbRequeues, r.notBefore);
     }
-    if (entry.records.size === 0 && !entry.unassigned) this.#forget(entry);
-    else this.#armTtl(entry);
+    if (entry.records.size === 0 && !entry.unassigned) {
+      // every record named a group this version cannot read: nothing can deliver it
+      this.#forget(entry);
+      this.#env.store.record([{ kind: 'remove', messageId: message.messageId }]);
+    } else {
+      this.#armTtl(entry);
+    }
   }
 
   subscribe(subscriber: Subscriber, pattern: string): void {
@@ -424,6 +429,7 @@ export class Queue {
     this.#arm(record.deadline);
     this.counters.delivered++;
     const m = entry.message;
+    this.#env.store.record([{ kind: 'deliver', messageId: m.messageId, group: record.group.key, nbRequeues: record.nbRequeues }]);
     subscriber.deliver({
       sub: 0,
       messageId: m.messageId,

@@ -226,9 +226,17 @@ export class Router {
       from: original.from,
     };
     this.#log.warn('message dead-lettered', { queue: original.queue, messageId: original.messageId, group, target, nbDeliveries, reason });
+    this.#storeDeadLetter(message, 0);
+  }
+
+  /** the original is already settled: keep trying until the dead letter is stored */
+  #storeDeadLetter(message: StoredMessage, attempt: number): void {
     this.#store.append([message]).then(
       () => this.#queue(message.queue).accept(message),
-      (error: unknown) => this.#log.error('dead letter not stored', { messageId: original.messageId, error: (error as Error).message }),
+      (error: unknown) => {
+        this.#log.error('dead letter not stored yet, retrying', { messageId: message.messageId, attempt, error: (error as Error).message });
+        setTimeout(() => this.#storeDeadLetter(message, attempt + 1), Math.min(30_000, 500 * 2 ** attempt)).unref();
+      },
     );
   }
 }

@@ -27,6 +27,9 @@ export function toRecord(event: StoreEvent): LogRecord {
       return { k: 'a', id: event.messageId, g: event.groups };
     case 'settle':
       return { k: 's', id: event.messageId, g: event.group, o: event.outcome };
+    case 'deliver':
+      // after a crash the delivery that was cut short counts: it comes back with nbRequeues + 1
+      return { k: 'r', id: event.messageId, g: event.group, n: event.nbRequeues + 1, nb: 0 };
     case 'requeue':
       return { k: 'r', id: event.messageId, g: event.group, n: event.nbRequeues, nb: event.notBefore };
     case 'remove':

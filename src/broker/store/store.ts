@@ -27,6 +27,8 @@ export type StoreEvent =
   /** the message now has a delivery record in each of these groups (docs/protocol.md#groups) */
   | { readonly kind: 'assign'; readonly messageId: string; readonly groups: readonly string[] }
   | { readonly kind: 'settle'; readonly messageId: string; readonly group: string; readonly outcome: Settlement }
+  /** a record was handed to a subscriber: if the broker dies before the ack, it counts (SPEC §8) */
+  | { readonly kind: 'deliver'; readonly messageId: string; readonly group: string; readonly nbRequeues: number }
   /** a delivery failed or was refused: the record waits again, until `notBefore` (ms epoch) */
   | { readonly kind: 'requeue'; readonly messageId: string; readonly group: string; readonly nbRequeues: number; readonly notBefore: number }
   /** every record is settled: the message may be forgotten */
