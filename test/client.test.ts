@@ -1,21 +1,13 @@
-import { createServer } from 'node:net';
 import { describe, expect, test } from 'vitest';
 import { startBroker } from '../src/broker/broker.js';
-import { broker, brokerConfig, clientConfig, connect, Inbox, once, tempDir, unconnected, until } from './support/harness.js';
+import { broker, brokerConfig, clientConfig, connect, Inbox, once, tempDir, unconnected, until, freePort } from './support/harness.js';
 
 /** SPEC §3: the client library as an application sees it. */
-async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('connect', () => {
   test('a dead host in hosts does not block connecting to a live one', async () => {
     const b = await broker();
-    const dead = await deadPort();
+    const dead = await freePort();
     const started = Date.now();
     const c = await connect('app', [`127.0.0.1:${dead}@other`, b.hostSpec], { connectTimeout: 5000 });
     expect(c.isConnected()).toBe(true);

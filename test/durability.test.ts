@@ -1,12 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { WhiskerClient } from '../src/client/client.js';
 import type { Done } from '../src/client/subscription.js';
-import { connect, tempDir, until } from './support/harness.js';
+import { connect, freePort, tempDir, until } from './support/harness.js';
 import { newKeyPair, RawPeer } from './support/raw-peer.js';
 
 /**
@@ -21,16 +20,6 @@ afterEach(() => {
   processes.clear();
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 interface BrokerProcess {
   readonly child: ChildProcess;

@@ -1,11 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { WhiskerError } from '../src/protocol/errors.js';
 import type { SendInfo } from '../src/client/client.js';
 import { MemoryStore } from '../src/broker/store/memory.js';
-import { broker, clientConfig, connect, Inbox, tempDir, type TestBroker, unconnected } from './support/harness.js';
+import { broker, clientConfig, connect, Inbox, tempDir, type TestBroker, unconnected, freePort } from './support/harness.js';
 import { newKeyPair, RawPeer } from './support/raw-peer.js';
 
 /**
@@ -14,13 +13,6 @@ import { newKeyPair, RawPeer } from './support/raw-peer.js';
  * call with bad arguments fails with its code.
  */
 
-async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** a listener and a producer on the broker under attack: each check is one message end to end */
 async function bystanders(b: TestBroker): Promise<{ stillServed(): Promise<void> }> {
@@ -313,7 +305,7 @@ describe('client-side errors have codes', () => {
   });
 
   test('sends past maxBufferedMessages with no broker reachable are E_QUEUE_FULL', async () => {
-    const port = await deadPort();
+    const port = await freePort();
     const c = unconnected();
     const connecting = new Promise<WhiskerError | Error | null>((resolve) =>
       c.connect(clientConfig('app', `127.0.0.1:${port}@nobody`, { maxBufferedMessages: 2, connectTimeout: 300 }), resolve),
@@ -345,7 +337,7 @@ describe('client-side errors have codes', () => {
   });
 
   test('connect to a port nobody listens on fails with E_TIMEOUT after connectTimeout', async () => {
-    const port = await deadPort();
+    const port = await freePort();
     const c = unconnected();
     const started = Date.now();
     await expect(c.connect(clientConfig('app', `127.0.0.1:${port}@nobody`, { connectTimeout: 300 }))).rejects.toMatchObject({ code: 'E_TIMEOUT' });

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
@@ -20,6 +21,15 @@ afterEach(async () => {
     await cleanup();
   }
 });
+
+/** a loopback port nobody listens on (free when asked: a broker process may take it next) */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 
 export function tempDir(prefix = 'whisker-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
