@@ -77,8 +77,9 @@ async function kill(broker: BrokerProcess): Promise<void> {
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** the broker compacts while we look: a file listed may be renamed or gone by its stat */
 function storeBytes(storeDir: string): number {
-  return readdirSync(storeDir).reduce((sum, name) => sum + statSync(join(storeDir, name)).size, 0);
+  return readdirSync(storeDir).reduce((sum, name) => sum + (statSync(join(storeDir, name), { throwIfNoEntry: false })?.size ?? 0), 0);
 }
 
 describe('durability (real broker processes)', () => {
