@@ -19,7 +19,7 @@ export default tseslint.config(
   {
     files: ['**/*.js', '**/*.mjs', 'bin/*'],
     languageOptions: {
-      globals: { process: 'readonly', console: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setImmediate: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly', performance: 'readonly' },
+      globals: { process: 'readonly', console: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setImmediate: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly', performance: 'readonly', queueMicrotask: 'readonly', Buffer: 'readonly' },
     },
   },
 );
