@@ -1,5 +1,5 @@
 import { createHash, createPublicKey, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeJwt, jwtVerify, errors as joseErrors } from 'jose';
 import { WhiskerError } from '../protocol/errors.js';
@@ -54,6 +54,37 @@ export class KeyRegistry {
 
   isRevoked(key: KeyObject): boolean {
     return existsSync(join(this.#revokedDirectory, `${fingerprint(key)}.pub`));
+  }
+
+  /**
+   * `whisker keys revoke`: the name's key joins `revoked/` and its `<name>.pub` is removed, so the
+   * key never verifies again. Null when the name has no key.
+   */
+  revokeName(name: string): KeyObject | null {
+    const key = this.registered(name);
+    if (!key) return null;
+    this.revoke(name, key);
+    rmSync(join(this.#directory, `${name}.pub`), { force: true });
+    this.#keys.delete(name);
+    return key;
+  }
+
+  /** registered names with their key's sha256, and how many keys are revoked (`whisker keys list`) */
+  list(): { keys: Array<{ name: string; fingerprint: string | null }>; revoked: number } {
+    const keys = readdirSync(this.#directory)
+      .filter((file) => file.endsWith('.pub') && CLIENT_NAME.test(file.slice(0, -4)))
+      .sort()
+      .map((file) => {
+        const name = file.slice(0, -4);
+        try {
+          const key = this.registered(name);
+          return { name, fingerprint: key ? fingerprint(key) : null };
+        } catch {
+          return { name, fingerprint: null }; // not a readable key: it verifies nothing
+        }
+      });
+    const revoked = readdirSync(this.#revokedDirectory).filter((file) => file.endsWith('.pub')).length;
+    return { keys, revoked };
   }
 
   /** forget cached keys so a removed or replaced file is read again (reload, revocation) */
@@ -140,7 +171,7 @@ export class KeyRegistry {
   }
 }
 
-function fingerprint(key: KeyObject): string {
+export function fingerprint(key: KeyObject): string {
   return createHash('sha256').update(key.export({ type: 'spki', format: 'der' })).digest('hex');
 }
 

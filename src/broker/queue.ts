@@ -37,6 +37,19 @@ export interface QueueCounters {
   expired: number;
 }
 
+export interface MessageSummary {
+  readonly messageId: string;
+  /** canonical escaped id, or `*` */
+  readonly id: string;
+  /** the sender's clock, ms since the epoch */
+  readonly created: number;
+  readonly acceptedAt: number;
+  readonly from: string;
+  /** no group matched it yet: it waits for the first subscriber */
+  readonly waitingForSubscriber: boolean;
+  readonly groups: ReadonlyArray<{ readonly group: string; readonly state: string; readonly nbRequeues: number }>;
+}
+
 /**
  * One `endpoint/version` queue (SPEC §7): waiting messages per id, recipient groups, in-flight
  * deliveries, requeues, ttl and limits. One timer per queue, never one per message.
@@ -46,6 +59,8 @@ export class Queue {
   #settings: QueueSettings;
   readonly #env: QueueEnvironment;
   #delivering = false;
+  /** soft-stop: deliveries in flight finish, no new one starts */
+  #draining = false;
 
   readonly #entries = new Map<string, Entry>();
   readonly #byId = new Map<string, Set<Entry>>();
@@ -98,6 +113,11 @@ export class Queue {
   setDelivering(delivering: boolean): void {
     this.#delivering = delivering;
     if (delivering) this.#pumpAll();
+  }
+
+  /** soft-stop: nothing more is delivered; acks, nacks and timeouts of what is in flight still count */
+  drain(): void {
+    this.#draining = true;
   }
 
   /** E_QUEUE_FULL when the queue is full and its overflow policy is `reject` */
@@ -215,6 +235,25 @@ export class Queue {
       this.#forgetIfDone(entry);
     }
     return victims.length;
+  }
+
+  /** ids in their canonical escaped form, as in channel strings (`whisker list`) */
+  idCounts(): Map<string, number> {
+    const ids = new Map<string, number>();
+    for (const [id, entries] of this.#byId) ids.set(id, entries.size);
+    return ids;
+  }
+
+  /** what `whisker list -m` shows of the messages held, oldest first: never their bodies */
+  messages(id?: string, limit = Infinity): MessageSummary[] {
+    const entries = id === undefined ? this.#entries.values() : (this.#byId.get(id) ?? new Set<Entry>()).values();
+    const summaries: MessageSummary[] = [];
+    for (const { message, records, unassigned } of entries) {
+      if (summaries.length >= limit) break;
+      const groups = [...records.values()].map((r) => ({ group: r.group.key, state: r.state, nbRequeues: r.nbRequeues }));
+      summaries.push({ messageId: message.messageId, id: message.id, created: message.created, acceptedAt: message.acceptedAt, from: message.from, waitingForSubscriber: unassigned, groups });
+    }
+    return summaries;
   }
 
   listIds(): Map<string, number> {
@@ -399,7 +438,7 @@ export class Queue {
   }
 
   #pump(group: Group): void {
-    if (!this.#delivering || group.memberCount === 0) return;
+    if (!this.#delivering || this.#draining || group.memberCount === 0) return;
     for (;;) {
       const record = group.peekReady();
       if (!record) return;

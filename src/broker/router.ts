@@ -32,6 +32,7 @@ export class Router {
   readonly #reservations = new Map<string, Subscription>();
   #isMaster: boolean;
   #stopping = false;
+  #draining = false;
   #seq = 0;
 
   constructor(policy: Policy, store: MessageStore, log: Logger, now: () => number) {
@@ -77,6 +78,24 @@ export class Router {
   /** soft-stop: new sends are refused with E_STOPPING */
   refuseSends(): void {
     this.#stopping = true;
+  }
+
+  get isRefusingSends(): boolean {
+    return this.#stopping;
+  }
+
+  /** soft-stop: sends refused, deliveries in flight finish, no new one starts (SPEC §9) */
+  drain(): void {
+    this.refuseSends();
+    this.#draining = true;
+    for (const queue of this.#queues.values()) queue.drain();
+  }
+
+  /** deliveries handed out and not yet acked, nacked or timed out, over every queue */
+  get inFlightCount(): number {
+    let count = 0;
+    for (const queue of this.#queues.values()) count += queue.inFlightCount;
+    return count;
   }
 
   /** Checks, stores and queues a batch; one result per message, in order. */
@@ -206,6 +225,7 @@ export class Router {
         },
       });
       queue.setDelivering(this.#isMaster);
+      if (this.#draining) queue.drain();
       this.#queues.set(name, queue);
     }
     return queue;

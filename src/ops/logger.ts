@@ -1,3 +1,4 @@
+import { pino } from 'pino';
 import type { LogLevel } from '../config/types.js';
 
 /** JSON lines on stdout (journald-friendly); never message bodies at info level (SPEC §11). */
@@ -9,21 +10,30 @@ export interface Logger {
   setLevel(level: LogLevel): void;
 }
 
-const RANK: Record<LogLevel, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: 100 };
+/** where lines go: stdout by default (pino's synchronous writer, so a crash loses no line) */
+export interface LogDestination {
+  write(line: string): void;
+}
 
-export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stdout.write(line)): Logger {
-  let threshold = RANK[level];
-  const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>) => {
-    if (RANK[lvl] < threshold) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...fields }) + '\n');
+/**
+ * pino behind the small interface the broker uses: `{"level":"info","time":"…","pid":1,"msg":…}`.
+ * Level names rather than numbers, so `journalctl -o cat | jq` reads without a table.
+ */
+export function createLogger(level: LogLevel, destination?: LogDestination): Logger {
+  const options = {
+    level,
+    base: { pid: process.pid },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label: string) => ({ level: label }) },
   };
+  const logger = destination ? pino(options, destination) : pino(options);
   return {
-    error: (msg, fields) => emit('error', msg, fields),
-    warn: (msg, fields) => emit('warn', msg, fields),
-    info: (msg, fields) => emit('info', msg, fields),
-    debug: (msg, fields) => emit('debug', msg, fields),
+    error: (msg, fields) => logger.error(fields ?? {}, msg),
+    warn: (msg, fields) => logger.warn(fields ?? {}, msg),
+    info: (msg, fields) => logger.info(fields ?? {}, msg),
+    debug: (msg, fields) => logger.debug(fields ?? {}, msg),
     setLevel(next) {
-      threshold = RANK[next];
+      logger.level = next;
     },
   };
 }

@@ -1,0 +1,153 @@
+import { ControlError, type ControlHandler, type ControlRequest, type ControlResponse } from '../ops/control.js';
+import { canonicalIdSegment, checkQueueParts } from '../protocol/channel.js';
+import { WhiskerError } from '../protocol/errors.js';
+import { CLIENT_NAME, fingerprint } from './auth.js';
+import type { Broker } from './broker.js';
+import type { BrokerContext } from './context.js';
+import type { Queue } from './queue.js';
+
+const MAX_LISTED = 1000;
+
+/**
+ * What the control socket answers (docs/operations.md#commands): one function per command,
+ * reading the broker through its owners' methods. Message bodies are never sent.
+ */
+const ok = (result: unknown): ControlResponse => ({ ok: true, result });
+
+export function controlHandler(broker: Broker, ctx: BrokerContext): ControlHandler {
+  return (request) => {
+    switch (request.command) {
+      case 'status':
+        return ok(statusView(broker));
+      case 'reload': {
+        const outcome = broker.reloadFromFile();
+        if (outcome.ok) return ok({ restartNeeded: outcome.restartNeeded });
+        return { ok: false, error: { code: 'E_CONFIG', message: outcome.error, ...(outcome.key !== undefined ? { key: outcome.key } : {}) } };
+      }
+      case 'soft-stop':
+      case 'stop': {
+        const soft = request.command === 'soft-stop';
+        // after this answer is written: the stop closes the control socket last
+        setImmediate(() => (soft ? broker.softStop() : broker.stop()).catch(() => undefined)); // failures: logged, and in `closed`
+        return ok({ stopping: soft ? 'soft' : 'now', inFlight: broker.router.inFlightCount, softStopTimeout: broker.config.softStopTimeout });
+      }
+      case 'list':
+        return ok(listView(broker, request));
+      case 'delete':
+        return ok(deleteIds(broker, request));
+      case 'keys-list':
+        return ok(keysView(ctx));
+      case 'keys-revoke':
+        return ok(revokeKey(ctx, request));
+      default:
+        throw new ControlError('E_COMMAND', `unknown command "${request.command}"`);
+    }
+  };
+}
+
+export function statusView(broker: Broker) {
+  let waiting = 0;
+  for (const queue of broker.router.queues.values()) waiting += queue.depth;
+  const config = broker.config;
+  return {
+    serviceId: config.serviceId,
+    role: broker.router.isMaster ? 'master' : 'slave',
+    state: broker.isStopping ? 'stopping' : 'running',
+    pid: process.pid,
+    uptimeSeconds: Math.max(0, Math.floor((Date.now() - broker.startedAt) / 1000)),
+    url: broker.url,
+    connections: broker.sessions.size,
+    clients: [...broker.sessions].filter((s) => s.isReady).length,
+    queues: broker.router.queues.size,
+    waiting,
+    inFlight: broker.router.inFlightCount,
+    configPath: config.configPath,
+    dataDirectory: config.dataDirectory,
+    reloadFailures: broker.reloadFailures,
+    lastReloadError: broker.lastReloadError,
+  };
+}
+
+/** the systemd STATUS= line */
+export function statusLine(broker: Broker): string {
+  const s = statusView(broker);
+  return `${s.role} ${s.serviceId}: ${s.clients} clients, ${s.queues} queues, ${s.waiting} waiting, ${s.inFlight} in flight`;
+}
+
+function queueArgument(value: unknown): string {
+  const parts = typeof value === 'string' ? value.split('/') : [];
+  try {
+    if (parts.length !== 2) throw new WhiskerError('E_BAD_CHANNEL', 'Bad queue');
+    checkQueueParts(parts[0], parts[1]);
+  } catch (error) {
+    throw new ControlError('E_BAD_QUEUE', `a queue is "endpoint/version": ${(error as Error).message}`);
+  }
+  return value as string;
+}
+
+/** ids are written as in channel strings: `/`, `*` and `%` percent-encoded */
+function idArgument(value: unknown): string {
+  try {
+    if (typeof value !== 'string') throw new Error('Bad id');
+    return canonicalIdSegment(value);
+  } catch (error) {
+    throw new ControlError('E_BAD_ID', `bad id: ${(error as Error).message}`);
+  }
+}
+
+function selectedQueues(broker: Broker, request: ControlRequest): Queue[] {
+  if (request.queue === undefined) return [...broker.router.queues.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const queue = broker.router.queues.get(queueArgument(request.queue));
+  return queue ? [queue] : [];
+}
+
+function listView(broker: Broker, request: ControlRequest) {
+  const id = request.id === undefined ? undefined : idArgument(request.id);
+  const detailed = request.queue !== undefined || id !== undefined;
+  const queues = selectedQueues(broker, request).map((queue) => {
+    const counts = queue.idCounts();
+    const ids = [...counts].filter(([name]) => id === undefined || name === id).map(([name, count]) => ({ id: name, count }));
+    ids.sort((a, b) => b.count - a.count || a.id.localeCompare(b.id));
+    const view = { queue: queue.name, messages: queue.size, waiting: queue.depth, inFlight: queue.inFlightCount, idCount: counts.size };
+    if (!detailed && request.messages !== true) return view;
+    const listed = request.messages === true ? queue.messages(id, MAX_LISTED + 1) : [];
+    return {
+      ...view,
+      ids: ids.slice(0, MAX_LISTED),
+      idsTruncated: ids.length > MAX_LISTED,
+      ...(request.messages === true ? { messageList: listed.slice(0, MAX_LISTED), messagesTruncated: listed.length > MAX_LISTED } : {}),
+    };
+  });
+  return { queues: id === undefined ? queues : queues.filter((q) => 'ids' in q && q.ids.length > 0) };
+}
+
+/** empties a queue or one id of it; subscriptions stay (SPEC §11) */
+function deleteIds(broker: Broker, request: ControlRequest) {
+  const name = queueArgument(request.queue);
+  const id = request.id === undefined ? undefined : idArgument(request.id);
+  const deleted = broker.router.queues.get(name)?.purge(id) ?? 0;
+  return { queue: name, ...(id !== undefined ? { id } : {}), deleted };
+}
+
+function keysView(ctx: BrokerContext) {
+  const connected = new Map<string, number>();
+  for (const session of ctx.sessions) if (session.isReady) connected.set(session.clientName, (connected.get(session.clientName) ?? 0) + 1);
+  const { keys, revoked } = ctx.keys.list();
+  return { keys: keys.map((k) => ({ ...k, connections: connected.get(k.name) ?? 0 })), revoked, registeredClientsPath: ctx.policy.config.registeredClientsPath };
+}
+
+/** the name's key is refused from now on, and its open connections are closed with E_AUTH */
+function revokeKey(ctx: BrokerContext, request: ControlRequest) {
+  const name = request.name;
+  if (typeof name !== 'string' || !CLIENT_NAME.test(name)) throw new ControlError('E_BAD_NAME', `a client name matches ${CLIENT_NAME}`);
+  const key = ctx.keys.revokeName(name);
+  if (!key) throw new ControlError('E_NOT_FOUND', `no registered key for "${name}"`);
+  let closedConnections = 0;
+  for (const session of [...ctx.sessions]) {
+    if (!session.isReady || session.clientName !== name || !session.key?.equals(key)) continue;
+    session.fail(new WhiskerError('E_AUTH', 'Key revoked'));
+    closedConnections++;
+  }
+  ctx.log.warn('key revoked', { client: name, fingerprint: fingerprint(key), closedConnections });
+  return { name, fingerprint: fingerprint(key), closedConnections };
+}

@@ -1,0 +1,31 @@
+import { ask, CommandError, locate, resultOf } from './control-client.js';
+import type { ControlOptions } from './lifecycle.js';
+import { table } from './table.js';
+
+const print = (text: string): void => void process.stdout.write(text);
+
+/** `whisker keys list` and `whisker keys revoke NAME`, answered by the running broker */
+export async function runKeys(action: string | undefined, name: string | undefined, options: ControlOptions): Promise<void> {
+  if (action === 'list') {
+    const target = locate(options.config, options.socket);
+    const result = resultOf(await ask(target, { command: 'keys-list' })) as {
+      keys: Array<{ name: string; fingerprint: string | null; connections: number }>;
+      revoked: number;
+      registeredClientsPath: string;
+    };
+    if (options.json) return print(JSON.stringify(result) + '\n');
+    if (result.keys.length === 0) print(`no registered key in ${result.registeredClientsPath}\n`);
+    else print(table(['NAME', 'SHA-256 OF THE KEY', 'CONNECTIONS'], result.keys.map((k) => [k.name, k.fingerprint ?? '(unreadable file)', k.connections])));
+    print(`${result.revoked} revoked keys in ${result.registeredClientsPath}/revoked\n`);
+    return;
+  }
+  if (action === 'revoke') {
+    if (!name) throw new CommandError('keys revoke needs a client name', 2);
+    const target = locate(options.config, options.socket);
+    const result = resultOf(await ask(target, { command: 'keys-revoke', name })) as { fingerprint: string; closedConnections: number };
+    if (options.json) return print(JSON.stringify(result) + '\n');
+    print(`revoked the key of ${name} (sha256 ${result.fingerprint}); ${result.closedConnections} connections closed\n`);
+    return;
+  }
+  throw new CommandError('keys needs "list" or "revoke NAME"', 2);
+}
