@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
 
@@ -19,13 +18,7 @@ afterEach(() => {
   running.clear();
 });
 
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+export { freePort } from './harness.js';
 
 /** writes `config.json` in `dir` (data, clients and keys inside `dir`); returns its path */
 export function writeConfig(dir: string, config: Record<string, unknown>): string {
