@@ -1,54 +1,12 @@
 import { unescapeId } from '../protocol/channel.js';
 import { WhiskerError } from '../protocol/errors.js';
-import type { Overflow } from '../config/types.js';
 import { type DeliveryRecord, type Entry, Group, type Subscriber, groupKey, parseGroupKey } from './group.js';
 import { MinHeap } from './heap.js';
-import type { MessageStore, RecoveredMessage, Settlement, StoredMessage, StoreEvent } from './store/store.js';
+import type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './queue-types.js';
+import { WakeTimer } from './wake-timer.js';
+import type { RecoveredMessage, Settlement, StoredMessage, StoreEvent } from './store/store.js';
 
-/** One queue's settings, from the config's defaults and its `channels` entry. */
-export interface QueueSettings {
-  readonly prefetch: number;
-  readonly ttlMs: number | null;
-  readonly maxItems: number;
-  readonly overflow: Overflow;
-  readonly requeueLimit: number;
-  readonly requeueIntervalMs: number;
-  readonly deadLetter: string | null;
-}
-
-export interface QueueEnvironment {
-  now(): number;
-  readonly store: MessageStore;
-  /**
-   * A message delivered `requeueLimit` times leaves its group: to the channel's dead-letter
-   * channel when `target` is set, dropped otherwise (counted here, logged by the router).
-   */
-  discard(target: string | null, message: StoredMessage, group: string, nbDeliveries: number, reason: string): void;
-}
-
-export interface QueueCounters {
-  received: number;
-  delivered: number;
-  acked: number;
-  requeued: number;
-  timedOut: number;
-  deadLettered: number;
-  dropped: number;
-  expired: number;
-}
-
-export interface MessageSummary {
-  readonly messageId: string;
-  /** canonical escaped id, or `*` */
-  readonly id: string;
-  /** the sender's clock, ms since the epoch */
-  readonly created: number;
-  readonly acceptedAt: number;
-  readonly from: string;
-  /** no group matched it yet: it waits for the first subscriber */
-  readonly waitingForSubscriber: boolean;
-  readonly groups: ReadonlyArray<{ readonly group: string; readonly state: string; readonly nbRequeues: number }>;
-}
+export type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './queue-types.js';
 
 /**
  * One `endpoint/version` queue (SPEC §7): waiting messages per id, recipient groups, in-flight
@@ -73,14 +31,14 @@ export class Queue {
   #ttlOrder: Entry[] = [];
   #ttlHead = 0;
   #depth = 0;
-  #timer: NodeJS.Timeout | null = null;
-  #wakeAt = Infinity;
+  readonly #timer: WakeTimer;
   readonly counters: QueueCounters = { received: 0, delivered: 0, acked: 0, requeued: 0, timedOut: 0, deadLettered: 0, dropped: 0, expired: 0 };
 
   constructor(name: string, settings: QueueSettings, env: QueueEnvironment) {
     this.name = name;
     this.#settings = settings;
     this.#env = env;
+    this.#timer = new WakeTimer(env.now, () => this.#wake());
   }
 
   get settings(): QueueSettings {
@@ -263,9 +221,7 @@ export class Queue {
   }
 
   close(): void {
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
-    this.#wakeAt = Infinity;
+    this.#timer.cancel();
   }
 
   // ---- entries and records ----------------------------------------------------------
@@ -391,7 +347,7 @@ export class Queue {
     record.state = 'delayed';
     record.slot = null;
     this.#delayed.push({ record, at: record.notBefore });
-    this.#arm(record.notBefore);
+    this.#timer.armAt(record.notBefore);
   }
 
   // ---- groups and delivery ----------------------------------------------------------
@@ -465,7 +421,7 @@ export class Queue {
     record.deadline = now + this.#settings.requeueIntervalMs;
     this.#inFlight.add(record);
     this.#inFlightBySubscriber.set(subscriber, (this.#inFlightBySubscriber.get(subscriber) ?? 0) + 1);
-    this.#arm(record.deadline);
+    this.#timer.armAt(record.deadline);
     this.counters.delivered++;
     const m = entry.message;
     this.#env.store.record([{ kind: 'deliver', messageId: m.messageId, group: record.group.key, nbRequeues: record.nbRequeues }]);
@@ -492,20 +448,10 @@ export class Queue {
     const ttl = this.#settings.ttlMs;
     if (ttl === null) return;
     this.#ttlOrder.push(entry);
-    this.#arm(entry.message.acceptedAt + ttl);
-  }
-
-  #arm(at: number): void {
-    if (at >= this.#wakeAt) return;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#wakeAt = at;
-    this.#timer = setTimeout(() => this.#wake(), Math.max(0, at - this.#env.now()));
-    this.#timer.unref();
+    this.#timer.armAt(entry.message.acceptedAt + ttl);
   }
 
   #wake(): void {
-    this.#timer = null;
-    this.#wakeAt = Infinity;
     const now = this.#env.now();
     let next = Infinity;
 
@@ -547,7 +493,7 @@ export class Queue {
       this.#ttlOrder = this.#ttlOrder.slice(this.#ttlHead);
       this.#ttlHead = 0;
     }
-    if (next !== Infinity) this.#arm(next);
+    if (next !== Infinity) this.#timer.armAt(next);
   }
 
   /** ttl passed: every record not in flight expires; in-flight ones finish (SPEC §7) */

@@ -1,0 +1,47 @@
+import type { Overflow } from '../config/types.js';
+import type { MessageStore, StoredMessage } from './store/store.js';
+
+/** One queue's settings, from the config's defaults and its `channels` entry. */
+export interface QueueSettings {
+  readonly prefetch: number;
+  readonly ttlMs: number | null;
+  readonly maxItems: number;
+  readonly overflow: Overflow;
+  readonly requeueLimit: number;
+  readonly requeueIntervalMs: number;
+  readonly deadLetter: string | null;
+}
+
+export interface QueueEnvironment {
+  now(): number;
+  readonly store: MessageStore;
+  /**
+   * A message delivered `requeueLimit` times leaves its group: to the channel's dead-letter
+   * channel when `target` is set, dropped otherwise (counted here, logged by the router).
+   */
+  discard(target: string | null, message: StoredMessage, group: string, nbDeliveries: number, reason: string): void;
+}
+
+export interface QueueCounters {
+  received: number;
+  delivered: number;
+  acked: number;
+  requeued: number;
+  timedOut: number;
+  deadLettered: number;
+  dropped: number;
+  expired: number;
+}
+
+export interface MessageSummary {
+  readonly messageId: string;
+  /** canonical escaped id, or `*` */
+  readonly id: string;
+  /** the sender's clock, ms since the epoch */
+  readonly created: number;
+  readonly acceptedAt: number;
+  readonly from: string;
+  /** no group matched it yet: it waits for the first subscriber */
+  readonly waitingForSubscriber: boolean;
+  readonly groups: ReadonlyArray<{ readonly group: string; readonly state: string; readonly nbRequeues: number }>;
+}
