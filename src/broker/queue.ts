@@ -214,10 +214,9 @@ export class Queue {
     return summaries;
   }
 
+  /** ids as users mean them (`a/b`), for the management API */
   listIds(): Map<string, number> {
-    const ids = new Map<string, number>();
-    for (const [id, entries] of this.#byId) ids.set(unescapeId(id), entries.size);
-    return ids;
+    return new Map([...this.idCounts()].map(([id, count]) => [unescapeId(id), count]));
   }
 
   close(): void {

@@ -48,7 +48,6 @@ interface PendingSend {
   readonly message: PublishedMessage;
   readonly bytes: number;
   readonly channel: Channel;
-  readonly deadline: number;
   readonly answeredBy: Set<Connection>;
   readonly storedBy: Set<string>;
   readonly cb: SendCallback;
@@ -73,6 +72,7 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
   #wasConnected = false;
   #everConnected = false;
   #disconnected = false;
+  #maxMessageBytes = 1_048_576 - 512;
   #processed = new DedupeWindow(DEFAULTS.dedupeWindow * 1000, Date.now);
 
   connect(config: ClientConfig): Promise<void>;
@@ -113,7 +113,7 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
       json = undefined;
     }
     if (json === undefined) return fail('E_NO_VALUE', 'Bad format');
-    const maxBytes = Math.min(...this.#connections.map((c) => c.maxPayloadBytes), 1_048_576) - 512;
+    const maxBytes = this.#maxMessageBytes;
     const bytes = Buffer.byteLength(json) + Buffer.byteLength(channel) + 120; // + the message's envelope
     if (bytes > maxBytes) return fail('E_TOO_LARGE', `Message too large (over ${maxBytes} bytes)`);
     if (this.#disconnected) return fail('E_DISCONNECTED', 'Client disconnected');
@@ -123,7 +123,6 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
       message,
       bytes,
       channel: info.channel,
-      deadline: Date.now() + this.#config.sendTimeout,
       answeredBy: new Set(),
       storedBy: new Set(),
       cb,
@@ -187,7 +186,6 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
     if (typeof config.clientId !== 'string' || !/^(?!\.+$)[A-Za-z0-9._-]{1,128}$/.test(config.clientId)) throw new TypeError('clientId must match ^[A-Za-z0-9._-]{1,128}$');
     this.#config = { ...DEFAULTS, ...config };
     this.#processed = new DedupeWindow(this.#config.dedupeWindow! * 1000, Date.now);
-    for (const p of this.#pending.values()) (p as { deadline: number }).deadline = p.message.created + this.#config.sendTimeout;
     this.#keys = loadOrCreateKeys(resolve(config.keysDirectory ?? 'keys'), config.keysName ?? 'client');
     const owner = this.#owner(this.#keys);
     this.#connections = config.hosts.map((spec) => new Connection(parseHost(spec), owner));
@@ -235,6 +233,8 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
   }
 
   #connectionReady(connection: Connection): void {
+    // a broker announces its frame limit in `welcome`: the smallest one bounds every send
+    this.#maxMessageBytes = Math.min(...this.#connections.map((c) => c.maxPayloadBytes), 1_048_576) - 512;
     for (const subscription of this.#subscriptions.values()) {
       connection.request(
         (req) => subscription.subscribeFrame(req),
@@ -333,7 +333,7 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
   #sweep(): void {
     const now = Date.now();
     for (const [messageId, pending] of this.#pending) {
-      if (pending.deadline > now) continue;
+      if (pending.message.created + this.#config.sendTimeout > now) continue;
       this.#pending.delete(messageId);
       this.#finish(pending, new WhiskerError('E_NO_MASTER', 'No master broker answered in time'));
     }
