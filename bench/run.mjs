@@ -1,29 +1,39 @@
-// `npm run bench`: starts a real broker process and real client processes on loopback, runs each
-// scenario several times, checks that every message arrived exactly once, and prints a table
-// (also written to bench/results/latest.json).
+// `npm run bench`: measures each scenario, in the same invocation, against Whisker, against the
+// reference system Kitten-MQ 0.12.3 (bench/reference/, installed in bench/node_modules only) and
+// against a bare ws relay of the benchmark's own (bench/relay/), and prints the ratios.
+// Every run starts fresh server processes and separate client processes on loopback; Whisker
+// rows check that every message arrived exactly once (loss, duplicates and stalls exit 1).
+// The table is printed and written to bench/results/ (latest.json for a full default run).
 //
-// Options: --runs=N (default 3), --only=key[,key] (p1, p100, fanout4, latency),
-//          --scale=F (multiply message counts), --rate=N (the latency row's paced rate),
-//          --cpu-prof (the broker runs with node --cpu-prof; profiles land in
+// Options: --runs=N (default 3), --only=key[,key] (row keys, or the groups "flow" and "rss"),
+//          --with-rss (add the "rss" group, default off: about 4 minutes more),
+//          --skip=key[,key], --no-reference, --no-relay (leave those columns out),
+//          --scale=F (multiply message counts), --rate=N (the latency rows' paced rate),
+//          --cpu-prof (the master Whisker broker runs with node --cpu-prof; profiles land in
 //          bench/results/prof/, read them with bench/profile-summary.mjs),
-//          --broker-flags="--trace-gc ..." (extra node flags for the broker; its output is kept
-//          in <run dir>/broker.log), --broker-config='{"maxItemsInQueue":1000}' (merged into
-//          the broker's config), --keep (keep the temporary run directories).
+//          --broker-flags="--trace-gc ..." (extra node flags for Whisker brokers; their output is
+//          kept in <run dir>/broker-N.log), --broker-config='{"maxItemsInQueue":1000}' (merged
+//          into Whisker brokers' config), --keep (keep the temporary run directories),
+//          --no-retry (do not run a disturbed run again), --window=N (unanswered sends a
+//          producer keeps, default 2,000), --systems=whisker,kitten,relay (which columns run).
 // Only a full default invocation writes latest.json; others write partial-<time>.json.
 import { execFileSync, fork, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { createConnection, createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { now } from './lib.mjs';
+import { MAP, now } from './lib.mjs';
 import { measureFormats } from './formats.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = dirname(here);
 const resultsDir = join(here, 'results');
 const CHANNEL = 'bench/v1/1';
-const RUN_TIMEOUT_MS = 90_000;
+const QUEUE = 'bench/v1';
+const RUN_TIMEOUT_MS = 180_000;
+const KITTEN_VERSION = '0.12.3';
 
 const args = Object.fromEntries(
   process.argv.slice(2).map((a) => {
@@ -35,18 +45,61 @@ const args = Object.fromEntries(
 const RUNS = Number(args.runs ?? 3);
 const SCALE = Number(args.scale ?? 1);
 const ONLY = typeof args.only === 'string' ? args.only.split(',') : null;
+const SKIP = typeof args.skip === 'string' ? args.skip.split(',') : [];
 const CPU_PROF = Boolean(args['cpu-prof']);
 const KEEP = Boolean(args.keep);
-const RATE = args.rate ? Number(args.rate) : null; // overrides the latency row's paced rate
+const RETRY = !args['no-retry'];
+const WITH_RSS = Boolean(args['with-rss']);
+const WITH_REFERENCE = !args['no-reference'] && (typeof args.systems !== 'string' || args.systems.includes('kitten'));
+const WITH_RELAY = !args['no-relay'] && (typeof args.systems !== 'string' || args.systems.includes('relay'));
+const WINDOW = Number(args.window ?? 2000); // unanswered sends a producer keeps at most
+const SYSTEMS = typeof args.systems === 'string' ? args.systems.split(',') : ['whisker', 'kitten', 'relay'];
+const RATE = args.rate ? Number(args.rate) : null; // overrides the latency rows' paced rate
 const BROKER_CONFIG = typeof args['broker-config'] === 'string' ? JSON.parse(args['broker-config']) : {};
 const BROKER_FLAGS = typeof args['broker-flags'] === 'string' ? args['broker-flags'].split(' ').filter(Boolean) : [];
 
-const SCENARIOS = [
-  { key: 'p1', label: '1 -> 1 consume, prefetch 1', unit: 'msg/s', receivers: 1, mode: 'consume', prefetch: 1, count: 30_000 },
-  { key: 'p100', label: '1 -> 1 consume, prefetch 100', unit: 'msg/s', receivers: 1, mode: 'consume', prefetch: 100, count: 50_000 },
-  { key: 'fanout4', label: '1 -> 4 listeners (total deliveries)', unit: 'deliveries/s', receivers: 4, mode: 'listen', count: 50_000 },
-  { key: 'latency', label: 'latency, 1,000 msg/s paced, prefetch 100 (after 500 warm-up)', unit: 'ms', receivers: 1, mode: 'consume', prefetch: 100, count: 5_500, warmup: 500, rate: 1000, latency: true },
-].filter((s) => !ONLY || ONLY.includes(s.key));
+// ---- scenarios ---------------------------------------------------------------------------
+//
+// A row runs `whisker` and, where they exist, `kitten` and `relay` targets of the same shape.
+// Equal kitten or relay targets of several rows are run once and shared (their `key`).
+// Relay targets carry more messages: 50,000 messages would last 50 ms on the batched relay.
+
+const relayOf = (shape) => (shape.latency ? { b1: { ...shape, batch: 1 }, b50: null } : { b1: { ...shape, batch: 1, count: 200_000 }, b50: { ...shape, batch: 50, count: 1_000_000 } });
+const RELAY_C1 = relayOf({ key: 'c1', receivers: 1, mode: 'consume' });
+const RELAY_C4 = relayOf({ key: 'c4', receivers: 4, mode: 'consume' });
+const RELAY_L4 = relayOf({ key: 'l4', receivers: 4, mode: 'listen' });
+const RELAY_LAT = relayOf({ key: 'lat', receivers: 1, mode: 'consume', latency: true });
+const K_P100 = { key: 'k-p100', prefetch: 100 };
+
+const ALL_SCENARIOS = [
+  { key: 'p1', group: 'flow', label: '1 -> 1 consume, prefetch 1', unit: 'msg/s', receivers: 1, mode: 'consume', prefetch: 1, count: 30_000,
+    kitten: { key: 'k-p1', prefetch: 1 }, relay: RELAY_C1 },
+  { key: 'p100', group: 'flow', label: '1 -> 1 consume, prefetch 100 (durable store)', unit: 'msg/s', receivers: 1, mode: 'consume', prefetch: 100, count: 50_000,
+    kitten: K_P100, relay: RELAY_C1 },
+  { key: 'p100mem', group: 'flow', label: '1 -> 1 consume, prefetch 100, memory store', unit: 'msg/s', receivers: 1, mode: 'consume', prefetch: 100, count: 50_000, store: 'memory',
+    kitten: K_P100, relay: RELAY_C1 },
+  { key: 'compete4', group: 'flow', label: '1 -> 4 competing consumers, prefetch 100, one group (total)', unit: 'msg/s', receivers: 4, mode: 'consume', prefetch: 100, count: 50_000,
+    kitten: { key: 'k-compete4', prefetch: 100 }, relay: RELAY_C4 },
+  { key: 'map', group: 'flow', label: '1 -> 1 consume, prefetch 100, 10-field map on the channel', unit: 'msg/s', receivers: 1, mode: 'consume', prefetch: 100, count: 50_000, map: true,
+    kitten: { key: 'k-map', prefetch: 100, map: true }, relay: RELAY_C1 },
+  { key: 'fanout4', group: 'flow', label: '1 -> 4 listeners (total deliveries)', unit: 'deliveries/s', receivers: 4, mode: 'listen', count: 50_000,
+    kitten: { key: 'k-fanout4', prefetch: 100 }, relay: RELAY_L4 },
+  { key: 'mirror2', group: 'flow', label: '1 -> 1 consume, prefetch 100, two mirror brokers', unit: 'msg/s', receivers: 1, mode: 'consume', prefetch: 100, count: 50_000, brokers: 2,
+    kitten: { key: 'k-mirror2', prefetch: 100, brokers: 2 }, relay: RELAY_C1 },
+  { key: 'mirror3', group: 'flow', label: '1 -> 1 consume, prefetch 100, three mirror brokers', unit: 'msg/s', receivers: 1, mode: 'consume', prefetch: 100, count: 50_000, brokers: 3,
+    kitten: { key: 'k-mirror3', prefetch: 100, brokers: 3 }, relay: RELAY_C1 },
+  { key: 'latency', group: 'flow', label: 'latency, 1,000 msg/s paced, prefetch 100 (after 500 warm-up), durable', unit: 'ms', receivers: 1, mode: 'consume', prefetch: 100, count: 5_500, warmup: 500, rate: 1000, latency: true,
+    kitten: { key: 'k-latency', prefetch: 100 }, relay: RELAY_LAT },
+  { key: 'latencymem', group: 'flow', label: 'latency, 1,000 msg/s paced, prefetch 100, memory store', unit: 'ms', receivers: 1, mode: 'consume', prefetch: 100, count: 5_500, warmup: 500, rate: 1000, latency: true, store: 'memory',
+    kitten: { key: 'k-latency', prefetch: 100 }, relay: RELAY_LAT },
+  { key: 'rss1m', group: 'rss', kind: 'waiting', label: 'broker RSS, 1,000,000 messages waiting (no subscriber), durable', unit: 'MB', count: 1_000_000,
+    kitten: { key: 'k-rss1m', kind: 'waiting' }, relay: null },
+  { key: 'idle10k', group: 'rss', kind: 'idle', label: 'broker RSS, 10,000 idle authenticated connections', unit: 'MB', count: 10_000, processes: 4,
+    kitten: { key: 'k-idle10k', kind: 'idle', processes: 4 }, relay: null },
+];
+// the "rss" group takes about 4 minutes more: off by default, on with --with-rss or --only=rss
+const selected = (s) => (ONLY ? ONLY.includes(s.key) || ONLY.includes(s.group) : s.group !== 'rss' || WITH_RSS) && !SKIP.includes(s.key) && !SKIP.includes(s.group);
+const SCENARIOS = ALL_SCENARIOS.filter(selected);
 
 // ---- processes ---------------------------------------------------------------------------
 
@@ -61,10 +114,10 @@ function freePort() {
   });
 }
 
-async function waitForPort(port, broker, ms) {
+async function waitForPort(port, proc, ms, what) {
   const deadline = Date.now() + ms;
   for (;;) {
-    if (broker.exitCode !== null) throw new Error(`broker exited with ${broker.exitCode} before listening`);
+    if (proc.exitCode !== null) throw new Error(`${what} exited with ${proc.exitCode} before listening${proc.output ? `: ${proc.output.trim().split('\n').slice(-3).join(' / ').slice(0, 400)}` : ''}`);
     const ok = await new Promise((resolve) => {
       const socket = createConnection({ host: '127.0.0.1', port });
       socket.once('connect', () => {
@@ -74,7 +127,7 @@ async function waitForPort(port, broker, ms) {
       socket.once('error', () => resolve(false));
     });
     if (ok) return;
-    if (Date.now() > deadline) throw new Error(`broker did not listen on ${port} within ${ms} ms`);
+    if (Date.now() > deadline) throw new Error(`${what} did not listen on ${port} within ${ms} ms`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }
@@ -87,7 +140,7 @@ class Child {
     this.waiters = [];
     this.failure = null;
     this.stderr = '';
-    this.proc = fork(join(here, script), [], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'] });
+    this.proc = fork(join(here, script), [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
     this.proc.stderr.on('data', (d) => (this.stderr += d));
     this.proc.on('message', (m) => {
       if (m?.type === 'fatal') return this.#fail(new Error(`${name}: ${m.error}`));
@@ -139,41 +192,25 @@ class Child {
   }
 }
 
-function startBroker(dir, port, profile) {
-  const config = {
-    serviceId: 'whisker',
-    dataDirectory: join(dir, 'data'),
-    registeredClientsPath: join(dir, 'clients'),
-    keysDirectory: join(dir, 'broker-keys'),
-    socketServer: { host: '127.0.0.1', port },
-    maxItemsInQueue: 1_000_000,
-    logLevel: 'warn',
-    ...BROKER_CONFIG,
-  };
-  const configPath = join(dir, 'config.json');
-  writeFileSync(configPath, JSON.stringify(config, null, 2));
-  const nodeArgs = profile ? ['--cpu-prof', `--cpu-prof-dir=${join(resultsDir, 'prof')}`, `--cpu-prof-name=broker-${profile}-${Date.now()}.cpuprofile`] : [];
-  const broker = spawn(process.execPath, [...nodeArgs, ...BROKER_FLAGS, join(root, 'bin', 'whisker'), 'start', '-c', configPath], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  broker.output = '';
-  broker.stdout.on('data', (d) => (broker.output += d));
-  broker.stderr.on('data', (d) => (broker.output += d));
-  broker.exited = new Promise((resolve) => broker.on('exit', (code, signal) => resolve({ code, signal })));
-  return broker;
+function spawnServer(args, cwd) {
+  const proc = spawn(process.execPath, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  proc.output = '';
+  proc.stdout.on('data', (d) => (proc.output += d));
+  proc.stderr.on('data', (d) => (proc.output += d));
+  proc.exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  return proc;
 }
 
-async function stopBroker(broker) {
-  if (broker.exitCode !== null) return { code: broker.exitCode, signal: null, forced: false };
-  broker.kill('SIGTERM');
+async function stopServer(proc) {
+  if (proc.exitCode !== null || proc.signalCode !== null) return { code: proc.exitCode, signal: proc.signalCode, forced: false };
+  proc.kill('SIGTERM');
   let timer;
   const timeout = new Promise((resolve) => (timer = setTimeout(() => resolve(null), 10_000)));
-  const result = await Promise.race([broker.exited, timeout]);
+  const result = await Promise.race([proc.exited, timeout]);
   clearTimeout(timer);
   if (result) return { ...result, forced: false };
-  broker.kill('SIGKILL');
-  return { ...(await broker.exited), forced: true };
+  proc.kill('SIGKILL');
+  return { ...(await proc.exited), forced: true };
 }
 
 /** machine-wide busy CPU time in ms, and steal time (Linux /proc/stat; null elsewhere) */
@@ -186,13 +223,17 @@ function systemCpu() {
   }
 }
 
-/** resident set size of a process in MB (Linux /proc; null elsewhere) */
-function rssMBOf(pid) {
+/** resident set size and its peak (VmHWM) of a process in MB (10^6 bytes; Linux /proc; null elsewhere) */
+function memOf(pid) {
   try {
-    const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-    return kb ? Math.round(Number(kb) / 1000) : null;
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const mb = (name) => {
+      const kb = new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1];
+      return kb ? Math.round((Number(kb) * 1024) / 1e5) / 10 : null;
+    };
+    return { rss: mb('VmRSS'), hwm: mb('VmHWM') };
   } catch {
-    return null;
+    return { rss: null, hwm: null };
   }
 }
 
@@ -207,112 +248,377 @@ function cpuMsOf(pid) {
   }
 }
 
+/** the soft limit on open files of this process (children inherit it), or null */
+function openFilesLimit() {
+  try {
+    const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+    return Number(line.split(/\s{2,}/)[1]);
+  } catch {
+    return null;
+  }
+}
+
+function httpGet(port, path) {
+  return new Promise((resolve, reject) => {
+    const request = get({ host: '127.0.0.1', port, path, timeout: 10_000 }, (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (d) => (body += d));
+      response.on('end', () => resolve(body));
+    });
+    request.on('error', reject);
+    request.on('timeout', () => request.destroy(new Error(`GET ${path}: timeout`)));
+  });
+}
+
+// ---- the systems -------------------------------------------------------------------------
+//
+// Each system starts its servers for a target (`start` -> { hosts/port, main, all, notes }) and
+// names the scripts and configs of its client processes.
+
+/**
+ * what every receiver is told: competing consumers each see a share of the messages, so they
+ * finish 1 s after the last delivery once the producer is done (the run checks the total)
+ */
+const receiving = (t) => ({ expected: t.count, latency: Boolean(t.latency), warmup: t.warmup ?? 0, ...(t.mode === 'consume' && t.receivers > 1 ? { idleMs: 1000 } : {}) });
+
+const peersRefused = { reason: null }; // set once a Whisker broker refused `peers`
+
+const whisker = {
+  name: 'Whisker',
+  async start(target, dir, runLabel) {
+    const n = target.brokers ?? 1;
+    const withPeers = n > 1 && !peersRefused.reason;
+    try {
+      return await this.startBrokers(target, dir, runLabel, withPeers);
+    } catch (error) {
+      if (!withPeers || !/peer/i.test(error.message)) throw error;
+      peersRefused.reason = error.message.slice(0, 300);
+      return this.startBrokers(target, dir, runLabel, false);
+    }
+  },
+  async startBrokers(target, dir, runLabel, withPeers) {
+    const n = target.brokers ?? 1;
+    const ports = [];
+    for (let i = 0; i < n; i++) ports.push(await freePort());
+    const serviceId = (i) => (n === 1 ? 'whisker' : `whisker-${i + 1}`);
+    const host = (i) => `127.0.0.1:${ports[i]}@${serviceId(i)}`;
+    const managementPort = await freePort();
+    const procs = [];
+    try {
+      for (let i = 0; i < n; i++) {
+        const config = {
+          serviceId: serviceId(i),
+          isMaster: i === 0,
+          dataDirectory: join(dir, `data-${i + 1}`),
+          registeredClientsPath: join(dir, `clients-${i + 1}`),
+          keysDirectory: join(dir, `broker-keys-${i + 1}`),
+          socketServer: { host: '127.0.0.1', port: ports[i] },
+          maxItemsInQueue: 2_000_000,
+          logLevel: 'warn',
+          ...(i === 0 ? { management: { host: '127.0.0.1', port: managementPort } } : {}),
+          ...(withPeers ? { peers: ports.map((_, j) => j).filter((j) => j !== i).map(host) } : {}),
+          ...(target.map ? { channels: { [QUEUE]: { map: MAP } } } : {}),
+          ...(target.kind === 'idle' ? { limits: { maxConnections: target.count + 1000 } } : {}),
+          ...BROKER_CONFIG,
+        };
+        const configPath = join(dir, `config-${i + 1}.json`);
+        writeFileSync(configPath, JSON.stringify(config, null, 2));
+        const profile = CPU_PROF && i === 0 ? ['--cpu-prof', `--cpu-prof-dir=${join(resultsDir, 'prof')}`, `--cpu-prof-name=broker-${runLabel}-${Date.now()}.cpuprofile`] : [];
+        const entry = target.store === 'memory' ? [join(here, 'memory-broker.mjs'), configPath] : [join(root, 'bin', 'whisker'), 'start', '-c', configPath];
+        procs.push(spawnServer([...profile, ...BROKER_FLAGS, ...entry], root));
+      }
+      for (let i = 0; i < n; i++) await waitForPort(ports[i], procs[i], 10_000, `Whisker broker ${serviceId(i)}`);
+    } catch (error) {
+      await Promise.all(procs.map(stopServer));
+      throw error;
+    }
+    const notes = [];
+    if (n > 1) notes.push(withPeers ? 'peers configured' : `peers left out${peersRefused.reason ? ` (refused: ${peersRefused.reason})` : ''}`);
+    return { hosts: ports.map((_, i) => host(i)), main: procs[0], all: procs, managementPort, notes, durable: target.store !== 'memory' };
+  },
+  receiver: (t, s, i, clientId, dir) => ['consumer.mjs', { hosts: s.hosts, clientId, keysDirectory: join(dir, `keys-${clientId}`), channel: CHANNEL, mode: t.mode, prefetch: t.prefetch, ...receiving(t) }],
+  producer: (t, s, dir) => ['producer.mjs', { hosts: s.hosts, clientId: 'bench-producer', keysDirectory: join(dir, 'keys-bench-producer'), channel: CHANNEL, count: t.count, window: WINDOW, rate: t.rate ?? 0, shape: t.map ? 'map' : 'plain' }],
+  idle: (t, s, p, n, dir) => ['idle-clients.mjs', { system: 'whisker', hosts: s.hosts, clientId: `bench-idle-${p + 1}`, keysDirectory: join(dir, `keys-idle-${p + 1}`), count: n }],
+  /** checks of the broker's own view: the depth after the waiting run, the connections after the idle one */
+  async check(t, s) {
+    if (t.kind === 'waiting') {
+      const queues = JSON.parse(await httpGet(s.managementPort, '/api/queues')).queues;
+      const q = queues.find((x) => x.name === QUEUE);
+      return { depth: q?.depth ?? 0, dropped: q?.counters?.dropped ?? 0, problems: q?.depth === t.count ? [] : [`queue depth ${q?.depth} after ${t.count} sends (dropped ${q?.counters?.dropped})`] };
+    }
+    if (t.kind === 'idle') {
+      const metrics = await httpGet(s.managementPort, '/metrics');
+      const connections = Number(/^whisker_connections\s+(\d+)/m.exec(metrics)?.[1]);
+      return { connections, problems: connections >= t.count ? [] : [`the broker counts ${connections} connections, expected ${t.count}`] };
+    }
+    return { problems: [] };
+  },
+};
+
+const kitten = {
+  name: 'Kitten-MQ',
+  async start(target, dir) {
+    const n = target.brokers ?? 1;
+    const ports = [];
+    for (let i = 0; i < n; i++) ports.push(await freePort());
+    const serviceId = (i) => `kitten-${i + 1}`;
+    const procs = [];
+    try {
+      for (let i = 0; i < n; i++) {
+        const base = join(dir, `kitten-${i + 1}`);
+        mkdirSync(base, { recursive: true });
+        const config = {
+          serviceId: serviceId(i),
+          isMaster: i === 0,
+          registeredClientsPath: join(base, 'clients'),
+          keysDirectory: join(base, 'keys'),
+          keysName: 'broker',
+          logsDirectory: join(base, 'logs'),
+          socketServer: { host: '127.0.0.1', port: ports[i], logs: join(base, 'packets'), packetsFilename: 'broker.log', token: null },
+          maxItemsInQueue: 2_000_000,
+          requeueLimit: 5,
+          requeueInterval: 100,
+          isManagementInterface: false, // its HTTP server would listen on 8080 in every run
+          logLevel: 3, // warn: at its default (info) it logs a line per packet
+          channels: { [QUEUE]: { prefetch: target.prefetch ?? 1, ...(target.map ? { map: MAP } : {}) } },
+        };
+        const configPath = join(base, 'config.json');
+        writeFileSync(configPath, JSON.stringify(config, null, 2));
+        procs.push(spawnServer([join(here, 'reference', 'broker.mjs'), configPath], base));
+      }
+      for (let i = 0; i < n; i++) await waitForPort(ports[i], procs[i], 15_000, `Kitten-MQ broker ${serviceId(i)}`);
+    } catch (error) {
+      await Promise.all(procs.map(stopServer));
+      throw error;
+    }
+    return { hosts: ports.map((p, i) => `127.0.0.1:${p}@${serviceId(i)}`), main: procs[0], all: procs, notes: [] };
+  },
+  receiver: (t, s, i, clientId, dir) => ['reference/consumer.mjs', { hosts: s.hosts, clientId, keysDirectory: join(dir, `keys-${clientId}`), channel: CHANNEL, mode: t.mode, ...receiving(t) }],
+  producer: (t, s, dir) => ['reference/producer.mjs', { hosts: s.hosts, clientId: 'bench-producer', keysDirectory: join(dir, 'keys-bench-producer'), channel: CHANNEL, count: t.count, window: WINDOW, rate: t.rate ?? 0, shape: t.map ? 'map' : 'plain' }],
+  idle: (t, s, p, n, dir) => ['idle-clients.mjs', { system: 'kitten', hosts: s.hosts, clientId: `bench-idle-${p + 1}`, keysDirectory: join(dir, `keys-idle-${p + 1}`), count: n }],
+  check: async () => ({ problems: [] }),
+};
+
+const relay = {
+  name: 'ws relay',
+  async start(target) {
+    const port = await freePort();
+    const proc = spawnServer([join(here, 'relay', 'server.mjs'), String(port)], here);
+    try {
+      await waitForPort(port, proc, 10_000, 'relay');
+    } catch (error) {
+      await stopServer(proc);
+      throw error;
+    }
+    return { port, main: proc, all: [proc], notes: [`${target.batch} message(s) a frame`] };
+  },
+  receiver: (t, s, i, clientId) => ['relay/consumer.mjs', { port: s.port, clientId, mode: t.mode, ...receiving(t) }],
+  producer: (t, s) => ['relay/producer.mjs', { port: s.port, batch: t.batch, count: t.count, window: WINDOW, rate: t.rate ?? 0 }],
+  check: async () => ({ problems: [] }),
+};
+
 // ---- one run -----------------------------------------------------------------------------
 
-async function runOnce(scenario, index) {
-  const dir = mkdtempSync(join(tmpdir(), `whisker-bench-${scenario.key}-`));
-  const port = await freePort();
-  const broker = startBroker(dir, port, CPU_PROF ? `${scenario.key}-${index + 1}` : null);
+async function runOnce(system, target, runLabel) {
+  const dir = mkdtempSync(join(tmpdir(), `whisker-bench-${runLabel}-`));
   const children = [];
-  const count = Math.max(1, Math.round(scenario.count * SCALE));
+  let servers = null;
   let result;
   let timer;
   try {
-    await waitForPort(port, broker, 10_000);
-    const work = (async () => {
-      const receivers = [];
-      for (let i = 0; i < scenario.receivers; i++) {
-        const clientId = scenario.mode === 'listen' ? `bench-listener-${i + 1}` : 'bench-consumer';
-        const child = new Child('consumer.mjs', clientId, {
-          port,
-          clientId,
-          keysDirectory: join(dir, `keys-${clientId}`),
-          channel: CHANNEL,
-          mode: scenario.mode,
-          prefetch: scenario.prefetch,
-          expected: count,
-          latency: Boolean(scenario.latency),
-          warmup: scenario.warmup ?? 0,
-        });
-        children.push(child);
-        receivers.push(child);
-      }
-      await Promise.all(receivers.map((r) => r.next('ready')));
-      const producer = new Child('producer.mjs', 'bench-producer', {
-        port,
-        clientId: 'bench-producer',
-        keysDirectory: join(dir, 'keys-bench-producer'),
-        channel: CHANNEL,
-        count,
-        window: 2000,
-        rate: scenario.rate ? (RATE ?? scenario.rate) : 0,
-      });
-      children.push(producer);
-      await producer.next('ready');
-      const brokerCpu0 = cpuMsOf(broker.pid);
-      const system0 = systemCpu();
-      const sent = await producer.next('done');
-      for (const r of receivers) r.send({ type: 'producerDone' });
-      const received = await Promise.all(receivers.map((r) => r.next('done')));
-      const brokerCpu1 = cpuMsOf(broker.pid);
-      sent.brokerRssMB = rssMBOf(broker.pid);
-      const system1 = systemCpu();
-      if (system0 && system1) sent.system = { busyMs: system1.busyMs - system0.busyMs, stealMs: system1.stealMs - system0.stealMs };
-      return { sent, received, brokerCpuMs: brokerCpu0 !== null && brokerCpu1 !== null ? brokerCpu1 - brokerCpu0 : null };
-    })();
+    servers = await system.start(target, dir, runLabel);
+    const work = target.kind === 'waiting' ? waitingRun(system, target, servers, dir, children) : target.kind === 'idle' ? idleRun(system, target, servers, dir, children) : flowRun(system, target, servers, dir, children);
     const timeout = new Promise((_, reject) => {
       timer = setTimeout(() => reject(new Error(`run did not finish within ${RUN_TIMEOUT_MS / 1000} s (stall)`)), RUN_TIMEOUT_MS);
     });
-    const { sent, received, brokerCpuMs } = await Promise.race([work, timeout]);
-    result = summariseRun(scenario, count, sent, received, brokerCpuMs);
+    result = await Promise.race([work, timeout]);
   } catch (error) {
-    result = { count, failed: error.message, problems: [error.message] };
+    result = { count: target.count, failed: error.message.split('\n')[0].slice(0, 300), problems: [error.message.slice(0, 500)] };
   } finally {
     clearTimeout(timer);
     for (const c of children) c.kill();
-    const exit = await stopBroker(broker);
-    result.brokerExit = exit;
-    if (exit.code !== 0) result.problems = [...(result.problems ?? []), `broker exit ${exit.code ?? exit.signal}${exit.forced ? ' (SIGKILL after 10 s: SIGTERM did not stop it)' : ''}`];
-    result.durableStore = existsSync(join(dir, 'data', 'store'));
-    writeFileSync(join(dir, 'broker.log'), broker.output);
-    const logLines = BROKER_FLAGS.length > 0 ? [] : broker.output.split('\n').filter((l) => l.trim() && !/^whisker: SIG(TERM|INT)\b/.test(l));
-    if (logLines.length > 0) result.brokerLog = logLines.slice(0, 20);
+    if (servers) {
+      const exits = await Promise.all(servers.all.map(stopServer));
+      result.notes = servers.notes;
+      result.serverExits = exits;
+      exits.forEach((exit, i) => {
+        if (exit.code !== 0 && system === whisker) result.problems = [...(result.problems ?? []), `broker ${i + 1} exit ${exit.code ?? exit.signal}${exit.forced ? ' (SIGKILL after 10 s: SIGTERM did not stop it)' : ''}`];
+      });
+      if (system === whisker) result.durableStore = existsSync(join(dir, 'data-1', 'store'));
+      servers.all.forEach((p, i) => writeFileSync(join(dir, `server-${i + 1}.log`), p.output));
+      const logLines = system !== whisker || BROKER_FLAGS.length > 0 ? [] : servers.all.flatMap((p) => p.output.split('\n').filter((l) => l.trim() && !/^whisker: SIG(TERM|INT)\b/.test(l)));
+      if (logLines.length > 0) result.brokerLog = logLines.slice(0, 20);
+    }
     if (!KEEP) rmSync(dir, { recursive: true, force: true });
   }
   return result;
 }
 
-function summariseRun(scenario, count, sent, received, brokerCpuMs) {
+/** start the receivers; those sharing a client name after the first (their key pair is created once) */
+async function startReceivers(system, target, servers, dir, children) {
+  const receivers = [];
+  for (let i = 0; i < target.receivers; i++) {
+    const clientId = target.mode === 'listen' ? `bench-listener-${i + 1}` : 'bench-consumer';
+    const [script, config] = system.receiver(target, servers, i, clientId, dir);
+    const child = new Child(script, clientId, config);
+    children.push(child);
+    receivers.push(child);
+    if (i === 0 && target.mode !== 'listen' && target.receivers > 1) await child.next('ready').then((m) => (child.readyMessage = m));
+  }
+  await Promise.all(receivers.filter((r) => !r.readyMessage).map((r) => r.next('ready')));
+  return receivers;
+}
+
+async function flowRun(system, target, servers, dir, children) {
+  const broker = servers.main;
+  const receivers = await startReceivers(system, target, servers, dir, children);
+  const [script, config] = system.producer(target, servers, dir);
+  const producer = new Child(script, 'bench-producer', config);
+  children.push(producer);
+  await producer.next('ready');
+  const cpu0 = servers.all.map((p) => cpuMsOf(p.pid));
+  const system0 = systemCpu();
+  const sent = await producer.next('done');
+  for (const r of receivers) r.send({ type: 'producerDone' });
+  const received = await Promise.all(receivers.map((r) => r.next('done')));
+  const cpu1 = servers.all.map((p) => cpuMsOf(p.pid));
+  sent.brokerRssMB = memOf(broker.pid).rss;
+  const system1 = systemCpu();
+  if (system0 && system1) sent.system = { busyMs: system1.busyMs - system0.busyMs, stealMs: system1.stealMs - system0.stealMs };
+  const serversCpuMs = cpu0.every((x) => x !== null) && cpu1.every((x) => x !== null) ? cpu1.map((x, i) => x - cpu0[i]) : null;
+  const run = summariseRun(target, sent, received, serversCpuMs);
+  run.problems.push(...(await system.check(target, servers)).problems);
+  return run;
+}
+
+/** `count` messages sent to a channel nobody subscribes to: how long, and the broker's memory after */
+async function waitingRun(system, target, servers, dir, children) {
+  const broker = servers.main;
+  const mem0 = memOf(broker.pid);
+  const [script, config] = system.producer(target, servers, dir);
+  const producer = new Child(script, 'bench-producer', config);
+  children.push(producer);
+  await producer.next('ready');
+  const cpu0 = cpuMsOf(broker.pid);
+  const sent = await producer.next('done');
+  const cpu1 = cpuMsOf(broker.pid);
+  await new Promise((r) => setTimeout(r, 500)); // the last writes settle
+  const mem = memOf(broker.pid);
+  const seconds = (sent.end - sent.start) / 1000;
+  const problems = [];
+  const sendErrors = Object.entries(sent.errors);
+  if (sendErrors.length > 0) problems.push(`send errors ${sendErrors.map(([k, v]) => `${k}x${v}`).join(' ')} (first: ${sent.firstErrorMessage})`);
+  const check = await system.check(target, servers);
+  problems.push(...check.problems);
+  return {
+    count: target.count,
+    value: mem.rss,
+    rssMB: mem.rss,
+    hwmMB: mem.hwm,
+    rssBeforeMB: mem0.rss,
+    seconds,
+    rate: target.count / seconds,
+    cpu: { brokerPct: cpu0 !== null && cpu1 !== null ? (100 * (cpu1 - cpu0)) / (seconds * 1000) : null, producerPct: (100 * sent.cpuMs) / (seconds * 1000) },
+    depth: check.depth,
+    problems,
+  };
+}
+
+/** `count` connections that authenticate and stay idle, spread over `processes` client processes */
+async function idleRun(system, target, servers, dir, children) {
+  const limit = openFilesLimit();
+  if (limit !== null && limit < target.count + 500) throw new Error(`ulimit -n is ${limit}: the broker needs about ${target.count + 500} open files (raise it with ulimit -n before npm run bench)`);
+  const broker = servers.main;
+  const mem0 = memOf(broker.pid);
+  const processes = target.processes ?? 4;
+  const started = now();
+  const clients = [];
+  for (let p = 0; p < processes; p++) {
+    const n = Math.floor(target.count / processes) + (p < target.count % processes ? 1 : 0);
+    const [script, config] = system.idle(target, servers, p, n, dir);
+    const child = new Child(script, `idle-${p + 1}`, config);
+    children.push(child);
+    clients.push(child);
+  }
+  const ready = await Promise.all(clients.map((c) => c.next('ready')));
+  const seconds = (now() - started) / 1000;
+  await new Promise((r) => setTimeout(r, 2000)); // idle: let timers and GC settle
+  const mem = memOf(broker.pid);
+  const connected = ready.reduce((n, r) => n + r.connected, 0);
+  const problems = [];
+  if (connected < target.count) problems.push(`${connected}/${target.count} connected (first error: ${ready.find((r) => r.firstError)?.firstError})`);
+  const check = await system.check(target, servers);
+  problems.push(...check.problems);
+  for (const c of clients) c.send({ type: 'close' });
+  return {
+    count: target.count,
+    value: mem.rss,
+    rssMB: mem.rss,
+    hwmMB: mem.hwm,
+    rssBeforeMB: mem0.rss,
+    seconds,
+    rate: connected / seconds,
+    perConnectionKB: mem.rss !== null && mem0.rss !== null ? Math.round(((mem.rss - mem0.rss) * 1e6) / 1024 / Math.max(1, connected)) : null,
+    connections: check.connections,
+    problems,
+  };
+}
+
+function summariseRun(target, sent, received, serversCpuMs) {
   const problems = [];
   const sendErrors = Object.entries(sent.errors);
   if (sendErrors.length > 0) problems.push(`send errors ${sendErrors.map(([k, v]) => `${k}x${v}`).join(' ')} (first: ${sent.firstErrorMessage})`);
   for (const r of received) {
     const who = received.length > 1 ? `${r.clientId}: ` : '';
-    if (r.lost > 0) problems.push(`${who}LOST ${r.lost}/${count} (first missing seq ${r.missing.join(',')})`);
+    if (r.lost > 0) problems.push(`${who}LOST ${r.lost}/${target.count} (first missing seq ${r.missing.join(',')})`);
     if (r.duplicates > 0) problems.push(`${who}DUPLICATES ${r.duplicates}`);
     if (r.redelivered > 0) problems.push(`${who}${r.redelivered} redeliveries (nbRequeues > 0)`);
     if (r.foreign > 0) problems.push(`${who}${r.foreign} unexpected messages`);
     if (r.handlerErrors > 0) problems.push(`${who}${r.handlerErrors} handler errors (first: ${r.firstHandlerError})`);
     if (r.clientErrors.length > 0) problems.push(`${who}client errors: ${r.clientErrors.join('; ')}`);
-    if (r.stalled) problems.push(`${who}stalled: ${r.distinct}/${count} after 5 s idle`);
   }
-  const end = Math.max(...received.map((r) => r.last));
+  // competing consumers share the stream: together they must see every message once
+  let lostTotal = 0;
+  if (target.mode === 'consume' && received.length > 1) {
+    problems.length = 0;
+    if (sendErrors.length > 0) problems.push(`send errors ${sendErrors.map(([k, v]) => `${k}x${v}`).join(' ')} (first: ${sent.firstErrorMessage})`);
+    const distinct = received.reduce((n, r) => n + r.distinct, 0);
+    const duplicates = received.reduce((n, r) => n + r.duplicates, 0);
+    lostTotal = target.count - distinct;
+    if (distinct < target.count) problems.push(`LOST ${target.count - distinct}/${target.count} (or delivered twice to different consumers)`);
+    if (distinct > target.count) problems.push(`DUPLICATES ${distinct - target.count} across consumers`);
+    if (duplicates > 0) problems.push(`DUPLICATES ${duplicates} within a consumer`);
+    for (const r of received) {
+      if (r.redelivered > 0) problems.push(`${r.clientId}: ${r.redelivered} redeliveries (nbRequeues > 0)`);
+      if (r.foreign > 0) problems.push(`${r.clientId}: ${r.foreign} unexpected messages`);
+      if (r.handlerErrors > 0) problems.push(`${r.clientId}: ${r.handlerErrors} handler errors (first: ${r.firstHandlerError})`);
+      if (r.clientErrors.length > 0) problems.push(`${r.clientId}: client errors: ${r.clientErrors.join('; ')}`);
+    }
+  } else {
+    for (const r of received) if (r.stalled) problems.push(`${received.length > 1 ? `${r.clientId}: ` : ''}stalled: ${r.distinct}/${target.count} after 5 s idle`);
+  }
+  const end = Math.max(...received.filter((r) => r.last > 0).map((r) => r.last), sent.start + 1);
   const seconds = (end - sent.start) / 1000;
   const delivered = received.reduce((n, r) => n + r.distinct, 0);
+  const brokerCpuMs = serversCpuMs ? serversCpuMs.reduce((a, b) => a + b, 0) : null;
   const run = {
-    count,
+    count: target.count,
     seconds,
     rate: delivered / seconds,
     delivered,
+    lostTotal,
     sendAckRate: sent.answered / ((sent.end - sent.start) / 1000),
     cpu: {
       brokerPct: brokerCpuMs !== null ? (100 * brokerCpuMs) / (seconds * 1000) : null,
+      brokersPct: serversCpuMs ? serversCpuMs.map((x) => (100 * x) / (seconds * 1000)) : null,
       producerPct: (100 * sent.cpuMs) / (seconds * 1000),
       receiversPct: received.map((r) => (100 * r.cpuMs) / (seconds * 1000)),
     },
     producerSeconds: (sent.end - sent.start) / 1000,
     rssMB: { broker: sent.brokerRssMB, producer: sent.rssMB, receivers: received.map((r) => r.rssMB) },
     receiverHeapUsedMB: received.map((r) => r.heapUsedMB),
+    deliveredPerReceiver: received.map((r) => r.distinct),
     firstDeliveryAfterMs: Math.min(...received.map((r) => r.first)) - sent.start,
     milestonesMs: received.map((r) => r.milestones),
     deliveriesPerFrame: received.map((r) => Math.round((10 * r.deliveries) / Math.max(1, r.batches)) / 10),
@@ -327,89 +633,208 @@ function summariseRun(scenario, count, sent, received, brokerCpuMs) {
     run.cpu.stealPct = (100 * sent.system.stealMs) / (seconds * 1000);
     if (run.cpu.otherPct > 25) run.warnings = [`other processes used ${Math.round(run.cpu.otherPct)}% of a core during the run: figures are disturbed`];
   }
-  if (scenario.latency) run.latency = received[0].latency;
+  if (target.latency) run.latency = received[0].latency;
   return run;
 }
 
-// ---- table -------------------------------------------------------------------------------
+// ---- rows --------------------------------------------------------------------------------
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
+const stat = (xs) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
 const int = (x) => Math.round(x).toLocaleString('en-US');
 const ms = (x) => (x < 10 ? x.toFixed(2) : x.toFixed(1));
+const mb = (x) => (x === null || x === undefined ? '-' : Math.round(x).toLocaleString('en-US'));
 const spread = (xs, fmt) => `${fmt(Math.min(...xs))} - ${fmt(Math.max(...xs))}`;
 const pct = (x) => (x === null || x === undefined ? '-' : `${Math.round(x)}%`);
 
-function aggregate(scenario, runs) {
+function aggregate(target, runs) {
   const ok = runs.filter((r) => !r.failed);
-  const agg = { key: scenario.key, label: scenario.label, unit: scenario.unit, count: runs[0]?.count, runs };
+  const agg = { count: target.count, runs };
   agg.problems = runs.flatMap((r, i) => (r.problems ?? []).map((p) => `run ${i + 1}: ${p}`));
   agg.warnings = runs.flatMap((r, i) => (r.warnings ?? []).map((p) => `run ${i + 1}: ${p}`));
-  if (ok.length === 0) return agg;
-  if (scenario.latency) {
-    for (const q of ['p50', 'p99', 'max']) {
-      const xs = ok.map((r) => r.latency[q]);
-      agg[q] = { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
-      const ws = ok.map((r) => r.latency.includingWarmup[q]);
-      agg.includingWarmup ??= {};
-      agg.includingWarmup[q] = { median: median(ws), min: Math.min(...ws), max: Math.max(...ws) };
-    }
-  } else {
-    const xs = ok.map((r) => r.rate);
-    agg.rate = { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
+  agg.notes = [...new Set(runs.flatMap((r) => r.notes ?? []))];
+  if (ok.length === 0) {
+    agg.failed = runs[0]?.failed ?? 'no run';
+    return agg;
   }
-  agg.cpu = {
-    brokerPct: median(ok.map((r) => r.cpu.brokerPct ?? 0)),
-    producerPct: median(ok.map((r) => r.cpu.producerPct)),
-    receiversPct: median(ok.map((r) => r.cpu.receiversPct.reduce((a, b) => a + b, 0))),
-    otherPct: median(ok.map((r) => r.cpu.otherPct ?? 0)),
-  };
+  if (target.latency) {
+    for (const q of ['p50', 'p99', 'max']) {
+      agg[q] = stat(ok.map((r) => r.latency[q]));
+      agg.includingWarmup ??= {};
+      agg.includingWarmup[q] = stat(ok.map((r) => r.latency.includingWarmup[q]));
+    }
+    agg.value = agg.p99; // the figure a ratio compares: p99
+  } else if (target.kind) {
+    agg.value = stat(ok.map((r) => r.rssMB ?? 0));
+    agg.hwm = stat(ok.map((r) => r.hwmMB ?? 0));
+    agg.seconds = stat(ok.map((r) => r.seconds));
+    agg.rate = stat(ok.map((r) => r.rate));
+    agg.rssBefore = stat(ok.map((r) => r.rssBeforeMB ?? 0));
+  } else {
+    agg.rate = stat(ok.map((r) => r.rate));
+    agg.value = agg.rate;
+  }
+  if (!target.kind) {
+    agg.cpu = {
+      brokerPct: median(ok.map((r) => r.cpu.brokerPct ?? 0)),
+      producerPct: median(ok.map((r) => r.cpu.producerPct)),
+      receiversPct: median(ok.map((r) => r.cpu.receiversPct.reduce((a, b) => a + b, 0))),
+      otherPct: median(ok.map((r) => r.cpu.otherPct ?? 0)),
+    };
+    agg.deliveriesPerFrame = median(ok.map((r) => median(r.deliveriesPerFrame)));
+    agg.brokerRssMB = median(ok.map((r) => r.rssMB.broker ?? 0));
+  } else {
+    agg.cpu = { brokerPct: median(ok.map((r) => r.cpu?.brokerPct ?? 0)) };
+  }
   return agg;
 }
 
-function printTable(rows) {
-  const header = ['scenario', 'messages', 'median', 'spread (min - max)', 'CPU broker/prod/recv/other', 'check'];
-  const lines = rows.map((row) => {
-    const check = row.problems.length > 0 ? 'PROBLEMS (below)' : row.warnings.length > 0 ? 'ok (disturbed)' : 'ok';
-    const cpu = row.cpu ? `${pct(row.cpu.brokerPct)} / ${pct(row.cpu.producerPct)} / ${pct(row.cpu.receiversPct)} / ${pct(row.cpu.otherPct)}` : '-';
-    if (row.p50) {
-      return [
-        row.label,
-        int(row.count),
-        `p50 ${ms(row.p50.median)} / p99 ${ms(row.p99.median)} / max ${ms(row.max.median)} ms`,
-        `p50 ${spread([row.p50.min, row.p50.max], ms)}, p99 ${spread([row.p99.min, row.p99.max], ms)}, max ${spread([row.max.min, row.max.max], ms)}`,
-        cpu,
-        check,
-      ];
+/** runs one target RUNS times, a disturbed run again (twice at most) */
+async function measure(system, target, label) {
+  const runs = [];
+  for (let i = 0; i < RUNS; i++) {
+    let run;
+    for (let attempt = 0; ; attempt++) {
+      const t0 = now();
+      run = await runOnce(system, target, `${label}-${i + 1}`);
+      const what = run.failed
+        ? `FAILED: ${run.failed}`
+        : target.latency
+          ? `p50 ${ms(run.latency.p50)} ms, p99 ${ms(run.latency.p99)} ms, max ${ms(run.latency.max)} ms`
+          : target.kind
+            ? `RSS ${mb(run.rssMB)} MB (peak ${mb(run.hwmMB)} MB), ${run.seconds.toFixed(1)} s, ${int(run.rate)} ${target.kind === 'idle' ? 'connections' : 'msg'}/s`
+            : `${int(run.rate)} ${target.unit}`;
+      const disturbed = run.warnings?.length > 0;
+      process.stderr.write(`  ${label} run ${i + 1}/${RUNS}: ${what}${run.problems?.length ? ` [${run.problems.length} problem(s): ${run.problems[0].slice(0, 160)}]` : ''}${disturbed ? ' [disturbed]' : ''} (${((now() - t0) / 1000).toFixed(1)} s)\n`);
+      if (!disturbed || !RETRY || attempt >= 2) break;
+      process.stderr.write(`  ${label} run ${i + 1}: again, the machine was busy\n`);
     }
-    if (!row.rate) return [row.label, int(row.count ?? 0), 'FAILED', '-', '-', check];
-    return [row.label, int(row.count), `${int(row.rate.median)} ${row.unit}`, spread([row.rate.min, row.rate.max], int), cpu, check];
-  });
+    runs.push(run);
+    if (run.failed && system !== whisker) break; // a reference that cannot run: once is enough
+  }
+  return aggregate(target, runs);
+}
+
+// ---- the reference: installed in bench/node_modules, never in the product --------------------
+
+function prepareReference() {
+  if (!WITH_REFERENCE) return 'left out (--no-reference)';
+  const installed = () => {
+    try {
+      return JSON.parse(readFileSync(join(here, 'node_modules', 'kitten-mq', 'package.json'), 'utf8')).version === KITTEN_VERSION;
+    } catch {
+      return false;
+    }
+  };
+  if (!installed()) {
+    console.log(`The reference (kitten-mq ${KITTEN_VERSION}) is not installed in bench/node_modules: npm ci --prefix bench ...`);
+    try {
+      execFileSync('npm', ['ci', '--prefix', here, '--no-audit', '--no-fund'], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], timeout: 300_000 });
+    } catch (error) {
+      const stderr = String(error.stderr ?? error.message).trim().split('\n').filter((l) => /ERR|error/i.test(l)).slice(0, 2).join(' / ');
+      return `npm ci --prefix bench failed: ${stderr.slice(0, 200) || error.message.slice(0, 200)}`;
+    }
+    if (!installed()) return `npm ci --prefix bench did not install kitten-mq ${KITTEN_VERSION}`;
+  }
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+  } catch {
+    return 'no openssl command: Kitten-MQ creates its key pairs with it';
+  }
+  return null;
+}
+
+// ---- table -------------------------------------------------------------------------------
+
+function cell(target, agg, { withSpread = true } = {}) {
+  if (!agg) return '-';
+  if (agg.na) return `n/a (${agg.na})`;
+  if (agg.failed) return `FAILED (${agg.failed.slice(0, 80)})`;
+  if (target.latency) return `p50 ${ms(agg.p50.median)} / p99 ${ms(agg.p99.median)} ms${withSpread ? ` (p99 ${spread([agg.p99.min, agg.p99.max], ms)})` : ''}`;
+  if (target.kind) return `${mb(agg.value.median)} MB (peak ${mb(agg.hwm.median)}), ${agg.seconds.median.toFixed(1)} s${withSpread ? ` (${spread([agg.value.min, agg.value.max], mb)})` : ''}`;
+  return `${int(agg.rate.median)}${withSpread ? ` (${spread([agg.rate.min, agg.rate.max], int)})` : ''}`;
+}
+
+function ratio(a, b) {
+  if (!a?.value || !b?.value || a.na || b.na || a.failed || b.failed) return '-';
+  const r = a.value.median / b.value.median;
+  return r >= 10 ? `${r.toFixed(0)}x` : r >= 0.1 ? `${r.toFixed(2)}x` : `${r.toFixed(3)}x`;
+}
+
+function check(agg) {
+  if (!agg) return '-';
+  if (agg.failed) return 'FAILED';
+  return agg.problems.length > 0 ? 'PROBLEMS (below)' : agg.warnings.length > 0 ? 'ok (disturbed)' : 'ok';
+}
+
+function printTable(header, lines) {
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
   const fmt = (cells) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
   console.log(fmt(header));
   console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
   for (const l of lines) console.log(fmt(l));
-  for (const row of rows.filter((r) => r.includingWarmup)) {
-    const w = row.includingWarmup;
-    console.log(`\n${row.key} including the warm-up messages: p50 ${ms(w.p50.median)} / p99 ${ms(w.p99.median)} / max ${ms(w.max.median)} ms (max ${spread([w.max.min, w.max.max], ms)})`);
-    const worst = row.runs.filter((r) => r.latency).map((r, i) => `run ${i + 1}: ${r.latency.worst.slice(0, 3).map((x) => `#${x.seq} ${ms(x.ms)} ms`).join(', ')}`);
+}
+
+function printResults(rows) {
+  const unitOf = (s) => (s.latency ? 'ms' : s.kind ? 'MB' : s.unit);
+  printTable(
+    ['scenario', 'unit', 'Whisker median (min - max)', 'check', 'Kitten-MQ 0.12.3', 'W/K', 'ws relay, 1 msg/frame', 'W/relay', 'ws relay, 50 msg/frame', 'W/relay50'],
+    rows.map(({ scenario: s, whisker: w, kitten: k, relay1: r1, relay50: r50 }) => [
+      s.label,
+      unitOf(s),
+      cell(s, w),
+      check(w),
+      cell(s, k),
+      ratio(w, k),
+      cell(s, r1, { withSpread: false }),
+      ratio(w, r1),
+      cell(s, r50, { withSpread: false }),
+      ratio(w, r50),
+    ]),
+  );
+  console.log('\nratios are Whisker / other: for msg/s higher is better for Whisker, for ms (p99) and MB lower is');
+  console.log('\nWhisker, more detail (medians):');
+  printTable(
+    ['scenario', 'CPU broker(s)/prod/recv/other', 'deliveries per frame', 'broker RSS MB', 'notes'],
+    rows.map(({ scenario: s, whisker: w }) => {
+      if (!w || w.failed) return [s.key, '-', '-', '-', w?.failed ?? ''];
+      if (s.kind) return [s.key, `${pct(w.cpu.brokerPct)} broker`, '-', `${mb(w.value.median)} (peak ${mb(w.hwm.median)}; before ${mb(w.rssBefore.median)})`, `${int(w.rate.median)} ${s.kind === 'idle' ? 'connections' : 'msg'}/s while ${s.kind === 'idle' ? 'connecting' : 'sending'}`];
+      return [s.key, `${pct(w.cpu.brokerPct)} / ${pct(w.cpu.producerPct)} / ${pct(w.cpu.receiversPct)} / ${pct(w.cpu.otherPct)}`, String(w.deliveriesPerFrame), mb(w.brokerRssMB), w.notes.join('; ')];
+    }),
+  );
+  for (const { scenario: s, whisker: w } of rows.filter((r) => r.whisker?.includingWarmup)) {
+    const iw = w.includingWarmup;
+    console.log(`\n${s.key} including the warm-up messages: p50 ${ms(iw.p50.median)} / p99 ${ms(iw.p99.median)} / max ${ms(iw.max.median)} ms (max ${spread([iw.max.min, iw.max.max], ms)})`);
+    const worst = w.runs.filter((r) => r.latency).map((r, i) => `run ${i + 1}: ${r.latency.worst.slice(0, 3).map((x) => `#${x.seq} ${ms(x.ms)} ms`).join(', ')}`);
     console.log(`slowest deliveries after warm-up (seq, latency): ${worst.join('; ')}`);
   }
-  const problems = rows.flatMap((r) => r.problems.map((p) => `  ${r.key}, ${p}`));
+  const problems = rows.flatMap((r) => (r.whisker?.problems ?? []).map((p) => `  ${r.scenario.key}, ${p}`));
   if (problems.length > 0) {
     console.log('\nProblems (a benchmark that loses or duplicates messages is a bug report, not a figure):');
     for (const p of problems) console.log(p);
   }
-  const warnings = rows.flatMap((r) => r.warnings.map((p) => `  ${r.key}, ${p}`));
+  const seen = new Set();
+  const others = rows.flatMap((r) =>
+    [['Kitten-MQ', r.kitten], ['relay', r.relay1], ['relay50', r.relay50]].flatMap(([name, agg]) => {
+      if (!agg || seen.has(agg)) return [];
+      seen.add(agg);
+      return [...(agg.problems ?? []), ...(agg.warnings ?? [])].map((p) => `  ${r.scenario.key}, ${name} ${p}`);
+    }),
+  );
+  if (others.length > 0) {
+    console.log('\nReference and relay notes (not checked: Kitten-MQ promises at least once):');
+    for (const p of others.slice(0, 30)) console.log(p);
+  }
+  const warnings = rows.flatMap((r) => (r.whisker?.warnings ?? []).map((p) => `  ${r.scenario.key}, ${p}`));
   if (warnings.length > 0) {
     console.log('\nWarnings:');
     for (const w of warnings) console.log(w);
   }
-  const logs = rows.flatMap((r) => r.runs.flatMap((run, i) => (run.brokerLog ?? []).map((l) => `  ${r.key} run ${i + 1}: ${l}`)));
+  const logs = rows.flatMap((r) => (r.whisker?.runs ?? []).flatMap((run, i) => (run.brokerLog ?? []).map((l) => `  ${r.scenario.key} run ${i + 1}: ${l}`)));
   if (logs.length > 0) {
     console.log('\nBroker output (log level warn):');
     for (const l of logs.slice(0, 30)) console.log(l);
@@ -432,38 +857,52 @@ function codeVersion() {
 const started = now();
 const code = codeVersion();
 const cpuModel = cpus()[0]?.model ?? 'unknown CPU';
-console.log(`Whisker benchmark: ${RUNS} run(s) per row, loopback 127.0.0.1, ~100-byte JSON messages, producer window 2,000 sends`);
-console.log(`node ${process.version}, ${cpus().length} x ${cpuModel}; code ${code.commit}${code.uncommittedSrcFiles ? ` + ${code.uncommittedSrcFiles} uncommitted file(s) in src/` : ''}; a fresh broker process per run`);
-console.log('throughput = messages received / (first send -> last delivery)\n');
+console.log(`Whisker benchmark: ${RUNS} run(s) per row, loopback 127.0.0.1, ~100-byte JSON messages, producer window ${int(WINDOW)} sends`);
+console.log(`node ${process.version}, ${cpus().length} x ${cpuModel}; code ${code.commit}${code.uncommittedSrcFiles ? ` + ${code.uncommittedSrcFiles} uncommitted file(s) in src/` : ''}; fresh server processes per run`);
+console.log('throughput = messages received / (first send -> last delivery)');
+const referenceUnavailable = prepareReference();
+if (referenceUnavailable) console.log(`reference Kitten-MQ ${KITTEN_VERSION}: n/a, ${referenceUnavailable}`);
+if (!WITH_RELAY) console.log('ws relay: left out (--no-relay)');
+console.log('');
 if (CPU_PROF) mkdirSync(join(resultsDir, 'prof'), { recursive: true });
 
+const scaled = (t) => ({ ...t, count: Math.max(1, Math.round(t.count * SCALE)) });
+const shared = new Map(); // kitten and relay results by target key
 const rows = [];
-for (const scenario of SCENARIOS) {
-  const runs = [];
-  for (let i = 0; i < RUNS; i++) {
-    const t0 = now();
-    const run = await runOnce(scenario, i);
-    runs.push(run);
-    const what = run.failed
-      ? `FAILED: ${run.failed}`
-      : scenario.latency
-        ? `p50 ${ms(run.latency.p50)} ms, p99 ${ms(run.latency.p99)} ms, max ${ms(run.latency.max)} ms`
-        : `${int(run.rate)} ${scenario.unit}`;
-    process.stderr.write(`  ${scenario.key} run ${i + 1}/${RUNS}: ${what}${run.problems?.length ? ` [${run.problems.length} problem(s)]` : ''} (${((now() - t0) / 1000).toFixed(1)} s)\n`);
+for (const s of SCENARIOS) {
+  const row = { scenario: s };
+  const base = { receivers: s.receivers, mode: s.mode, prefetch: s.prefetch, count: s.count, latency: s.latency, warmup: s.warmup, rate: s.rate ? (RATE ?? s.rate) : undefined, kind: s.kind, processes: s.processes };
+  if (SYSTEMS.includes('whisker')) row.whisker = await measure(whisker, scaled({ ...base, unit: s.unit, store: s.store, map: s.map, brokers: s.brokers }), s.key);
+  if (s.kitten) {
+    if (referenceUnavailable) row.kitten = { na: referenceUnavailable };
+    else {
+      if (!shared.has(s.kitten.key)) shared.set(s.kitten.key, await measure(kitten, scaled({ ...base, unit: s.unit, ...s.kitten }), s.kitten.key));
+      row.kitten = shared.get(s.kitten.key);
+    }
   }
-  rows.push(aggregate(scenario, runs));
+  if (s.relay && WITH_RELAY) {
+    for (const [slot, r] of [['relay1', s.relay.b1], ['relay50', s.relay.b50]]) {
+      if (!r) continue;
+      const key = `relay-${r.key}-b${r.batch}`;
+      if (!shared.has(key)) shared.set(key, await measure(relay, scaled({ ...base, unit: s.unit, ...r }), key));
+      row[slot] = shared.get(key);
+    }
+  }
+  rows.push(row);
 }
 console.log('');
-const stores = new Set(rows.flatMap((r) => r.runs.map((run) => run.durableStore)));
-console.log(`broker store: ${stores.size > 1 ? 'mixed' : stores.has(true) ? 'durable (data/store written)' : 'in memory (no data/store)'}\n`);
-printTable(rows);
+const stores = new Set(rows.flatMap((r) => (r.whisker?.runs ?? []).map((run) => run.durableStore)).filter((x) => x !== undefined));
+console.log(`Whisker store: durable (data/store written) unless the row says "memory store"${stores.size === 0 ? '' : `; durable store written in ${rows.filter((r) => r.whisker?.runs?.some((run) => run.durableStore)).length} of ${rows.length} rows`}`);
+if (peersRefused.reason) console.log(`Mirror rows ran WITHOUT peers: a broker refused them (${peersRefused.reason})`);
+console.log('');
+printResults(rows);
 const totalSeconds = (now() - started) / 1000;
 console.log(`\ntotal ${totalSeconds.toFixed(1)} s; CPU columns are % of one core over the measured window (medians; recv is the sum over receivers; other = the rest of the machine, a disturbance)`);
 
 const formats = measureFormats();
-const p100Rate = rows.find((r) => r.key === 'p100')?.rate?.median;
+const p100Rate = rows.find((r) => r.scenario.key === 'p100')?.whisker?.rate?.median;
 const perMessageUs = p100Rate ? 1e6 / p100Rate : null;
-console.log(`\nchannel format, 10-field map with conversions: ${Math.round(formats.checksPerSecond).toLocaleString('en-US')} checks/s, ` +
+console.log(`\nchannel format, 10-field map with conversions (in-process): ${Math.round(formats.checksPerSecond).toLocaleString('en-US')} checks/s, ` +
   `${formats.microsecondsPerCheck.toFixed(2)} µs per message${perMessageUs ? ` (${((formats.microsecondsPerCheck / perMessageUs) * 100).toFixed(1)}% of the broker's ${perMessageUs.toFixed(0)} µs per message at prefetch 100)` : ''}`);
 
 mkdirSync(resultsDir, { recursive: true });
@@ -477,10 +916,13 @@ const out = {
   runsPerRow: RUNS,
   scale: SCALE,
   cpuProfile: CPU_PROF,
+  reference: { system: `kitten-mq ${KITTEN_VERSION}`, unavailable: referenceUnavailable },
+  peersRefused: peersRefused.reason,
   totalSeconds,
-  rows,
+  rows: rows.map((r) => ({ key: r.scenario.key, label: r.scenario.label, unit: r.scenario.latency ? 'ms' : r.scenario.kind ? 'MB' : r.scenario.unit, scenario: r.scenario, whisker: r.whisker, kitten: r.kitten, relay1: r.relay1, relay50: r.relay50 })),
 };
-const file = ONLY || CPU_PROF || SCALE !== 1 || RUNS !== 3 || RATE || BROKER_FLAGS.length || Object.keys(BROKER_CONFIG).length ? `partial-${Date.now()}.json` : 'latest.json';
+const defaultRun = !ONLY && SKIP.length === 0 && WINDOW === 2000 && typeof args.systems !== 'string' && !CPU_PROF && SCALE === 1 && RUNS === 3 && !RATE && !BROKER_FLAGS.length && !Object.keys(BROKER_CONFIG).length && WITH_REFERENCE && WITH_RELAY;
+const file = defaultRun ? (WITH_RSS ? 'latest-with-rss.json' : 'latest.json') : `partial-${Date.now()}.json`;
 writeFileSync(join(resultsDir, file), `${JSON.stringify(out, null, 2)}\n`);
 console.log(`results written to bench/results/${file}`);
-process.exitCode = rows.some((r) => r.problems.length > 0) ? 1 : 0;
+process.exitCode = rows.some((r) => r.whisker?.problems?.length > 0 || r.whisker?.failed) ? 1 : 0;

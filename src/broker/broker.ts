@@ -11,6 +11,9 @@ import { createLogger, type Logger } from '../ops/logger.js';
 import { BrokerMetrics } from '../ops/metrics.js';
 import { controlHandler, statusLine } from './admin.js';
 import { KeyRegistry } from './auth.js';
+import { loadOrCreateKeys } from '../client/keys.js';
+import { PeerFeed } from './feed.js';
+import { Peers } from './peers.js';
 import type { BrokerContext } from './context.js';
 import { compilePolicy } from './policy.js';
 import type { Rules } from './rules.js';
@@ -60,6 +63,8 @@ export interface Broker {
   /** reloads from the config file refused since start, and the last reason */
   readonly reloadFailures: number;
   readonly lastReloadError: string | null;
+  /** the mirror brokers in `peers`, and the role this broker acts in because of them */
+  readonly peers: Peers;
   /** null when started with `control: false` */
   readonly controlSocketPath: string | null;
   /** resolves once the broker has stopped, whoever asked (a signal, `whisker stop`): with what failed, or null */
@@ -110,19 +115,36 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
   const metrics = config.management ? new BrokerMetrics() : null;
   const router = new Router(policy, metrics ? metrics.timeAppends(store) : store, log, now);
   let restored, ctx: BrokerContext, server: SocketServer, address;
+  let peers: Peers | undefined;
   try {
     restored = await router.restore();
-    ctx = { policy, router, keys: new KeyRegistry(config.registeredClientsPath), log, sessions: new Set() };
+    const sessions = new Set<Session>();
+    const feed = new PeerFeed(router);
+    peers = new Peers({
+      serviceId: config.serviceId,
+      keys: loadOrCreateKeys(config.keysDirectory, config.keysName),
+      router,
+      log,
+      onRoleChange: (isMaster) => {
+        router.setMaster(isMaster);
+        if (!isMaster) feed.demoted();
+        for (const session of sessions) if (session.isReady && !session.isPeer) session.send({ type: 'role', isMaster });
+      },
+      onStateChange: (state) => {
+        for (const session of sessions) if (session.isReady && session.isPeer) session.send(state);
+      },
+    });
+    const peerKeys = new KeyRegistry(join(config.dataDirectory, 'peers'));
+    ctx = { policy, router, keys: new KeyRegistry(config.registeredClientsPath), peerKeys, peers, feed, log, sessions };
+    peers.configure(config.peers, config.isMaster);
     server = new SocketServer(config, ctx);
     address = await server.listen(config.socketServer.host, config.socketServer.port);
   } catch (error) {
-    await Promise.all([store.close().catch(() => undefined), control?.close()]);
+    await Promise.all([peers?.close(), store.close().catch(() => undefined), control?.close()]);
     throw error;
   }
   const scheme = config.socketServer.tls ? 'wss' : 'ws';
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  // accepted so a config written for a later version still loads; say plainly that nothing serves it
-  if (config.peers.length > 0) log.warn('config key "peers" is accepted but not used by this version');
 
   let stopped: Promise<void> | null = null;
   let softStopped: Promise<void> | null = null;
@@ -141,6 +163,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       return ctx.policy.config;
     },
     router,
+    peers: ctx.peers,
     sessions: ctx.sessions,
     get managementPort() {
       return management?.port ?? null;
@@ -165,7 +188,6 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       const restartNeeded = restartOnlyChanges(running, loaded);
       const next = keepRestartKeys(running, loaded);
       const nextPolicy = compilePolicy(next);
-      const roleChanged = next.isMaster !== running.isMaster;
       ctx.policy = nextPolicy;
       ctx.keys.forget();
       log.setLevel(next.logLevel);
@@ -177,10 +199,11 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
           session.fail(new WhiskerError('E_AUTH', 'Key revoked'));
           continue;
         }
-        recheckSubscriptions(session, nextPolicy.rules, router);
-        if (roleChanged) session.send({ type: 'role', isMaster: next.isMaster });
+        if (!session.isPeer) recheckSubscriptions(session, nextPolicy.rules, router);
       }
-      log.info('config reloaded', { isMaster: next.isMaster, restartNeeded });
+      // after the rules: a promoted slave delivers under the new ones
+      ctx.peers.configure(next.peers, next.isMaster);
+      log.info('config reloaded', { isMaster: next.isMaster, acting: router.isMaster ? 'master' : 'slave', restartNeeded });
       if (restartNeeded.length > 0) log.warn('config keys changed that apply only after a restart', { keys: restartNeeded });
       return { restartNeeded };
     },
@@ -208,6 +231,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
         notify.stopping();
         server.refuseConnections();
         router.drain();
+        ctx.peers.stopping();
         const { softStopTimeout } = ctx.policy.config;
         log.info('soft stop: connections and sends refused, waiting for deliveries in flight', { inFlight: router.inFlightCount, softStopTimeout });
         const left = await inFlightSettled(router, Date.now() + softStopTimeout * 1000, () => stopped !== null);
@@ -223,6 +247,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
         try {
           await management?.close();
           await watcher?.close();
+          await ctx.peers.close();
           await server.close();
           router.close();
           await store.close();

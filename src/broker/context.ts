@@ -1,5 +1,7 @@
 import type { Logger } from '../ops/logger.js';
 import type { KeyRegistry } from './auth.js';
+import type { PeerFeed } from './feed.js';
+import type { Peers } from './peers.js';
 import type { Policy } from './policy.js';
 import type { Router } from './router.js';
 import type { Session } from './session.js';
@@ -9,6 +11,10 @@ export interface BrokerContext {
   policy: Policy;
   readonly router: Router;
   readonly keys: KeyRegistry;
+  /** the keys of mirror brokers, apart from clients' so no client name can take a peer's */
+  readonly peerKeys: KeyRegistry;
+  readonly peers: Peers;
+  readonly feed: PeerFeed;
   readonly log: Logger;
   readonly sessions: Set<Session>;
 }

@@ -179,6 +179,30 @@ export class Queue {
     this.resume(subscriber);
   }
 
+  /** the master settled this record (docs/protocol.md#peers): a slave forgets it too */
+  settleFromPeer(messageId: string, group: string): void {
+    const record = this.#entries.get(messageId)?.records.get(group);
+    if (!record || record.state === 'settled') return;
+    this.counters.acked++;
+    this.#settle(record, 'acked');
+  }
+
+  /** the master is done with the message in every group: so is this broker */
+  forgetFromPeer(messageId: string): void {
+    const entry = this.#entries.get(messageId);
+    if (!entry) return;
+    for (const record of [...entry.records.values()]) this.#settle(record, 'acked');
+    if (entry.unassigned) this.#unmarkUnassigned(entry);
+    this.#forgetIfDone(entry);
+  }
+
+  /** every message held, in acceptance order (a sync to a mirror) */
+  heldMessages(): IterableIterator<StoredMessage> {
+    return (function* (entries: Map<string, Entry>) {
+      for (const entry of entries.values()) yield entry.message;
+    })(this.#entries);
+  }
+
   /** a connection that can write again: its subscribers may take more */
   resume(subscriber: Subscriber): void {
     for (const group of this.#groupsOf.get(subscriber) ?? []) this.#pump(group);

@@ -1,15 +1,21 @@
 import { createHash } from 'node:crypto';
 import { parseChannel, queueName, WILDCARD } from '../protocol/channel.js';
 import { type ErrorPayload, WhiskerError } from '../protocol/errors.js';
-import type { PublishedMessage, PublishResult, RefusedId } from '../protocol/frames.js';
+import type { PeerMessage, PeerSettlement, PublishedMessage, PublishResult, RefusedId } from '../protocol/frames.js';
 import type { Logger } from '../ops/logger.js';
 import { DedupeWindow } from '../protocol/dedupe.js';
 import type { Policy } from './policy.js';
 import { Queue } from './queue.js';
-import type { MessageStore, StoredMessage } from './store/store.js';
+import type { MessageStore, StoreEvent, StoredMessage } from './store/store.js';
 import type { Subscription } from './subscription.js';
 
 const forbidden = () => new WhiskerError('E_FORBIDDEN', 'Not allowed');
+
+/** what a master's mirrors learn from it (docs/protocol.md#peers) */
+export interface ReplicationObserver {
+  settled(events: readonly StoreEvent[]): void;
+  made(message: StoredMessage): void;
+}
 
 interface Candidate {
   readonly index: number;
@@ -31,6 +37,9 @@ export class Router {
   readonly #storing = new Map<string, Promise<void>>();
   readonly #reservations = new Map<string, Subscription>();
   #isMaster: boolean;
+  #observer: ReplicationObserver | null = null;
+  /** what the queues see of the store: every state change also reaches the mirrors' feed */
+  readonly #queueStore: MessageStore;
   #stopping = false;
   #draining = false;
   #seq = 0;
@@ -42,6 +51,68 @@ export class Router {
     this.#now = now;
     this.#isMaster = policy.config.isMaster;
     this.#dedupe = new DedupeWindow(policy.config.dedupeWindow * 1000, now);
+    this.#queueStore = {
+      load: () => store.load(),
+      append: (messages) => store.append(messages),
+      record: (events) => {
+        store.record(events);
+        this.#observer?.settled(events);
+      },
+      isHealthy: () => store.isHealthy(),
+      close: () => store.close(),
+    };
+  }
+
+  observe(observer: ReplicationObserver | null): void {
+    this.#observer = observer;
+  }
+
+  // ---- mirrors (SPEC §9) ---------------------------------------------------------------
+
+  /** what a mirror that follows this master needs first: what is held, and what was settled */
+  snapshot(): { messages: PeerMessage[]; removed: string[] } {
+    const messages: PeerMessage[] = [];
+    for (const queue of this.#queues.values()) for (const m of queue.heldMessages()) messages.push(toPeerMessage(m));
+    const removed: string[] = [];
+    for (const messageId of this.#dedupe.ids()) if (!this.#holding(messageId)) removed.push(messageId);
+    return { messages, removed };
+  }
+
+  /** messages a master holds: stored and queued here unless already known */
+  async applyPeerMessages(messages: readonly PeerMessage[]): Promise<void> {
+    const fresh: StoredMessage[] = [];
+    for (const m of messages) {
+      if (this.#dedupe.has(m.messageId) || this.#storing.has(m.messageId) || this.#holding(m.messageId)) continue;
+      fresh.push({ seq: ++this.#seq, messageId: m.messageId, queue: m.queue, id: m.id, data: m.data, created: m.created, acceptedAt: m.acceptedAt, from: m.from });
+    }
+    if (fresh.length === 0) return;
+    const stored = this.#store.append(fresh);
+    for (const message of fresh) this.#storing.set(message.messageId, stored);
+    try {
+      await stored;
+      for (const message of fresh) {
+        this.#dedupe.add(message.messageId);
+        this.#queue(message.queue).accept(message);
+      }
+    } finally {
+      for (const message of fresh) this.#storing.delete(message.messageId);
+    }
+  }
+
+  /** the master's settlements: the same records are settled here */
+  applyPeerSettled(settled: readonly PeerSettlement[], removed: readonly string[]): void {
+    for (const { messageId, group } of settled) this.#holding(messageId)?.settleFromPeer(messageId, group);
+    for (const messageId of removed) {
+      const queue = this.#holding(messageId);
+      if (queue) queue.forgetFromPeer(messageId);
+      // a copy still on its way from the client is then answered and not queued (SPEC §7)
+      else this.#dedupe.add(messageId);
+    }
+  }
+
+  #holding(messageId: string): Queue | undefined {
+    for (const queue of this.#queues.values()) if (queue.has(messageId)) return queue;
+    return undefined;
   }
 
   get queues(): ReadonlyMap<string, Queue> {
@@ -67,9 +138,9 @@ export class Router {
     this.#policy = policy;
     this.#dedupe.windowMs = policy.config.dedupeWindow * 1000;
     for (const queue of this.#queues.values()) queue.updateSettings(policy.queueSettings(queue.name));
-    this.setMaster(policy.config.isMaster);
   }
 
+  /** the role this broker acts in, decided by its config and its peers (src/broker/peers.ts) */
   setMaster(isMaster: boolean): void {
     this.#isMaster = isMaster;
     for (const queue of this.#queues.values()) queue.setDelivering(isMaster);
@@ -218,7 +289,7 @@ export class Router {
     if (!queue) {
       queue = new Queue(name, this.#policy.queueSettings(name), {
         now: this.#now,
-        store: this.#store,
+        store: this.#queueStore,
         discard: (target, message, group, nbDeliveries, reason) => {
           if (target) this.#deadLetter(target, message, group, nbDeliveries, reason);
           else this.#log.warn('message dropped after its last delivery', { queue: message.queue, messageId: message.messageId, group, nbDeliveries, reason });
@@ -252,7 +323,11 @@ export class Router {
   /** the original is already settled: keep trying until the dead letter is stored */
   #storeDeadLetter(message: StoredMessage, attempt: number): void {
     this.#store.append([message]).then(
-      () => this.#queue(message.queue).accept(message),
+      () => {
+        this.#dedupe.add(message.messageId);
+        this.#queue(message.queue).accept(message);
+        this.#observer?.made(message);
+      },
       (error: unknown) => {
         this.#log.error('dead letter not stored yet, retrying', { messageId: message.messageId, attempt, error: (error as Error).message });
         setTimeout(() => this.#storeDeadLetter(message, attempt + 1), Math.min(30_000, 500 * 2 ** attempt)).unref();
@@ -280,4 +355,8 @@ function tooDeep(value: unknown, limit: number): boolean {
 function toPayload(error: unknown): ErrorPayload {
   if (error instanceof WhiskerError) return error.toJSON();
   return new WhiskerError('E_STORE', 'Internal error').toJSON();
+}
+
+export function toPeerMessage(m: StoredMessage): PeerMessage {
+  return { messageId: m.messageId, queue: m.queue, id: m.id, data: m.data, created: m.created, acceptedAt: m.acceptedAt, from: m.from };
 }

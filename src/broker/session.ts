@@ -34,6 +34,8 @@ export class Session {
   readonly #ws: WebSocket;
   #state: SessionState = 'handshake';
   #clientName = '';
+  /** a mirror broker's link: it follows, it does not publish or subscribe (docs/protocol.md#peers) */
+  #isPeer = false;
   #key: KeyObject | null = null;
   #handshakeTimer: NodeJS.Timeout | null;
   /** deliveries encoded when queued, so the bytes not yet written are known (flow control) */
@@ -69,21 +71,31 @@ export class Session {
     return this.#key;
   }
 
+  get isPeer(): boolean {
+    return this.#isPeer;
+  }
+
   get isReady(): boolean {
     return this.#state === 'ready';
   }
 
   /** the handshake succeeded: from now on this connection is `name` and nothing else */
-  authenticated(clientName: string, key: KeyObject): void {
+  authenticated(clientName: string, key: KeyObject, isPeer = false): void {
     if (this.#state !== 'authenticating') return;
     this.#clientName = clientName;
+    this.#isPeer = isPeer;
     this.#key = key;
     this.#state = 'ready';
     if (this.#handshakeTimer) clearTimeout(this.#handshakeTimer);
     this.#handshakeTimer = null;
     const config = this.ctx.policy.config;
     this.send({ type: 'welcome', node: this.node, serviceId: config.serviceId, isMaster: this.ctx.router.isMaster, maxPayloadBytes: config.limits.maxPayloadBytes });
-    this.ctx.log.debug('client connected', { client: this.label });
+    if (isPeer) {
+      this.send(this.ctx.peers.state());
+      this.ctx.log.info('peer connected', { peer: this.label });
+    } else {
+      this.ctx.log.debug('client connected', { client: this.label });
+    }
   }
 
   send(frame: BrokerFrame): void {
@@ -199,6 +211,10 @@ export class Session {
   }
 
   #dispatch(frame: ClientFrame): void {
+    if (this.#isPeer) {
+      this.#dispatchPeer(frame);
+      return;
+    }
     switch (frame.type) {
       case 'auth':
         this.fail(protocolError('already authenticated'));
@@ -221,10 +237,31 @@ export class Session {
       case 'ack':
         handleAck(this, frame);
         return;
+      case 'peerState':
+      case 'follow':
+        this.fail(protocolError(`${frame.type} is a frame between brokers`));
+        return;
       default: {
         const never: never = frame;
         this.fail(protocolError(`unhandled frame ${String((never as { type: unknown }).type)}`));
       }
+    }
+  }
+
+  #dispatchPeer(frame: ClientFrame): void {
+    switch (frame.type) {
+      case 'peerState':
+        if (frame.serviceId !== this.#clientName) {
+          this.fail(protocolError('a peer speaks for itself only'));
+          return;
+        }
+        this.ctx.peers.observeIncoming(this, this.#clientName, { configuredMaster: frame.configuredMaster, isMaster: frame.isMaster });
+        return;
+      case 'follow':
+        this.ctx.feed.follow(this);
+        return;
+      default:
+        this.fail(protocolError(`a peer link carries peerState and follow, not ${frame.type}`));
     }
   }
 
@@ -238,6 +275,12 @@ export class Session {
     this.#deliveries = [];
     this.#queuedBytes = 0;
     this.ctx.sessions.delete(this);
-    this.ctx.log.debug('client disconnected', { client: this.label });
+    if (this.#isPeer) {
+      this.ctx.feed.unfollow(this);
+      this.ctx.peers.observeIncoming(this, this.#clientName, undefined);
+      this.ctx.log.info('peer disconnected', { peer: this.label });
+    } else {
+      this.ctx.log.debug('client disconnected', { client: this.label });
+    }
   }
 }

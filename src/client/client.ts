@@ -309,6 +309,8 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
       const pending = this.#pending.get(result.messageId);
       if (!pending) continue;
       pending.answeredBy.add(connection);
+      // a master at soft-stop refuses: with mirrors, the send waits for the next master (SPEC §9)
+      if (connection.isMaster && result.error?.code === 'E_STOPPING' && this.#connections.length > 1) continue;
       if (connection.isMaster) {
         this.#pending.delete(result.messageId);
         this.#finish(pending, result.error ? errorFromPayload(result.error) : null);

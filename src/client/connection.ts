@@ -18,6 +18,8 @@ export type ConnectionStatus = 'idle' | 'connecting' | 'ready' | 'closed';
 export interface ConnectionOwner {
   readonly clientId: string;
   readonly keys: ClientKeys;
+  /** a mirror broker's link to a peer (docs/protocol.md#peers) */
+  readonly role?: 'peer';
   readonly tls: { ca?: string | Buffer; rejectUnauthorized?: boolean } | undefined;
   readonly reconnect: { initialMs: number; maxMs: number; factor: number };
   onReady(connection: Connection): void;
@@ -216,6 +218,7 @@ export class Connection {
               token,
               publicKey: this.#owner.keys.publicKeyPem,
               ...(this.target.socketToken ? { socketToken: this.target.socketToken } : {}),
+              ...(this.#owner.role ? { role: this.#owner.role } : {}),
             });
           },
           () => ws.terminate(),
@@ -242,6 +245,9 @@ export class Connection {
       case 'results':
       case 'deliver':
       case 'revoked':
+      case 'peerState':
+      case 'sync':
+      case 'feed':
         this.#owner.onFrame(this, frame);
         return;
       default: {

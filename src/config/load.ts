@@ -1,3 +1,4 @@
+import { parseHost } from '../client/hosts.js';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
@@ -55,6 +56,7 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
     throw error ? new ConfigError(keyOf(error), describe(error)) : new ConfigError('', 'invalid');
   }
   const config = copy as Record<string, unknown> & Omit<Config, 'configPath'>;
+  checkPeers(config.peers, config.serviceId);
   const paths = ['dataDirectory', 'registeredClientsPath', 'keysDirectory'] as const;
   const resolved: Record<string, string> = {};
   for (const key of paths) resolved[key] = resolve(baseDirectory, config[key]);
@@ -70,6 +72,23 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
       }
     : config.socketServer;
   return deepFreeze({ ...config, ...resolved, socketServer, configPath } as Config);
+}
+
+/** each peer is a host string naming its serviceId, another broker's, once (SPEC §9) */
+function checkPeers(peers: readonly string[], serviceId: string): void {
+  const seen = new Set<string>();
+  peers.forEach((spec, index) => {
+    let target;
+    try {
+      target = parseHost(spec);
+    } catch (error) {
+      throw new ConfigError(`peers[${index}]`, (error as Error).message);
+    }
+    if (!target.serviceId) throw new ConfigError(`peers[${index}]`, `"${spec}" must name the peer's serviceId: host:port@serviceId`);
+    if (target.serviceId === serviceId) throw new ConfigError(`peers[${index}]`, `"${spec}" is this broker's own serviceId`);
+    if (seen.has(target.serviceId)) throw new ConfigError(`peers[${index}]`, `serviceId "${target.serviceId}" is listed twice`);
+    seen.add(target.serviceId);
+  });
 }
 
 /** Reads and validates a config file. */

@@ -1,3 +1,4 @@
+import type { MasterConflict, PeerStatus } from '../broker/peers.js';
 import type { QueueSettings } from '../broker/queue.js';
 import type { Config } from '../config/types.js';
 import type { SubscriptionMode } from '../protocol/frames.js';
@@ -34,6 +35,8 @@ export interface ManagedBroker {
   readonly isStoreHealthy: boolean;
   /** reloads refused since start, when the broker counts them */
   readonly reloadFailures?: number;
+  /** the mirror brokers it knows (SPEC §9) */
+  readonly peers?: { readonly conflict: MasterConflict | null; status(): PeerStatus[] };
 }
 
 export type Role = 'master' | 'slave';
@@ -45,6 +48,9 @@ export interface HealthView {
   uptimeSeconds: number;
   connections: number;
   reason?: string;
+  peers?: PeerStatus[];
+  /** two brokers configured as master see each other: the lowest serviceId delivers (SPEC §9) */
+  conflict?: MasterConflict;
 }
 
 export const roleOf = (broker: ManagedBroker): Role => (broker.router.isMaster ? 'master' : 'slave');
@@ -54,6 +60,13 @@ export const uptimeSeconds = (broker: ManagedBroker, now: number): number => Mat
 /** ready unless stopping or the store failed; the HTTP status follows `status` */
 export function healthView(broker: ManagedBroker, now: number): HealthView {
   const view: HealthView = { status: 'ok', role: roleOf(broker), serviceId: broker.config.serviceId, uptimeSeconds: uptimeSeconds(broker, now), connections: broker.sessions.size };
+  const peers = broker.peers?.status() ?? [];
+  if (peers.length > 0) view.peers = peers;
+  const conflict = broker.peers?.conflict;
+  if (conflict) {
+    view.conflict = conflict;
+    view.reason = `${conflict.masters.join(' and ')} are all configured as master: ${conflict.delivering} delivers`;
+  }
   if (broker.isStopping) return { ...view, status: 'stopping', reason: 'broker is stopping' };
   if (!broker.isStoreHealthy) return { ...view, status: 'unhealthy', reason: 'message store is unhealthy: a write failed, sends are refused (E_STORE)' };
   return view;

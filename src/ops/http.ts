@@ -62,6 +62,8 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
     get reloadFailures() { return broker.reloadFailures ?? 0; },
     get isStoreHealthy() { return broker.isStoreHealthy; },
     get uptimeSeconds() { return uptimeSeconds(broker, now()); },
+    get conflictingMasters() { return broker.peers?.conflict?.masters.length ?? 0; },
+    get peersConnected() { return broker.peers?.status().filter((p) => p.connected).length ?? 0; },
   });
 
   // the whole block needs a restart (docs/operations.md#what-a-reload-applies)

@@ -20,6 +20,9 @@ export interface MetricsSource {
   readonly reloadFailures: number;
   readonly isStoreHealthy: boolean;
   readonly uptimeSeconds: number;
+  /** configured masters this broker sees, itself included, when more than one */
+  readonly conflictingMasters: number;
+  readonly peersConnected: number;
 }
 
 /** one Prometheus counter per queue counter; names end in `_total` as Prometheus expects */
@@ -81,6 +84,8 @@ export class BrokerMetrics {
     single('whisker_connections', 'Open client connections, handshakes included', (s) => s.connections);
     single('whisker_role', 'Role of this broker: 1 master, 0 slave', (s) => (s.isMaster ? 1 : 0));
     single('whisker_store_healthy', 'Message store health: 1 healthy, 0 failed (sends are refused with E_STORE)', (s) => (s.isStoreHealthy ? 1 : 0));
+    single('whisker_master_conflict', 'Brokers configured as master that see each other (0 when there is no conflict); the lowest serviceId delivers', (s) => s.conflictingMasters);
+    single('whisker_peers_connected', 'Peers this broker has a live link to', (s) => s.peersConnected);
     single('whisker_uptime_seconds', 'Seconds since the broker started', (s) => s.uptimeSeconds);
     new Counter({
       name: 'whisker_reload_failures_total', help: 'Config reloads refused (invalid config); the running config stayed', registers,

@@ -30,6 +30,12 @@ export class DedupeWindow {
     if (this.#windowMs > 0 && seenAt + this.#windowMs > this.#now()) this.#seen.set(messageId, seenAt + this.#windowMs);
   }
 
+  /** the ids still remembered, oldest first */
+  *ids(): IterableIterator<string> {
+    this.#prune();
+    yield* this.#seen.keys();
+  }
+
   delete(messageId: string): void {
     this.#seen.delete(messageId);
   }

@@ -27,7 +27,8 @@ export interface Ack {
 }
 
 // client -> broker
-export type AuthFrame = { type: 'auth'; protocol: number; token: string; publicKey?: string; socketToken?: string };
+/** `role: 'peer'`: a mirror broker logging in under its serviceId (docs/protocol.md#peers) */
+export type AuthFrame = { type: 'auth'; protocol: number; token: string; publicKey?: string; socketToken?: string; role?: 'peer' };
 export type PublishFrame = { type: 'publish'; messages: PublishedMessage[] };
 export type SubscribeFrame = {
   type: 'subscribe';
@@ -43,6 +44,11 @@ export type AddIdsFrame = { type: 'addIds'; req: number; sub: number; ids: strin
 export type RemoveIdsFrame = { type: 'removeIds'; req: number; sub: number; ids: string[] };
 export type UnsubscribeFrame = { type: 'unsubscribe'; req: number; sub: number };
 export type AckFrame = { type: 'ack'; acks: Ack[] };
+// peer -> broker (docs/protocol.md#peers)
+/** a broker's role as configured and as it acts: the two differ while it yields to another master */
+export type PeerStateFrame = { type: 'peerState'; serviceId: string; configuredMaster: boolean; isMaster: boolean };
+/** asks a master for its state (a `sync`) and then its stream of settlements (`feed`) */
+export type FollowFrame = { type: 'follow' };
 
 export type ClientFrame =
   | AuthFrame
@@ -51,7 +57,9 @@ export type ClientFrame =
   | AddIdsFrame
   | RemoveIdsFrame
   | UnsubscribeFrame
-  | AckFrame;
+  | AckFrame
+  | PeerStateFrame
+  | FollowFrame;
 
 // broker -> client
 export interface Delivery {
@@ -92,7 +100,29 @@ export type DeliverFrame = { type: 'deliver'; messages: Delivery[] };
 /** the broker removed ids from a subscription on its own (a rule change, docs/protocol.md#revoked) */
 export type RevokedFrame = { type: 'revoked'; sub: number; ids: string[]; error: ErrorPayload };
 
+/** a message as one mirror hands it to another: what the store keeps, less the local order */
+export interface PeerMessage {
+  messageId: string;
+  queue: string;
+  id: string;
+  data: unknown;
+  created: number;
+  acceptedAt: number;
+  from: string;
+}
+export interface PeerSettlement {
+  messageId: string;
+  group: string;
+}
+/** what a master holds, in chunks: messages not yet settled, and recent ids it has settled */
+export type SyncFrame = { type: 'sync'; messages: PeerMessage[]; removed: string[]; done: boolean };
+/** a master's settlements since the last feed, and the messages it made (dead letters) */
+export type FeedFrame = { type: 'feed'; settled: PeerSettlement[]; removed: string[]; messages: PeerMessage[] };
+
 export type BrokerFrame =
+  | PeerStateFrame
+  | SyncFrame
+  | FeedFrame
   | HelloFrame
   | WelcomeFrame
   | ErrorFrame
@@ -187,6 +217,10 @@ export function decodeClientFrame(text: string): ClientFrame {
       const socketToken = optStr(frame, 'socketToken', 1024);
       if (publicKey !== undefined) auth.publicKey = publicKey;
       if (socketToken !== undefined) auth.socketToken = socketToken;
+      if (frame.role !== undefined) {
+        if (frame.role !== 'peer') throw protocolError('role must be peer');
+        auth.role = 'peer';
+      }
       return auth;
     }
     case 'publish': {
@@ -236,9 +270,40 @@ export function decodeClientFrame(text: string): ClientFrame {
           return ack;
         }),
       };
+    case 'peerState':
+      return peerState(frame);
+    case 'follow':
+      return { type };
     default:
       throw protocolError(describeType(type));
   }
+}
+
+function peerState(frame: Obj): PeerStateFrame {
+  return { type: 'peerState', serviceId: str(frame, 'serviceId', 256), configuredMaster: bool(frame, 'configuredMaster'), isMaster: bool(frame, 'isMaster') };
+}
+
+function strings(frame: Obj, key: string): string[] {
+  return array(frame, key).map((value) => {
+    if (typeof value !== 'string' || value.length > 128) throw protocolError(`${key} must hold message ids`);
+    return value;
+  });
+}
+
+function peerMessages(frame: Obj): PeerMessage[] {
+  return array(frame, 'messages').map((value) => {
+    const m = obj(value, 'message');
+    if (m.data === undefined) throw protocolError('message without data');
+    return {
+      messageId: str(m, 'messageId', 128),
+      queue: str(m, 'queue', 300),
+      id: str(m, 'id', 1024),
+      data: m.data,
+      created: int(m, 'created'),
+      acceptedAt: int(m, 'acceptedAt'),
+      from: str(m, 'from', 128),
+    };
+  });
 }
 
 export function decodeBrokerFrame(text: string): BrokerFrame {
@@ -293,6 +358,20 @@ export function decodeBrokerFrame(text: string): BrokerFrame {
       };
     case 'revoked':
       return { type, sub: int(frame, 'sub'), ids: ids(frame), error: errorPayload(frame.error) };
+    case 'peerState':
+      return peerState(frame);
+    case 'sync':
+      return { type, messages: peerMessages(frame), removed: strings(frame, 'removed'), done: bool(frame, 'done') };
+    case 'feed':
+      return {
+        type,
+        settled: array(frame, 'settled').map((value) => {
+          const s = obj(value, 'settlement');
+          return { messageId: str(s, 'messageId', 128), group: str(s, 'group', 2048) };
+        }),
+        removed: strings(frame, 'removed'),
+        messages: peerMessages(frame),
+      };
     default:
       throw protocolError(describeType(type));
   }

@@ -46,6 +46,10 @@ function expected(phase: FuzzCase['phase'], input: FuzzInput): Expected {
       return { answer: 'results', messageIds: frame.messages.map((m) => m.messageId) };
     case 'ack':
       return { answer: 'nothing' };
+    case 'peerState':
+    case 'follow':
+      // frames between brokers: a client sending one is refused
+      return { answer: 'refusal', codes: ['E_PROTOCOL'] };
     default:
       return { answer: 'reply', req: frame.req };
   }

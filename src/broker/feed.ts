@@ -1,0 +1,105 @@
+import type { PeerMessage, PeerSettlement } from '../protocol/frames.js';
+import { type ReplicationObserver, type Router, toPeerMessage } from './router.js';
+import type { StoreEvent, StoredMessage } from './store/store.js';
+
+/** what one peer session can be handed: the feed writes through it, nothing else */
+export interface Follower {
+  send(frame: import('../protocol/frames.js').BrokerFrame): void;
+}
+
+const CHUNK_MESSAGES = 1_000;
+const CHUNK_BYTES = 4 * 1_048_576;
+
+/**
+ * The master's side of mirroring (SPEC §9): a mirror that follows gets a `sync` of what this
+ * broker holds and of the recent ids it settled, then a `feed` of every settlement and every
+ * message this broker makes (dead letters), once per tick. Only while this broker is master.
+ */
+export class PeerFeed implements ReplicationObserver {
+  readonly #router: Router;
+  readonly #followers = new Set<Follower>();
+  #settled: PeerSettlement[] = [];
+  #removed: string[] = [];
+  #messages: PeerMessage[] = [];
+  #scheduled = false;
+
+  constructor(router: Router) {
+    this.#router = router;
+    router.observe(this);
+  }
+
+  get followerCount(): number {
+    return this.#followers.size;
+  }
+
+  /** a mirror asks to follow: only a master answers, with its state first */
+  follow(follower: Follower): void {
+    if (!this.#router.isMaster || this.#followers.has(follower)) return;
+    this.#flush(); // what happened before the snapshot reaches the older followers first
+    const { messages, removed } = this.#router.snapshot();
+    let chunk: PeerMessage[] = [];
+    let bytes = 0;
+    for (const message of messages) {
+      chunk.push(message);
+      bytes += approximateBytes(message);
+      if (chunk.length >= CHUNK_MESSAGES || bytes >= CHUNK_BYTES) {
+        follower.send({ type: 'sync', messages: chunk, removed: [], done: false });
+        chunk = [];
+        bytes = 0;
+      }
+    }
+    for (let i = 0; i < removed.length; i += 10 * CHUNK_MESSAGES) {
+      follower.send({ type: 'sync', messages: chunk, removed: removed.slice(i, i + 10 * CHUNK_MESSAGES), done: false });
+      chunk = [];
+    }
+    follower.send({ type: 'sync', messages: chunk, removed: [], done: true });
+    this.#followers.add(follower);
+  }
+
+  unfollow(follower: Follower): void {
+    this.#followers.delete(follower);
+  }
+
+  /** this broker stopped acting as master: followers will ask again when it is one */
+  demoted(): void {
+    this.#followers.clear();
+    this.#settled = [];
+    this.#removed = [];
+    this.#messages = [];
+  }
+
+  settled(events: readonly StoreEvent[]): void {
+    if (this.#followers.size === 0) return;
+    for (const event of events) {
+      if (event.kind === 'settle') this.#settled.push({ messageId: event.messageId, group: event.group });
+      else if (event.kind === 'remove') this.#removed.push(event.messageId);
+    }
+    this.#schedule();
+  }
+
+  made(message: StoredMessage): void {
+    if (this.#followers.size === 0) return;
+    this.#messages.push(toPeerMessage(message));
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => this.#flush());
+  }
+
+  #flush(): void {
+    this.#scheduled = false;
+    if (this.#settled.length === 0 && this.#removed.length === 0 && this.#messages.length === 0) return;
+    const frame = { type: 'feed' as const, settled: this.#settled, removed: this.#removed, messages: this.#messages };
+    this.#settled = [];
+    this.#removed = [];
+    this.#messages = [];
+    for (const follower of this.#followers) follower.send(frame);
+  }
+}
+
+function approximateBytes(message: PeerMessage): number {
+  return 200 + message.queue.length + message.id.length + (typeof message.data === 'string' ? message.data.length : JSON.stringify(message.data).length);
+}

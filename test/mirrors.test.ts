@@ -1,0 +1,224 @@
+import { afterEach, describe, expect, test } from 'vitest';
+import { type Broker, startBroker } from '../src/broker/broker.js';
+import { brokerConfig, connect, freePort, tempDir, until } from './support/harness.js';
+
+/**
+ * Mirror brokers in one process (SPEC §9, issue 6): one master delivers, slaves follow its
+ * stream of settlements, a promotion by reload delivers what was left, two masters settle
+ * which one delivers. The kill -9 failover runs real processes in failover.test.ts.
+ */
+interface Mirror {
+  serviceId: string;
+  port: number;
+  dir: string;
+  broker: Broker;
+  spec: string;
+}
+
+const running = new Set<Broker>();
+afterEach(async () => {
+  await Promise.all([...running].map((b) => b.stop().catch(() => undefined)));
+  running.clear();
+});
+
+async function ports(n: number): Promise<number[]> {
+  return Promise.all(Array.from({ length: n }, () => freePort()));
+}
+
+function configFor(serviceId: string, port: number, dir: string, isMaster: boolean, peers: string[]) {
+  return brokerConfig({ serviceId, isMaster, peers, socketServer: { host: '127.0.0.1', port }, requeueInterval: 5 }, dir);
+}
+
+async function startMirror(serviceId: string, port: number, dir: string, isMaster: boolean, peers: string[]): Promise<Mirror> {
+  const broker = await startBroker(configFor(serviceId, port, dir, isMaster, peers));
+  running.add(broker);
+  return { serviceId, port, dir, broker, spec: `127.0.0.1:${port}@${serviceId}` };
+}
+
+/** brokers a (master), b, c... each listing all the others in `peers` */
+async function cluster(n: number, masters: string[] = ['a']): Promise<Mirror[]> {
+  const ids = ['a', 'b', 'c', 'd'].slice(0, n);
+  const p = await ports(n);
+  const specs = ids.map((id, i) => `127.0.0.1:${p[i]}@${id}`);
+  return Promise.all(ids.map((id, i) => startMirror(id, p[i]!, tempDir(), masters.includes(id), specs.filter((_, j) => j !== i))));
+}
+
+async function restart(m: Mirror, isMaster: boolean, peers: string[]): Promise<Mirror> {
+  await m.broker.stop();
+  running.delete(m.broker);
+  return startMirror(m.serviceId, m.port, m.dir, isMaster, peers);
+}
+
+function peersOf(mirrors: Mirror[], m: Mirror): string[] {
+  return mirrors.filter((x) => x !== m).map((x) => x.spec);
+}
+
+function held(m: Mirror): number {
+  let n = 0;
+  for (const queue of m.broker.router.queues.values()) n += queue.size;
+  return n;
+}
+
+async function linked(mirrors: Mirror[]): Promise<void> {
+  await until(() => mirrors.every((m) => m.broker.peers.status().every((p) => p.connected && p.role !== 'unknown')), 5000, 'peer links');
+}
+
+describe('mirror brokers', () => {
+  test('one master, two slaves: each message delivered once, and no broker keeps it after the ack', async () => {
+    const mirrors = await cluster(3);
+    await linked(mirrors);
+    const hosts = mirrors.map((m) => m.spec);
+    const consumer = await connect('worker', hosts);
+    const got: string[] = [];
+    const handle = consumer.consume('jobs/v1/*', (_err, msg: { n: number }, done) => {
+      got.push(String(msg.n));
+      done();
+    });
+    await handle.ready;
+    const producer = await connect('producer', hosts);
+    await Promise.all(Array.from({ length: 200 }, (_, n) => producer.send('jobs/v1/1', { n })));
+    await until(() => got.length >= 200, 5000, '200 deliveries');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(got).toHaveLength(200);
+    expect(new Set(got).size).toBe(200);
+    await until(() => mirrors.every((m) => held(m) === 0), 5000, 'every broker empty');
+    expect(mirrors.map((m) => m.broker.router.isMaster)).toEqual([true, false, false]);
+  });
+
+  test('acks a slave never saw reach it through the master, and a promoted slave does not deliver them again', async () => {
+    const [a, b] = await cluster(2);
+    await linked([a!, b!]);
+    // this consumer talks to the master only: b learns of its acks from a's feed
+    const consumer = await connect('worker', [a!.spec]);
+    let count = 0;
+    const handle = consumer.consume('jobs/v1/*', (_err, _msg, done) => {
+      count++;
+      done();
+    });
+    await handle.ready;
+    const producer = await connect('producer', [a!.spec, b!.spec]);
+    await Promise.all(Array.from({ length: 100 }, (_, n) => producer.send('jobs/v1/1', { n })));
+    await until(() => count === 100, 5000, '100 deliveries');
+    await until(() => held(b!) === 0, 5000, 'slave empty');
+    // promotion: b delivers, and has nothing left to deliver
+    a!.broker.reload(configFor('a', a!.port, a!.dir, false, [b!.spec]));
+    b!.broker.reload(configFor('b', b!.port, b!.dir, true, [a!.spec]));
+    // b yields to a until a's new role reaches it over the peer link
+    await until(() => b!.broker.router.isMaster, 5000, 'b delivers');
+    const late = await connect('worker', [b!.spec]);
+    let redelivered = 0;
+    await late.consume('jobs/v1/*', (_err, _msg, done) => {
+      redelivered++;
+      done();
+    }).ready;
+    await producer.send('jobs/v1/1', { n: 'after' });
+    await until(() => redelivered === 1, 5000, 'the new message');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(redelivered).toBe(1);
+  });
+
+  test('a slave that was down catches up: it gets what it missed and drops what was acked meanwhile', async () => {
+    const mirrors = await cluster(2);
+    const [a, b] = mirrors as [Mirror, Mirror];
+    await linked(mirrors);
+    const producer = await connect('producer', [a.spec, b.spec]);
+    // 50 messages both hold, for a consumer that comes later
+    await Promise.all(Array.from({ length: 50 }, (_, n) => producer.send('jobs/v1/1', { n })));
+    await until(() => held(b) === 50, 5000, 'slave holds 50');
+    await b.broker.stop();
+    running.delete(b.broker);
+    // while b is down: 30 of the old ones are consumed, 40 new ones arrive
+    const consumer = await connect('worker', [a.spec]);
+    let consumed = 0;
+    const handle = consumer.consume('jobs/v1/*', { prefetch: 1 }, (_err, _msg, done) => {
+      consumed++;
+      if (consumed <= 30) done();
+    });
+    await handle.ready;
+    await until(() => consumed === 31, 5000, '30 acked and one in flight');
+    await Promise.all(Array.from({ length: 40 }, (_, n) => producer.send('jobs/v1/1', { n: 100 + n })));
+    expect(held(a)).toBe(60);
+    const back = await restart(b, false, [a.spec]);
+    await until(() => held(back) === 60, 5000, `the slave back holds what the master holds (${held(back)})`);
+    const masterIds = new Set([...a.broker.router.queues.get('jobs/v1')!.messages()].map((m) => m.messageId));
+    const slaveIds = new Set([...back.broker.router.queues.get('jobs/v1')!.messages()].map((m) => m.messageId));
+    expect(slaveIds).toEqual(masterIds);
+  });
+
+  test('two masters configured at once: the lower serviceId delivers, both report it, each message delivered once', async () => {
+    const mirrors = await cluster(2, ['a', 'b']);
+    const [a, b] = mirrors as [Mirror, Mirror];
+    await linked(mirrors);
+    await until(() => a.broker.peers.conflict !== null && b.broker.peers.conflict !== null, 5000, 'both see the conflict');
+    expect(a.broker.peers.conflict).toEqual({ masters: ['a', 'b'], delivering: 'a' });
+    expect(b.broker.peers.conflict).toEqual({ masters: ['a', 'b'], delivering: 'a' });
+    expect([a.broker.router.isMaster, b.broker.router.isMaster]).toEqual([true, false]);
+    const hosts = [a.spec, b.spec];
+    const consumer = await connect('worker', hosts);
+    const got = new Map<number, number>();
+    await consumer.consume('jobs/v1/*', (_err, msg: { n: number }, done) => {
+      got.set(msg.n, (got.get(msg.n) ?? 0) + 1);
+      done();
+    }).ready;
+    const producer = await connect('producer', hosts);
+    await Promise.all(Array.from({ length: 200 }, (_, n) => producer.send('jobs/v1/1', { n })));
+    await until(() => got.size === 200, 5000, '200 messages');
+    await new Promise((r) => setTimeout(r, 300));
+    expect([...got.values()].every((c) => c === 1)).toBe(true);
+    await until(() => held(a) === 0 && held(b) === 0, 5000, 'both empty');
+    // the conflict ends when b is configured as a slave
+    b.broker.reload(configFor('b', b.port, b.dir, false, [a.spec]));
+    await until(() => a.broker.peers.conflict === null && b.broker.peers.conflict === null, 5000, 'conflict over');
+  });
+
+  test('planned switch: soft-stop the master, promote the slave, zero duplicates and nothing lost', async () => {
+    const mirrors = await cluster(2);
+    const [a, b] = mirrors as [Mirror, Mirror];
+    await linked(mirrors);
+    const hosts = [a.spec, b.spec];
+    const consumer = await connect('worker', hosts);
+    const got = new Map<number, number>();
+    await consumer.consume('jobs/v1/*', { prefetch: 10 }, (_err, msg: { n: number }, done) => {
+      got.set(msg.n, (got.get(msg.n) ?? 0) + 1);
+      setTimeout(() => done(), 2);
+    }).ready;
+    const producer = await connect('producer', hosts, { sendTimeout: 10_000 });
+    const sends: Array<Promise<unknown>> = [];
+    let n = 0;
+    const pacer = setInterval(() => {
+      for (let i = 0; i < 10; i++) sends.push(producer.send('jobs/v1/1', { n: n++ }));
+    }, 5);
+    await until(() => got.size >= 300, 10_000, '300 consumed');
+    const stopped = a.broker.softStop();
+    await stopped;
+    running.delete(a.broker);
+    b.broker.reload(configFor('b', b.port, b.dir, true, [a.spec]));
+    await until(() => n >= 1500, 10_000, 'more sends');
+    clearInterval(pacer);
+    const outcomes = await Promise.allSettled(sends);
+    const failed = outcomes.filter((o) => o.status === 'rejected');
+    expect(failed).toEqual([]);
+    await until(() => got.size === n, 10_000, `all ${n} consumed (${got.size})`);
+    await new Promise((r) => setTimeout(r, 300));
+    const duplicated = [...got.values()].filter((c) => c > 1).length;
+    console.log(`planned switch: ${n} sent, ${got.size} consumed, ${duplicated} duplicated`);
+    expect(duplicated).toBe(0);
+  });
+
+  test('a peer that is not in the list cannot log in as one', async () => {
+    const [port] = await ports(1);
+    const a = await startMirror('a', port!, tempDir(), true, []);
+    const stranger = await startMirror('x', await freePort(), tempDir(), false, [a.spec]);
+    await until(() => stranger.broker.peers.status()[0]?.connected === false, 2000, 'refused');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(stranger.broker.peers.status()[0]).toMatchObject({ connected: false, role: 'unknown' });
+    expect(a.broker.router.isMaster).toBe(true);
+  });
+
+  test('config: a peer must name a serviceId, not its own', () => {
+    const dir = tempDir();
+    expect(() => configFor('a', 1, dir, true, ['127.0.0.1:1'])).toThrow(/peers\[0\]|serviceId/);
+    expect(() => configFor('a', 1, dir, true, ['127.0.0.1:1@a'])).toThrow(/own serviceId/);
+    expect(() => peersOf([], { spec: 'x' } as Mirror)).not.toThrow();
+  });
+});
