@@ -70,9 +70,9 @@ describe('mirror brokers', () => {
     const hosts = mirrors.map((m) => m.spec);
     const consumer = await connect('worker', hosts);
     const got: string[] = [];
-    const handle = consumer.consume('jobs/v1/*', (_err, msg: { n: number }, done) => {
-      got.push(String(msg.n));
-      done();
+    const handle = consumer.consume('jobs/v1/*', (_err, msg, done) => {
+      got.push(String((msg as { n: number }).n));
+      done!();
     });
     await handle.ready;
     const producer = await connect('producer', hosts);
@@ -93,7 +93,7 @@ describe('mirror brokers', () => {
     let count = 0;
     const handle = consumer.consume('jobs/v1/*', (_err, _msg, done) => {
       count++;
-      done();
+      done!();
     });
     await handle.ready;
     const producer = await connect('producer', [a!.spec, b!.spec]);
@@ -109,7 +109,7 @@ describe('mirror brokers', () => {
     let redelivered = 0;
     await late.consume('jobs/v1/*', (_err, _msg, done) => {
       redelivered++;
-      done();
+      done!();
     }).ready;
     await producer.send('jobs/v1/1', { n: 'after' });
     await until(() => redelivered === 1, 5000, 'the new message');
@@ -132,7 +132,7 @@ describe('mirror brokers', () => {
     let consumed = 0;
     const handle = consumer.consume('jobs/v1/*', { prefetch: 1 }, (_err, _msg, done) => {
       consumed++;
-      if (consumed <= 30) done();
+      if (consumed <= 30) done!();
     });
     await handle.ready;
     await until(() => consumed === 31, 5000, '30 acked and one in flight');
@@ -156,9 +156,10 @@ describe('mirror brokers', () => {
     const hosts = [a.spec, b.spec];
     const consumer = await connect('worker', hosts);
     const got = new Map<number, number>();
-    await consumer.consume('jobs/v1/*', (_err, msg: { n: number }, done) => {
-      got.set(msg.n, (got.get(msg.n) ?? 0) + 1);
-      done();
+    await consumer.consume('jobs/v1/*', (_err, msg, done) => {
+      const seq = (msg as { n: number }).n;
+      got.set(seq, (got.get(seq) ?? 0) + 1);
+      done!();
     }).ready;
     const producer = await connect('producer', hosts);
     await Promise.all(Array.from({ length: 200 }, (_, n) => producer.send('jobs/v1/1', { n })));
@@ -178,9 +179,10 @@ describe('mirror brokers', () => {
     const hosts = [a.spec, b.spec];
     const consumer = await connect('worker', hosts);
     const got = new Map<number, number>();
-    await consumer.consume('jobs/v1/*', { prefetch: 10 }, (_err, msg: { n: number }, done) => {
-      got.set(msg.n, (got.get(msg.n) ?? 0) + 1);
-      setTimeout(() => done(), 2);
+    await consumer.consume('jobs/v1/*', { prefetch: 10 }, (_err, msg, done) => {
+      const seq = (msg as { n: number }).n;
+      got.set(seq, (got.get(seq) ?? 0) + 1);
+      setTimeout(() => done!(), 2);
     }).ready;
     const producer = await connect('producer', hosts, { sendTimeout: 10_000 });
     const sends: Array<Promise<unknown>> = [];
