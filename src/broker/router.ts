@@ -35,6 +35,8 @@ export class Router {
   readonly #dedupe: DedupeWindow;
   /** appends under way, so a second copy of an id is answered only once the first is stored */
   readonly #storing = new Map<string, Promise<void>>();
+  /** on a slave, acks and settlements that overtook their message while it was being stored */
+  readonly #settledWhileStoring = new Map<string, Array<() => void>>();
   readonly #reservations = new Map<string, Subscription>();
   #isMaster: boolean;
   #observer: ReplicationObserver | null = null;
@@ -90,24 +92,58 @@ export class Router {
     for (const message of fresh) this.#storing.set(message.messageId, stored);
     try {
       await stored;
-      for (const message of fresh) {
-        this.#dedupe.add(message.messageId);
-        this.#queue(message.queue).accept(message);
-      }
+      this.#admit(fresh);
     } finally {
-      for (const message of fresh) this.#storing.delete(message.messageId);
+      this.#doneStoring(fresh);
     }
   }
 
   /** the master's settlements: the same records are settled here */
   applyPeerSettled(settled: readonly PeerSettlement[], removed: readonly string[]): void {
-    for (const { messageId, group } of settled) this.#holding(messageId)?.settleFromPeer(messageId, group);
+    for (const { messageId, group } of settled) {
+      const queue = this.#holding(messageId);
+      if (queue) queue.settleFromPeer(messageId, group);
+      else this.#whenStored(messageId, () => this.#holding(messageId)?.settleFromPeer(messageId, group));
+    }
     for (const messageId of removed) {
       const queue = this.#holding(messageId);
       if (queue) queue.forgetFromPeer(messageId);
-      // a copy still on its way from the client is then answered and not queued (SPEC §7)
+      // a copy still on its way from the client, or being stored, is then not queued (SPEC §7)
       else this.#dedupe.add(messageId);
     }
+  }
+
+  /**
+   * Stored: queued, unless the master finished with it while it was being written (it is then
+   * in the dedupe window already: only applyPeerSettled puts an id there during its append).
+   */
+  #admit(messages: readonly StoredMessage[]): void {
+    const finished: StoreEvent[] = [];
+    for (const message of messages) {
+      if (this.#dedupe.has(message.messageId)) {
+        finished.push({ kind: 'remove', messageId: message.messageId });
+        continue;
+      }
+      this.#dedupe.add(message.messageId);
+      this.#queue(message.queue).accept(message);
+      for (const settle of this.#settledWhileStoring.get(message.messageId) ?? []) settle();
+    }
+    if (finished.length > 0) this.#store.record(finished);
+  }
+
+  #doneStoring(messages: readonly StoredMessage[]): void {
+    for (const message of messages) {
+      this.#storing.delete(message.messageId);
+      this.#settledWhileStoring.delete(message.messageId);
+    }
+  }
+
+  /** a slave can hear of an ack before the message's own append completed: apply it after */
+  #whenStored(messageId: string, settle: () => void): void {
+    if (this.#isMaster || !this.#storing.has(messageId)) return;
+    const pending = this.#settledWhileStoring.get(messageId);
+    if (pending) pending.push(settle);
+    else this.#settledWhileStoring.set(messageId, [settle]);
   }
 
   #holding(messageId: string): Queue | undefined {
@@ -193,16 +229,13 @@ export class Router {
       for (const { message } of accepted) this.#storing.set(message.messageId, stored);
       try {
         await stored;
-        for (const { message } of accepted) {
-          this.#dedupe.add(message.messageId);
-          this.#queue(message.queue).accept(message);
-        }
+        this.#admit(accepted.map((c) => c.message));
       } catch (error) {
         this.#log.error('store append failed', { error: (error as Error).message, messages: accepted.length });
         const payload = new WhiskerError('E_STORE', 'Message could not be stored').toJSON();
         for (const { index } of accepted) results[index] = { messageId: results[index]!.messageId, error: payload };
       } finally {
-        for (const { message } of accepted) this.#storing.delete(message.messageId);
+        this.#doneStoring(accepted.map((c) => c.message));
       }
     }
     await Promise.all(waits);
@@ -258,7 +291,9 @@ export class Router {
 
   ack(subscription: Subscription, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
     if (!subscription.ids.has(via)) return;
-    this.#queues.get(subscription.queue)?.ack(subscription, messageId, via, ok, delaySeconds);
+    const queue = this.#queues.get(subscription.queue);
+    if (queue?.has(messageId)) queue.ack(subscription, messageId, via, ok, delaySeconds);
+    else this.#whenStored(messageId, () => this.#queues.get(subscription.queue)?.ack(subscription, messageId, via, ok, delaySeconds));
   }
 
   resume(subscription: Subscription): void {
