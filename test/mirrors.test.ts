@@ -113,6 +113,25 @@ describe('mirror brokers', () => {
     expect([...got.values()].every((n) => n === 1)).toBe(true);
   });
 
+  test('a message sent to the master alone (the client not reconnected to the slave yet) reaches the slave through the feed', async () => {
+    const [a, b] = await cluster(2);
+    await linked([a!, b!]);
+    const producer = await connect('producer', [a!.spec]);
+    await Promise.all(Array.from({ length: 100 }, (_, n) => producer.send('jobs/v1/1', { n })));
+    await until(() => held(b!) === 100, 5000, `the slave holds all 100 (${held(b!)})`);
+    // the master dies; the promoted slave delivers every one of them
+    await a!.broker.stop();
+    running.delete(a!.broker);
+    b!.broker.reload(configFor('b', b!.port, b!.dir, true, [a!.spec]));
+    const consumer = await connect('worker', [b!.spec]);
+    const got = new Set<number>();
+    await consumer.consume('jobs/v1/*', { prefetch: 50 }, (_err, msg, done) => {
+      got.add((msg as { n: number }).n);
+      done!();
+    }).ready;
+    await until(() => got.size === 100, 5000, `100 delivered by the promoted slave (${got.size})`);
+  });
+
   test('acks a slave never saw reach it through the master, and a promoted slave does not deliver them again', async () => {
     const [a, b] = await cluster(2);
     await linked([a!, b!]);

@@ -13,7 +13,8 @@ const CHUNK_BYTES = 4 * 1_048_576;
 /**
  * The master's side of mirroring (SPEC §9): a mirror that follows gets a `sync` of what this
  * broker holds and of the recent ids it settled, then a `feed` of every settlement and every
- * message this broker makes (dead letters), once per tick. Only while this broker is master.
+ * message this broker accepts or makes (dead letters), once per tick: a client that has not
+ * reconnected to the mirror yet cannot leave it behind. Only while this broker is master.
  */
 export class PeerFeed implements ReplicationObserver {
   readonly #router: Router;

@@ -14,6 +14,7 @@ const forbidden = () => new WhiskerError('E_FORBIDDEN', 'Not allowed');
 /** what a master's mirrors learn from it (docs/protocol.md#peers) */
 export interface ReplicationObserver {
   settled(events: readonly StoreEvent[]): void;
+  /** a message this master now holds: accepted from a client, or a dead letter it made */
   made(message: StoredMessage): void;
 }
 
@@ -127,6 +128,8 @@ export class Router {
       this.#dedupe.add(message.messageId);
       this.#queue(message.queue).accept(message);
       for (const settle of this.#settledWhileStoring.get(message.messageId) ?? []) settle();
+      // a mirror may not hear it from the client (not reconnected yet): it hears it from us
+      if (this.#isMaster) this.#observer?.made(message);
     }
     if (finished.length > 0) this.#store.record(finished);
   }
