@@ -116,7 +116,7 @@ export interface PeerSettlement {
 }
 /** what a master holds, in chunks: messages not yet settled, and recent ids it has settled */
 export type SyncFrame = { type: 'sync'; messages: PeerMessage[]; removed: string[]; done: boolean };
-/** a master's settlements since the last feed, and the messages it made (dead letters) */
+/** a master's settlements since the last feed, and the messages it accepted or made (dead letters) */
 export type FeedFrame = { type: 'feed'; settled: PeerSettlement[]; removed: string[]; messages: PeerMessage[] };
 
 export type BrokerFrame =
