@@ -477,6 +477,7 @@ async function flowRun(system, target, servers, dir, children) {
   const producer = new Child(script, 'bench-producer', config);
   children.push(producer);
   await producer.next('ready');
+  if (system === whisker) await brokerPauseMs(servers); // starts the broker's pause interval
   const cpu0 = servers.all.map((p) => cpuMsOf(p.pid));
   const system0 = systemCpu();
   const sent = await producer.next('done');
@@ -488,8 +489,15 @@ async function flowRun(system, target, servers, dir, children) {
   if (system0 && system1) sent.system = { busyMs: system1.busyMs - system0.busyMs, stealMs: system1.stealMs - system0.stealMs };
   const serversCpuMs = cpu0.every((x) => x !== null) && cpu1.every((x) => x !== null) ? cpu1.map((x, i) => x - cpu0[i]) : null;
   const run = summariseRun(target, sent, received, serversCpuMs);
+  if (system === whisker) run.brokerPauseMs = await brokerPauseMs(servers);
   run.problems.push(...(await system.check(target, servers)).problems);
   return run;
+}
+
+/** the master broker's longest event-loop pause since the previous scrape, in ms */
+async function brokerPauseMs(servers) {
+  const metrics = await httpGet(servers.managementPort, '/metrics');
+  return 1000 * Number(/^whisker_event_loop_delay_max_seconds\s+(\S+)/m.exec(metrics)?.[1] ?? NaN);
 }
 
 /** `count` messages sent to a channel nobody subscribes to: how long, and the broker's memory after */
@@ -687,6 +695,7 @@ function aggregate(target, runs) {
     };
     agg.deliveriesPerFrame = median(ok.map((r) => median(r.deliveriesPerFrame)));
     agg.brokerRssMB = median(ok.map((r) => r.rssMB.broker ?? 0));
+    if (ok.every((r) => Number.isFinite(r.brokerPauseMs))) agg.brokerPauseMs = stat(ok.map((r) => r.brokerPauseMs));
   } else {
     agg.cpu = { brokerPct: median(ok.map((r) => r.cpu?.brokerPct ?? 0)) };
   }
@@ -799,11 +808,12 @@ function printResults(rows) {
   console.log('\nratios are Whisker / other: for msg/s higher is better for Whisker, for ms (p99) and MB lower is');
   console.log('\nWhisker, more detail (medians):');
   printTable(
-    ['scenario', 'CPU broker(s)/prod/recv/other', 'deliveries per frame', 'broker RSS MB', 'notes'],
+    ['scenario', 'CPU broker(s)/prod/recv/other', 'deliveries per frame', 'broker RSS MB', 'broker longest pause ms', 'notes'],
     rows.map(({ scenario: s, whisker: w }) => {
-      if (!w || w.failed) return [s.key, '-', '-', '-', w?.failed ?? ''];
-      if (s.kind) return [s.key, `${pct(w.cpu.brokerPct)} broker`, '-', `${mb(w.value.median)} (peak ${mb(w.hwm.median)}; before ${mb(w.rssBefore.median)})`, `${int(w.rate.median)} ${s.kind === 'idle' ? 'connections' : 'msg'}/s while ${s.kind === 'idle' ? 'connecting' : 'sending'}`];
-      return [s.key, `${pct(w.cpu.brokerPct)} / ${pct(w.cpu.producerPct)} / ${pct(w.cpu.receiversPct)} / ${pct(w.cpu.otherPct)}`, String(w.deliveriesPerFrame), mb(w.brokerRssMB), w.notes.join('; ')];
+      if (!w || w.failed) return [s.key, '-', '-', '-', '-', w?.failed ?? ''];
+      if (s.kind) return [s.key, `${pct(w.cpu.brokerPct)} broker`, '-', `${mb(w.value.median)} (peak ${mb(w.hwm.median)}; before ${mb(w.rssBefore.median)})`, '-', `${int(w.rate.median)} ${s.kind === 'idle' ? 'connections' : 'msg'}/s while ${s.kind === 'idle' ? 'connecting' : 'sending'}`];
+      const pause = w.brokerPauseMs ? `${ms(w.brokerPauseMs.median)} (${spread([w.brokerPauseMs.min, w.brokerPauseMs.max], ms)})` : '-';
+      return [s.key, `${pct(w.cpu.brokerPct)} / ${pct(w.cpu.producerPct)} / ${pct(w.cpu.receiversPct)} / ${pct(w.cpu.otherPct)}`, String(w.deliveriesPerFrame), mb(w.brokerRssMB), pause, w.notes.join('; ')];
     }),
   );
   for (const { scenario: s, whisker: w } of rows.filter((r) => r.whisker?.includingWarmup)) {

@@ -67,8 +67,21 @@ describe('metrics', () => {
     }
     // /statistics is the same text (uptime may tick between the two scrapes)
     const stats = await (await get(b, '/statistics')).text();
-    const stable = (t: string) => t.split('\n').filter((l) => !l.startsWith('whisker_uptime_seconds ')).join('\n');
+    const stable = (t: string) => t.split('\n').filter((l) => !/^whisker_(uptime_seconds|event_loop_delay_\w+) /.test(l)).join('\n');
     expect(stable(stats)).toBe(stable(text));
+  });
+
+  test('the longest event-loop pause since the previous scrape', async () => {
+    const b = await broker({ management: { port: 0 } });
+    await get(b, '/metrics'); // starts a fresh interval
+    const blockedUntil = performance.now() + 150;
+    while (performance.now() < blockedUntil); // the broker runs in this process: a 150 ms pause
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const paused = await (await get(b, '/metrics')).text();
+    expect(sample(paused, 'whisker_event_loop_delay_max_seconds')).toBeGreaterThanOrEqual(0.14);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const quiet = await (await get(b, '/metrics')).text();
+    expect(sample(quiet, 'whisker_event_loop_delay_max_seconds')).toBeLessThan(0.14);
   });
 
   test('each broker has its own registry; a slave reports role 0', async () => {

@@ -246,6 +246,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       stopped ??= (async () => {
         try {
           await management?.close();
+          metrics?.close();
           await watcher?.close();
           await ctx.peers.close();
           await server.close();

@@ -48,6 +48,8 @@ const APPEND_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.
 export class BrokerMetrics {
   readonly registry = new Registry();
   readonly #appendSeconds: Histogram;
+  /** one 10 ms timer: how late it fires is how long the event loop was held up */
+  readonly #loopTimer: NodeJS.Timeout;
   #source: MetricsSource | null = null;
 
   constructor() {
@@ -94,6 +96,24 @@ export class BrokerMetrics {
         this.inc(read()?.reloadFailures ?? 0);
       },
     });
+    // perf_hooks' monitorEventLoopDelay loses the first interval after each reset(), so a pause
+    // that starts just after a scrape would not show: a plain timer does not
+    const LOOP_TICK_MS = 10;
+    let lastTick = performance.now();
+    let longestMs = 0;
+    this.#loopTimer = setInterval(() => {
+      const now = performance.now();
+      longestMs = Math.max(longestMs, now - lastTick - LOOP_TICK_MS);
+      lastTick = now;
+    }, LOOP_TICK_MS).unref();
+    new Gauge({
+      name: 'whisker_event_loop_delay_max_seconds', help: 'Longest event-loop pause since the previous scrape (GC, a long task), to 10 ms', registers,
+      collect() {
+        // a pause still under way when the scrape runs counts too
+        this.set(Math.max(longestMs, performance.now() - lastTick - LOOP_TICK_MS, 0) / 1000);
+        longestMs = 0;
+      },
+    });
     this.#appendSeconds = new Histogram({
       name: 'whisker_store_append_seconds', help: 'Time from a store append to the messages being durable, per batch', buckets: APPEND_BUCKETS, registers,
     });
@@ -102,6 +122,11 @@ export class BrokerMetrics {
   /** the broker to read from; set once it exists (the store is wrapped before) */
   bind(source: MetricsSource): void {
     this.#source = source;
+  }
+
+  /** stops sampling the event loop: the broker stopped */
+  close(): void {
+    clearInterval(this.#loopTimer);
   }
 
   get contentType(): string {
