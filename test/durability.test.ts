@@ -195,7 +195,7 @@ describe('durability (real broker processes)', () => {
     await Promise.all([consumer.disconnect(), producer.disconnect()]);
   });
 
-  test('dedupe across a restart: a second copy of an acked id is answered accepted and not queued again', async () => {
+  test('dedupe across a reconnect and a restart: a second copy of an acked id is answered accepted and not queued again', async () => {
     const s = await setup();
     let broker = await startBroker(s);
     const keys = newKeyPair();
@@ -218,6 +218,9 @@ describe('durability (real broker processes)', () => {
     before.sendJson({ type: 'ack', acks: [{ sub: 1, messageId: 'dd-once', via: '1', ok: true }] });
     // frames of one socket are handled in order: once this send is answered, the ack is on disk
     await publish(before, 'marker', 'other/v1/1');
+    // a client that reconnects sends its unanswered sends again with the same id (SPEC §3)
+    const reconnected = await peer();
+    expect(await publish(reconnected, 'dd-once')).toEqual({ messageId: 'dd-once' });
     await kill(broker);
 
     broker = await startBroker(s);
