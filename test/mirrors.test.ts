@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { type Broker, startBroker } from '../src/broker/broker.js';
+import type { WhiskerError } from '../src/protocol/errors.js';
 import { brokerConfig, connect, freePort, tempDir, until } from './support/harness.js';
 
 /**
@@ -187,9 +188,34 @@ describe('mirror brokers', () => {
     expect(held(a)).toBe(60);
     const back = await restart(b, false, [a.spec]);
     await until(() => held(back) === 60, 5000, `the slave back holds what the master holds (${held(back)})`);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(held(a)).toBe(60); // the 30 acked while b was down are not offered back
     const masterIds = new Set([...a.broker.router.queues.get('jobs/v1')!.messages()].map((m) => m.messageId));
     const slaveIds = new Set([...back.broker.router.queues.get('jobs/v1')!.messages()].map((m) => m.messageId));
     expect(slaveIds).toEqual(masterIds);
+  });
+
+  test('a send only a slave stored (E_NO_MASTER) is offered to the master when it is back, and delivered once', async () => {
+    const mirrors = await cluster(2);
+    const [a, b] = mirrors as [Mirror, Mirror];
+    await linked(mirrors);
+    await a.broker.stop();
+    running.delete(a.broker);
+    const producer = await connect('producer', [a.spec, b.spec], { sendTimeout: 300 });
+    const outcome = await new Promise<{ code?: string; storedBy?: string[] }>((resolve) =>
+      producer.send('jobs/v1/1', { n: 'only-b' }, (err: WhiskerError | null, _: unknown, info?: { storedBy?: string[] }) => resolve({ code: err?.code, storedBy: info?.storedBy })),
+    );
+    expect(outcome).toEqual({ code: 'E_NO_MASTER', storedBy: ['b'] });
+    const back = await startMirror('a', a.port, a.dir, true, [b.spec]);
+    await until(() => held(back) === 1, 5000, 'the master holds what b offered');
+    const consumer = await connect('worker', [back.spec, b.spec], { dedupeWindow: 0 });
+    const got: unknown[] = [];
+    await consumer.consume('jobs/v1/*', (_err, msg, done) => {
+      got.push(msg);
+      done!();
+    }).ready;
+    await until(() => held(back) === 0 && held(b) === 0, 5000, 'both empty after the ack');
+    expect(got).toEqual([{ n: 'only-b' }]);
   });
 
   test('two masters configured at once: the lower serviceId delivers, both report it, each message delivered once', async () => {

@@ -85,6 +85,10 @@ const badFrames: readonly BadFrame[] = [
   { name: 'ack with ok not a boolean', phase: 'after auth', data: json({ type: 'ack', acks: [{ sub: 1, messageId: 'm', via: '1', ok: 'yes' }] }) },
   { name: 'ack with a negative delaySeconds', phase: 'after auth', data: json({ type: 'ack', acks: [{ sub: 1, messageId: 'm', via: '1', ok: false, delaySeconds: -5 }] }) },
   { name: 'addIds with ids not an array', phase: 'after auth', data: json({ type: 'addIds', req: 1, sub: 1, ids: { 0: 'a' } }) },
+  // frames between mirror brokers, from a client: it cannot pose as a peer
+  { name: 'peerState from a client', phase: 'after auth', data: json({ type: 'peerState', serviceId: 'whisker', configuredMaster: true, isMaster: true }) },
+  { name: 'follow from a client', phase: 'after auth', data: json({ type: 'follow' }) },
+  { name: 'offer from a client', phase: 'after auth', data: json({ type: 'offer', messages: [{ messageId: 'm', queue: 'alive/v1', id: '1', data: 1, created: 1, acceptedAt: 1, from: 'x' }] }) },
 ];
 
 describe('a malformed frame gets E_PROTOCOL and closes that connection only', () => {

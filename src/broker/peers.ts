@@ -1,9 +1,12 @@
 import { Connection, type ConnectionOwner } from '../client/connection.js';
 import { type HostTarget, parseHost } from '../client/hosts.js';
 import type { ClientKeys } from '../client/keys.js';
-import type { BrokerFrame, FeedFrame, PeerStateFrame, SyncFrame } from '../protocol/frames.js';
+import type { BrokerFrame, FeedFrame, PeerMessage, PeerStateFrame, SyncFrame } from '../protocol/frames.js';
 import type { Logger } from '../ops/logger.js';
 import type { Router } from './router.js';
+
+/** messages per `offer` frame at most (and under the master's frame limit) */
+const OFFER_CHUNK = 1_000;
 
 /** a peer's role as last heard, over our link to it or its link to us */
 interface PeerView {
@@ -177,6 +180,8 @@ class PeerLink {
   #told = '';
   /** sync and feed frames are applied one after the other: a store append may come between */
   #applying: Promise<void> = Promise.resolve();
+  /** the ids the master's current sync named: what we hold beyond them may be ours alone */
+  #named: Set<string> | null = null;
 
   constructor(target: HostTarget, peers: Peers) {
     this.target = target;
@@ -196,6 +201,7 @@ class PeerLink {
         if (error) peers.options.log.warn('peer refused our link', { peer: target.spec, code: error.code, reason: error.message });
         this.view = null;
         this.#following = false;
+        this.#named = null;
         peers.update();
       },
       onFrame: (_connection, frame) => this.#onFrame(frame),
@@ -256,14 +262,49 @@ class PeerLink {
     this.#applying = this.#applying
       .then(async () => {
         if (frame.type === 'sync') {
+          const named = (this.#named ??= new Set());
+          for (const m of frame.messages) named.add(m.messageId);
+          for (const messageId of frame.removed) named.add(messageId);
           await router.applyPeerMessages(frame.messages);
           router.applyPeerSettled([], frame.removed);
-          if (frame.done) log.info('in step with the master', { master: this.target.serviceId });
+          if (frame.done) {
+            this.#named = null;
+            this.#offer(named);
+            log.info('in step with the master', { master: this.target.serviceId });
+          }
         } else {
           if (frame.messages.length > 0) await router.applyPeerMessages(frame.messages);
           router.applyPeerSettled(frame.settled, frame.removed);
         }
       })
       .catch((error: unknown) => log.error('could not apply what the master sent', { master: this.target.serviceId, error: (error as Error).message }));
+  }
+
+  /** hands the master what only this broker stored, in frames its limit takes (docs/protocol.md#peers) */
+  #offer(named: ReadonlySet<string>): void {
+    const { router, log } = this.#peers.options;
+    const { messages, older } = router.heldOnlyHere(named);
+    if (older > 0) log.warn('holding messages the master did not name, older than the dedupe window: kept here, delivered if this broker is promoted', { master: this.target.serviceId, messages: older });
+    if (messages.length === 0) return;
+    const maxBytes = this.#connection.maxPayloadBytes * 0.9;
+    let chunk: PeerMessage[] = [];
+    let bytes = 0;
+    let skipped = 0;
+    for (const message of messages) {
+      const size = Buffer.byteLength(JSON.stringify(message));
+      if (size > maxBytes) {
+        skipped++;
+        continue;
+      }
+      if (bytes + size > maxBytes || chunk.length >= OFFER_CHUNK) {
+        this.#connection.send({ type: 'offer', messages: chunk });
+        chunk = [];
+        bytes = 0;
+      }
+      chunk.push(message);
+      bytes += size;
+    }
+    if (chunk.length > 0) this.#connection.send({ type: 'offer', messages: chunk });
+    log.info('offered the master what only this broker stored', { master: this.target.serviceId, messages: messages.length - skipped, tooLargeForThePeerLink: skipped });
   }
 }

@@ -149,6 +149,26 @@ export class Router {
     else this.#settledWhileStoring.set(messageId, [settle]);
   }
 
+  /**
+   * Messages held here that the master's sync did not name, accepted within the dedupe window
+   * (less a margin for the two clocks): the master would remember settling any of those, so it
+   * never had them (a send answered E_NO_MASTER, SPEC §3). Older ones it may have settled and
+   * forgotten: they stay here, counted in `older`.
+   */
+  heldOnlyHere(named: ReadonlySet<string>): { messages: PeerMessage[]; older: number } {
+    const acceptedSince = this.#now() - this.#dedupe.windowMs + CLOCK_MARGIN_MS;
+    const messages: PeerMessage[] = [];
+    let older = 0;
+    for (const queue of this.#queues.values()) {
+      for (const m of queue.heldMessages()) {
+        if (named.has(m.messageId)) continue;
+        if (m.acceptedAt >= acceptedSince) messages.push(toPeerMessage(m));
+        else older++;
+      }
+    }
+    return { messages, older };
+  }
+
   #holding(messageId: string): Queue | undefined {
     for (const queue of this.#queues.values()) if (queue.has(messageId)) return queue;
     return undefined;
@@ -373,6 +393,9 @@ export class Router {
     );
   }
 }
+
+/** how far two mirrors' clocks may disagree on when a message was accepted */
+const CLOCK_MARGIN_MS = 10_000;
 
 /** JSON.parse takes any depth, JSON.stringify does not: a deep value would crash delivery */
 const MAX_DEPTH = 256;

@@ -239,6 +239,7 @@ export class Session {
         return;
       case 'peerState':
       case 'follow':
+      case 'offer':
         this.fail(protocolError(`${frame.type} is a frame between brokers`));
         return;
       default: {
@@ -260,8 +261,15 @@ export class Session {
       case 'follow':
         this.ctx.feed.follow(this);
         return;
+      case 'offer':
+        // what only a follower stored (a send answered E_NO_MASTER) becomes the master's too
+        if (!this.ctx.router.isMaster) return;
+        this.ctx.router.applyPeerMessages(frame.messages).catch((error: unknown) =>
+          this.ctx.log.error('could not store what a mirror offered', { peer: this.label, messages: frame.messages.length, error: (error as Error).message }),
+        );
+        return;
       default:
-        this.fail(protocolError(`a peer link carries peerState and follow, not ${frame.type}`));
+        this.fail(protocolError(`a peer link carries peerState, follow and offer, not ${frame.type}`));
     }
   }
 

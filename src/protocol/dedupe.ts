@@ -12,6 +12,10 @@ export class DedupeWindow {
     this.#now = now;
   }
 
+  get windowMs(): number {
+    return this.#windowMs;
+  }
+
   set windowMs(value: number) {
     this.#windowMs = value;
   }

@@ -49,6 +49,8 @@ export type AckFrame = { type: 'ack'; acks: Ack[] };
 export type PeerStateFrame = { type: 'peerState'; serviceId: string; configuredMaster: boolean; isMaster: boolean };
 /** asks a master for its state (a `sync`) and then its stream of settlements (`feed`) */
 export type FollowFrame = { type: 'follow' };
+/** a follower hands its master the recent messages that the master's sync did not name */
+export type OfferFrame = { type: 'offer'; messages: PeerMessage[] };
 
 export type ClientFrame =
   | AuthFrame
@@ -59,7 +61,8 @@ export type ClientFrame =
   | UnsubscribeFrame
   | AckFrame
   | PeerStateFrame
-  | FollowFrame;
+  | FollowFrame
+  | OfferFrame;
 
 // broker -> client
 export interface Delivery {
@@ -274,6 +277,8 @@ export function decodeClientFrame(text: string): ClientFrame {
       return peerState(frame);
     case 'follow':
       return { type };
+    case 'offer':
+      return { type, messages: peerMessages(frame) };
     default:
       throw protocolError(describeType(type));
   }
