@@ -7,7 +7,7 @@ import { connect, tempDir, until } from './support/harness.js';
 
 /**
  * The failover of SPEC §9 with real broker processes (issue 6): a producer sends at a steady
- * pace while consumers ack; the master is killed with SIGKILL, the slave is promoted by a change
+ * pace while consumers ack; the master is killed with SIGKILL, a slave is promoted by a change
  * of its config file, the old master comes back as a slave; five times in one run.
  */
 const CYCLES = 5;
@@ -26,11 +26,11 @@ interface Node {
   process: BrokerProcess | null;
 }
 
-function configure(node: Node, other: Node, isMaster: boolean): string {
+function configure(node: Node, all: readonly Node[], isMaster: boolean): string {
   return writeConfig(node.dir, {
     serviceId: node.serviceId,
     isMaster,
-    peers: [other.spec],
+    peers: all.filter((other) => other !== node).map((other) => other.spec),
     socketServer: { host: '127.0.0.1', port: node.port },
     maxItemsInQueue: 1_000_000,
     requeueInterval: 30,
@@ -57,14 +57,15 @@ async function held(node: Node): Promise<number> {
 }
 
 describe('failover (real broker processes)', () => {
-  test(`SIGKILL the master, promote the slave by config, restart the old one as a slave: ${CYCLES} times, nothing lost`, async () => {
-    const [portA, portB] = await Promise.all([freePort(), freePort()]);
-    const a: Node = { serviceId: 'a', port: portA, dir: tempDir('whisker-failover-a-'), spec: `127.0.0.1:${portA}@a`, process: null };
-    const b: Node = { serviceId: 'b', port: portB, dir: tempDir('whisker-failover-b-'), spec: `127.0.0.1:${portB}@b`, process: null };
-    a.process = await startProcess(configure(a, b, true));
-    b.process = await startProcess(configure(b, a, false));
-    await b.process.waitFor(/in step with the master/);
-    const hosts = [a.spec, b.spec];
+  test(`three brokers: SIGKILL the master, promote a slave by config, restart the old one as a slave: ${CYCLES} times, nothing lost`, async () => {
+    const nodes: Node[] = [];
+    for (const serviceId of ['a', 'b', 'c']) {
+      const port = await freePort();
+      nodes.push({ serviceId, port, dir: tempDir(`whisker-failover-${serviceId}-`), spec: `127.0.0.1:${port}@${serviceId}`, process: null });
+    }
+    for (const [i, node] of nodes.entries()) node.process = await startProcess(configure(node, nodes, i === 0));
+    await Promise.all(nodes.slice(1).map((node) => node.process!.waitFor(/in step with the master/)));
+    const hosts = nodes.map((node) => node.spec);
 
     // dedupeWindow 0: the client's guard against two masters would hide redeliveries from us
     const deliveries = new Map<number, number>();
@@ -99,8 +100,10 @@ describe('failover (real broker processes)', () => {
       );
 
     const promotionToDeliveryMs: number[] = [];
-    let [master, slave] = [a, b];
+    // the master rotates a -> b -> c -> a...: each time the other slave follows the new master
     for (let cycle = 0; cycle < CYCLES; cycle++) {
+      const master = nodes[cycle % nodes.length]!;
+      const next = nodes[(cycle + 1) % nodes.length]!;
       const end = sent + PER_CYCLE;
       const pacer = setInterval(() => {
         for (let i = 0; i < PER_TICK && sent < end; i++) sends.push(send(sent++));
@@ -109,22 +112,21 @@ describe('failover (real broker processes)', () => {
 
       master.process!.child.kill('SIGKILL');
       await master.process!.exited;
-      const from = slave.process!.output().length;
+      const from = next.process!.output().length;
       const promotedAt = performance.now();
-      configure(slave, master, true); // the file watch reloads it
-      await slave.process!.waitFor(/delivering: this broker acts as master/, from);
+      configure(next, nodes, true); // the file watch reloads it
+      await next.process!.waitFor(/delivering: this broker acts as master/, from);
       await until(() => lastDeliveryAt > promotedAt, 10_000, `cycle ${cycle}: a delivery from the promoted broker`);
       promotionToDeliveryMs.push(lastDeliveryAt - promotedAt);
 
       // the old master comes back as a slave, in step, and every client talks to it again
       const clients = [producer, ...consumers];
       const back = clients.map((client) => reconnectedTo(client, master.serviceId));
-      master.process = await startProcess(configure(master, slave, false));
+      master.process = await startProcess(configure(master, nodes, false));
       await master.process.waitFor(/in step with the master/);
       await Promise.all(back);
       await until(() => sent >= end, 30_000, `cycle ${cycle}: all of its messages sent`);
       clearInterval(pacer);
-      [master, slave] = [slave, master];
     }
 
     await Promise.all(sends);
@@ -141,8 +143,8 @@ describe('failover (real broker processes)', () => {
     expect(failed).toEqual([]);
     expect(lost).toBe(0);
     expect(duplicated).toBeLessThanOrEqual(CYCLES * IN_FLIGHT_WINDOW);
-    // both brokers let go of every acked message
-    for (const node of [a, b]) {
+    // every broker lets go of every acked message
+    for (const node of nodes) {
       let count = -1;
       for (let i = 0; i < 50 && count !== 0; i++) {
         count = await held(node);
