@@ -138,7 +138,8 @@ describe('failover (real broker processes)', () => {
     console.log(
       `failover x${CYCLES}: ${sent} sent, ${succeeded.size} succeeded, ${storedBySlave.size} E_NO_MASTER but stored by a slave, ` +
         `${failed.length} failed, lost ${lost}, ${duplicated} delivered twice (in-flight window ${IN_FLIGHT_WINDOW} per kill), ` +
-        `promotion to first delivery ${promotionToDeliveryMs.map((ms) => ms.toFixed(0)).join(' / ')} ms`,
+        `promotion to first delivery ${promotionToDeliveryMs.map((ms) => ms.toFixed(0)).join(' / ')} ms, ` +
+        `offers (by each broker's last process) ${nodes.map((node) => (node.process!.output().match(/offered the master/g) ?? []).length).join(' / ')}`,
     );
     expect(failed).toEqual([]);
     expect(lost).toBe(0);

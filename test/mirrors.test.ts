@@ -218,6 +218,26 @@ describe('mirror brokers', () => {
     expect(got).toEqual([{ n: 'only-b' }]);
   });
 
+  test('a send that reached only the slave while both ran (its client cut off from the master) is offered to the master', async () => {
+    const mirrors = await cluster(2);
+    const [a, b] = mirrors as [Mirror, Mirror];
+    await linked(mirrors);
+    await until(() => b.broker.peers.status()[0]?.following === true, 5000, 'b follows a');
+    const consumer = await connect('worker', [a.spec, b.spec], { dedupeWindow: 0 });
+    const got: unknown[] = [];
+    await consumer.consume('jobs/v1/*', (_err, msg, done) => {
+      got.push(msg);
+      done!();
+    }).ready;
+    // this client reaches the slave only: its send is stored there, and no master answers it
+    const producer = await connect('producer', [b.spec], { sendTimeout: 500 });
+    const outcome = await new Promise<string | undefined>((resolve) => producer.send('jobs/v1/1', { n: 'via-b' }, (err) => resolve(err?.code)));
+    expect(outcome).toBe('E_NO_MASTER');
+    await until(() => got.length === 1, 6000, 'delivered by the master once b offered it');
+    expect(got).toEqual([{ n: 'via-b' }]);
+    await until(() => held(a) === 0 && held(b) === 0, 5000, 'both empty after the ack');
+  });
+
   test('two masters configured at once: the lower serviceId delivers, both report it, each message delivered once', async () => {
     const mirrors = await cluster(2, ['a', 'b']);
     const [a, b] = mirrors as [Mirror, Mirror];

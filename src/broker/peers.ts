@@ -7,6 +7,8 @@ import type { Router } from './router.js';
 
 /** messages per `offer` frame at most (and under the master's frame limit) */
 const OFFER_CHUNK = 1_000;
+/** a client message the master's feed has not named after this long never reached the master */
+const UNCONFIRMED_AFTER_MS = 2_000;
 
 /** a peer's role as last heard, over our link to it or its link to us */
 interface PeerView {
@@ -182,6 +184,8 @@ class PeerLink {
   #applying: Promise<void> = Promise.resolve();
   /** the ids the master's current sync named: what we hold beyond them may be ours alone */
   #named: Set<string> | null = null;
+  /** while in step with the master: offers what only we got from clients, once a second */
+  #offerTimer: NodeJS.Timeout | null = null;
 
   constructor(target: HostTarget, peers: Peers) {
     this.target = target;
@@ -200,8 +204,7 @@ class PeerLink {
       onDown: (_connection, error) => {
         if (error) peers.options.log.warn('peer refused our link', { peer: target.spec, code: error.code, reason: error.message });
         this.view = null;
-        this.#following = false;
-        this.#named = null;
+        this.#stopFollowing();
         peers.update();
       },
       onFrame: (_connection, frame) => this.#onFrame(frame),
@@ -214,6 +217,7 @@ class PeerLink {
   }
 
   close(): Promise<void> {
+    this.#stopFollowing();
     return this.#connection.close();
   }
 
@@ -236,7 +240,7 @@ class PeerLink {
       this.#following = true;
       this.#connection.send({ type: 'follow' });
     } else if (!shouldFollow) {
-      this.#following = false;
+      this.#stopFollowing();
     }
   }
 
@@ -244,7 +248,7 @@ class PeerLink {
     switch (frame.type) {
       case 'peerState':
         this.view = { configuredMaster: frame.configuredMaster, isMaster: frame.isMaster };
-        if (!frame.isMaster) this.#following = false;
+        if (!frame.isMaster) this.#stopFollowing();
         this.#peers.update();
         return;
       case 'sync':
@@ -267,9 +271,10 @@ class PeerLink {
           for (const messageId of frame.removed) named.add(messageId);
           await router.applyPeerMessages(frame.messages);
           router.applyPeerSettled([], frame.removed);
-          if (frame.done) {
+          if (frame.done && this.#following) {
             this.#named = null;
-            this.#offer(named);
+            this.#offerHeldOnlyHere(named);
+            this.#inStep();
             log.info('in step with the master', { master: this.target.serviceId });
           }
         } else {
@@ -280,12 +285,36 @@ class PeerLink {
       .catch((error: unknown) => log.error('could not apply what the master sent', { master: this.target.serviceId, error: (error as Error).message }));
   }
 
-  /** hands the master what only this broker stored, in frames its limit takes (docs/protocol.md#peers) */
-  #offer(named: ReadonlySet<string>): void {
+  #stopFollowing(): void {
+    this.#following = false;
+    this.#named = null;
+    if (!this.#offerTimer) return; // not in step with this peer: another link may be
+    clearInterval(this.#offerTimer);
+    this.#offerTimer = null;
+    this.#peers.options.router.unconfirmed.stop();
+  }
+
+  /** synced: from now on the master's feed names every message it gets */
+  #inStep(): void {
+    const { router } = this.#peers.options;
+    router.unconfirmed.start();
+    this.#offerTimer ??= setInterval(() => {
+      const messages = router.takeUnconfirmed(UNCONFIRMED_AFTER_MS);
+      if (messages.length > 0) this.#offer(messages, 'only this broker got from clients');
+    }, 1_000).unref();
+  }
+
+  /** after a sync: what we hold that the master did not name and would remember (docs/protocol.md#peers) */
+  #offerHeldOnlyHere(named: ReadonlySet<string>): void {
     const { router, log } = this.#peers.options;
     const { messages, older } = router.heldOnlyHere(named);
     if (older > 0) log.warn('holding messages the master did not name, older than the dedupe window: kept here, delivered if this broker is promoted', { master: this.target.serviceId, messages: older });
-    if (messages.length === 0) return;
+    if (messages.length > 0) this.#offer(messages, 'only this broker stored');
+  }
+
+  /** hands the master messages, in frames its limit takes */
+  #offer(messages: readonly PeerMessage[], what: string): void {
+    const { log } = this.#peers.options;
     const maxBytes = this.#connection.maxPayloadBytes * 0.9;
     let chunk: PeerMessage[] = [];
     let bytes = 0;
@@ -305,6 +334,6 @@ class PeerLink {
       bytes += size;
     }
     if (chunk.length > 0) this.#connection.send({ type: 'offer', messages: chunk });
-    log.info('offered the master what only this broker stored', { master: this.target.serviceId, messages: messages.length - skipped, tooLargeForThePeerLink: skipped });
+    log.info(`offered the master what ${what}`, { master: this.target.serviceId, messages: messages.length - skipped, tooLargeForThePeerLink: skipped });
   }
 }

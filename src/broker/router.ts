@@ -4,6 +4,7 @@ import { type ErrorPayload, WhiskerError } from '../protocol/errors.js';
 import type { PeerMessage, PeerSettlement, PublishedMessage, PublishResult, RefusedId } from '../protocol/frames.js';
 import type { Logger } from '../ops/logger.js';
 import { DedupeWindow } from '../protocol/dedupe.js';
+import { Unconfirmed } from './unconfirmed.js';
 import type { Policy } from './policy.js';
 import { Queue } from './queue.js';
 import type { MessageStore, StoreEvent, StoredMessage } from './store/store.js';
@@ -36,6 +37,8 @@ export class Router {
   readonly #dedupe: DedupeWindow;
   /** appends under way, so a second copy of an id is answered only once the first is stored */
   readonly #storing = new Map<string, Promise<void>>();
+  /** on a slave in step with its master: client messages the master has not named yet */
+  readonly unconfirmed = new Unconfirmed();
   /** on a slave, acks and settlements that overtook their message while it was being stored */
   readonly #settledWhileStoring = new Map<string, Array<() => void>>();
   readonly #reservations = new Map<string, Subscription>();
@@ -85,6 +88,7 @@ export class Router {
   async applyPeerMessages(messages: readonly PeerMessage[]): Promise<void> {
     const fresh: StoredMessage[] = [];
     for (const m of messages) {
+      this.unconfirmed.confirm(m.messageId);
       if (this.#dedupe.has(m.messageId) || this.#storing.has(m.messageId) || this.#holding(m.messageId)) continue;
       fresh.push({ seq: ++this.#seq, messageId: m.messageId, queue: m.queue, id: m.id, data: m.data, created: m.created, acceptedAt: m.acceptedAt, from: m.from });
     }
@@ -93,7 +97,7 @@ export class Router {
     for (const message of fresh) this.#storing.set(message.messageId, stored);
     try {
       await stored;
-      this.#admit(fresh);
+      this.#admit(fresh, false);
     } finally {
       this.#doneStoring(fresh);
     }
@@ -102,11 +106,13 @@ export class Router {
   /** the master's settlements: the same records are settled here */
   applyPeerSettled(settled: readonly PeerSettlement[], removed: readonly string[]): void {
     for (const { messageId, group } of settled) {
+      this.unconfirmed.confirm(messageId);
       const queue = this.#holding(messageId);
       if (queue) queue.settleFromPeer(messageId, group);
       else this.#whenStored(messageId, () => this.#holding(messageId)?.settleFromPeer(messageId, group));
     }
     for (const messageId of removed) {
+      this.unconfirmed.confirm(messageId);
       const queue = this.#holding(messageId);
       if (queue) queue.forgetFromPeer(messageId);
       // a copy still on its way from the client, or being stored, is then not queued (SPEC §7)
@@ -118,7 +124,7 @@ export class Router {
    * Stored: queued, unless the master finished with it while it was being written (it is then
    * in the dedupe window already: only applyPeerSettled puts an id there during its append).
    */
-  #admit(messages: readonly StoredMessage[]): void {
+  #admit(messages: readonly StoredMessage[], fromClient: boolean): void {
     const finished: StoreEvent[] = [];
     for (const message of messages) {
       if (this.#dedupe.has(message.messageId)) {
@@ -130,6 +136,7 @@ export class Router {
       for (const settle of this.#settledWhileStoring.get(message.messageId) ?? []) settle();
       // a mirror may not hear it from the client (not reconnected yet): it hears it from us
       if (this.#isMaster) this.#observer?.made(message);
+      else if (fromClient) this.unconfirmed.stored(message.messageId, message.acceptedAt);
     }
     if (finished.length > 0) this.#store.record(finished);
   }
@@ -167,6 +174,19 @@ export class Router {
       }
     }
     return { messages, older };
+  }
+
+  /** client messages the master has not named within `ageMs`: it never got them (we offer them) */
+  takeUnconfirmed(ageMs: number): PeerMessage[] {
+    const ids = this.unconfirmed.takeStoredBefore(this.#now() - ageMs);
+    return ids.size === 0 ? [] : this.heldAmong(ids);
+  }
+
+  /** the messages held here among `ids`, as a mirror takes them */
+  heldAmong(ids: ReadonlySet<string>): PeerMessage[] {
+    const messages: PeerMessage[] = [];
+    for (const queue of this.#queues.values()) for (const m of queue.heldMessages()) if (ids.has(m.messageId)) messages.push(toPeerMessage(m));
+    return messages;
   }
 
   #holding(messageId: string): Queue | undefined {
@@ -252,7 +272,7 @@ export class Router {
       for (const { message } of accepted) this.#storing.set(message.messageId, stored);
       try {
         await stored;
-        this.#admit(accepted.map((c) => c.message));
+        this.#admit(accepted.map((c) => c.message), true);
       } catch (error) {
         this.#log.error('store append failed', { error: (error as Error).message, messages: accepted.length });
         const payload = new WhiskerError('E_STORE', 'Message could not be stored').toJSON();
