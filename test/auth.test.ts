@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { dirname, join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { WhiskerError } from '../src/protocol/errors.js';
-import { loadOrCreateKeys } from '../src/client/keys.js';
+import { loadOrCreateKeys } from '../src/link/keys.js';
 import { broker, clientConfig, connect, Inbox, tempDir, type TestBroker, unconnected } from './support/harness.js';
 import { type KeyPair, newKeyPair, RawPeer, signToken, type TokenClaims, unsignedToken } from './support/raw-peer.js';
 

@@ -11,7 +11,7 @@ import { createLogger, type Logger } from '../ops/logger.js';
 import { BrokerMetrics } from '../ops/metrics.js';
 import { controlHandler, statusLine } from './admin.js';
 import { KeyRegistry } from './auth.js';
-import { loadOrCreateKeys } from '../client/keys.js';
+import { loadOrCreateKeys } from '../link/keys.js';
 import { PeerFeed } from './feed.js';
 import { Peers } from './peers.js';
 import type { BrokerContext } from './context.js';

@@ -1,5 +1,5 @@
-import { Connection, type ConnectionOwner } from '../client/connection.js';
-import type { HostTarget } from '../client/hosts.js';
+import { Connection, type ConnectionOwner } from '../link/connection.js';
+import type { HostTarget } from '../link/hosts.js';
 import type { BrokerFrame, FeedFrame, PeerMessage, PeerStateFrame, SyncFrame } from '../protocol/frames.js';
 import type { PeersOptions, PeerStatus } from './peers.js';
 

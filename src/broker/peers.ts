@@ -1,5 +1,5 @@
-import { type HostTarget, parseHost } from '../client/hosts.js';
-import type { ClientKeys } from '../client/keys.js';
+import { type HostTarget, parseHost } from '../link/hosts.js';
+import type { ClientKeys } from '../link/keys.js';
 import type { PeerStateFrame } from '../protocol/frames.js';
 import type { Logger } from '../ops/logger.js';
 import { PeerLink, type PeerView } from './peer-link.js';

@@ -5,9 +5,9 @@ import { type Channel, parseChannel, parseChannelSet, unescapeId } from '../prot
 import { DedupeWindow } from '../protocol/dedupe.js';
 import { errorFromPayload, WhiskerError } from '../protocol/errors.js';
 import type { BrokerFrame, ClientFrame, Delivery, PublishedMessage, PublishResult, ReplyFrame } from '../protocol/frames.js';
-import { Connection, type ConnectionOwner } from './connection.js';
-import { parseHost } from './hosts.js';
-import { type ClientKeys, loadOrCreateKeys } from './keys.js';
+import { Connection, type ConnectionOwner } from '../link/connection.js';
+import { parseHost } from '../link/hosts.js';
+import { type ClientKeys, loadOrCreateKeys } from '../link/keys.js';
 import {
   ClientSubscription,
   type ConsumeHandler,

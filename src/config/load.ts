@@ -1,4 +1,4 @@
-import { parseHost } from '../client/hosts.js';
+import { parseHost } from '../link/hosts.js';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
