@@ -163,9 +163,10 @@ export class LogStore implements MessageStore {
     const frames = this.#needsHeader ? [encodeRecord({ k: 'h', v: LOG_VERSION, snapshot: false }), ...batch.frames] : batch.frames;
     try {
       const written = await writeFully(segment.file, [Buffer.concat(frames)], segment.bytes);
-      // the stat spots a segment removed under us: writes to it would "succeed" and be lost
-      const [, stat] = await Promise.all([segment.file.datasync(), segment.file.stat()]);
+      await segment.file.datasync();
       this.#stats.fsyncs++;
+      // the stat spots a segment removed under us: writes to it would "succeed" and be lost
+      const stat = await segment.file.stat();
       if (stat.nlink === 0) throw new Error(`segment ${segmentName(segment.number)} was removed from ${this.#dir}`);
       segment.bytes += written;
     } catch (error) {
