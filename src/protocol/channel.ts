@@ -78,6 +78,32 @@ export function parseChannel(value: unknown): Channel {
   return { endpoint, version, id: canonicalIdSegment(id) };
 }
 
+/**
+ * Channel strings parsed lately, with their queue: a sender sends to few channels, and parsing
+ * one (split, two patterns, decodeURIComponent, escaping) cost ~1 µs per message. Bounded:
+ * cleared when full. What it returns is shared: never modify it.
+ */
+export class ChannelCache {
+  readonly #parsed = new Map<string, Channel & { readonly queue: string }>();
+  readonly #maxSize: number;
+
+  constructor(maxSize = 1024) {
+    this.#maxSize = maxSize;
+  }
+
+  /** parseChannel, remembered; a bad channel throws and is not kept */
+  parse(value: unknown): Channel & { readonly queue: string } {
+    let channel = typeof value === 'string' ? this.#parsed.get(value) : undefined;
+    if (!channel) {
+      const parsed = parseChannel(value);
+      channel = Object.freeze({ ...parsed, queue: queueName(parsed) });
+      if (this.#parsed.size >= this.#maxSize) this.#parsed.clear();
+      this.#parsed.set(value as string, channel);
+    }
+    return channel;
+  }
+}
+
 export interface ChannelSet {
   readonly endpoint: string;
   readonly version: string;
