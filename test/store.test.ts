@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { LogStore, type LogStoreOptions } from '../src/broker/store/log.js';
+import { decodeRecord } from '../src/broker/store/log-format.js';
 import { type LogFile, type LogFs, nodeFs } from '../src/broker/store/log-fs.js';
 import { shouldCompact } from '../src/broker/store/log-options.js';
 import type { StoredMessage, StoreEvent } from '../src/broker/store/store.js';
@@ -128,6 +129,38 @@ describe('LogStore: round trip and replay', () => {
     ]);
     // a removed id still counts for the dedupe window
     expect(state.recent.map((r) => r.messageId)).toContain('m-1');
+  });
+
+  test('a state change of a message removed later in the same batch is not written; replay is the same', async () => {
+    const dir = tempStoreDir();
+    const store = open(dir);
+    await store.load();
+    await store.append([message(1), message(2)]);
+    // one batch: m-1 delivered and acked (assign, deliver, settle, remove), m-2 assigned
+    store.record([assign('m-1', 'c|1'), { kind: 'deliver', messageId: 'm-1', group: 'c|1', nbRequeues: 0 }, assign('m-2', 'c|1')]);
+    store.record(ack('m-1', 'c|1'));
+    // and m-1 again after its removal (a mirror's copy): what follows the new `m` is kept
+    const again = store.append([message(1)]);
+    store.record([assign('m-1', 'c|2')]);
+    await again;
+    const kinds = segments(dir).flatMap((path) => {
+      const bytes = readFileSync(path);
+      const found: string[] = [];
+      for (let offset = 0; offset < bytes.length; ) {
+        const decoded = decodeRecord(bytes, offset, bytes.length);
+        if (!decoded.ok) throw new Error(decoded.reason);
+        const r = decoded.record;
+        found.push(r.k === 'h' ? 'h' : r.k === 'm' ? `m:${r.m.messageId}` : `${r.k}:${r.id}`);
+        offset += decoded.bytes;
+      }
+      return found;
+    });
+    expect(kinds).toEqual(['h', 'm:m-1', 'm:m-2', 'a:m-2', 'x:m-1', 'm:m-1', 'a:m-1']);
+    const { state } = await reopen(store, dir);
+    expect(state.messages.map((m) => [m.message.messageId, m.records.map((r) => r.group)])).toEqual([
+      ['m-2', ['c|1']],
+      ['m-1', ['c|2']],
+    ]);
   });
 
   test('ids older than the dedupe window are not given back', async () => {

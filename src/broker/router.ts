@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { parseChannel, queueName, WILDCARD } from '../protocol/channel.js';
+import { ChannelCache, parseChannel, queueName, WILDCARD } from '../protocol/channel.js';
 import { type ErrorPayload, WhiskerError } from '../protocol/errors.js';
 import type { PeerMessage, PeerSettlement, PublishedMessage, PublishResult, RefusedId } from '../protocol/frames.js';
 import type { Logger } from '../ops/logger.js';
@@ -42,6 +42,7 @@ export class Router {
   /** on a slave, acks and settlements that overtook their message while it was being stored */
   readonly #settledWhileStoring = new Map<string, Array<() => void>>();
   readonly #reservations = new Map<string, Subscription>();
+  readonly #channels = new ChannelCache();
   #isMaster: boolean;
   #observer: ReplicationObserver | null = null;
   /** what the queues see of the store: every state change also reaches the mirrors' feed */
@@ -281,18 +282,18 @@ export class Router {
         this.#doneStoring(accepted.map((c) => c.message));
       }
     }
-    await Promise.all(waits);
+    if (waits.length > 0) await Promise.all(waits);
     return results;
   }
 
   #check(clientName: string, m: PublishedMessage, now: number): StoredMessage {
     if (this.#stopping) throw new WhiskerError('E_STOPPING', 'Broker is stopping');
     if (!this.#store.isHealthy()) throw new WhiskerError('E_STORE', 'Message store unavailable');
-    const channel = parseChannel(m.channel);
+    const channel = this.#channels.parse(m.channel);
     if (m.data === null || m.data === undefined) throw new WhiskerError('E_NO_VALUE', 'Bad format');
     if (tooDeep(m.data, MAX_DEPTH)) throw new WhiskerError('E_TOO_LARGE', `Message nested deeper than ${MAX_DEPTH} levels`);
     if (!this.#policy.rules.canWrite(clientName, channel.endpoint, channel.version, channel.id)) throw forbidden();
-    const queue = queueName(channel);
+    const queue = channel.queue;
     let data: unknown = m.data;
     const format = this.#policy.format(queue);
     if (format) {

@@ -1,13 +1,13 @@
-import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { resolve } from 'node:path';
-import { type Channel, parseChannel, parseChannelSet, unescapeId } from '../protocol/channel.js';
+import { type CachedChannel, type Channel, ChannelCache, parseChannelSet } from '../protocol/channel.js';
 import { DedupeWindow } from '../protocol/dedupe.js';
 import { errorFromPayload, WhiskerError } from '../protocol/errors.js';
 import type { BrokerFrame, ClientFrame, Delivery, PublishedMessage, PublishResult, ReplyFrame } from '../protocol/frames.js';
 import { Connection, type ConnectionOwner } from '../link/connection.js';
 import { parseHost } from '../link/hosts.js';
 import { type ClientKeys, loadOrCreateKeys } from '../link/keys.js';
+import { MessageIds } from './message-ids.js';
 import {
   ClientSubscription,
   type ConsumeHandler,
@@ -65,6 +65,9 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
   #connections: Connection[] = [];
   #keys: ClientKeys | null = null;
   readonly #pending = new Map<string, PendingSend>();
+  /** channels parsed once: a client sends to, and hears from, few of them */
+  readonly #channels = new ChannelCache();
+  readonly #messageIds = new MessageIds();
   readonly #subscriptions = new Map<number, ClientSubscription>();
   #nextSub = 1;
   #sweeper: NodeJS.Timeout | null = null;
@@ -96,14 +99,14 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
     if (!cb) {
       return new Promise((res, rej) => this.send(channel, data, (err, _r, info) => (err ? rej(Object.assign(err, { info })) : res(info))));
     }
-    const messageId = randomBytes(16).toString('hex');
-    let parsed: Channel;
+    const messageId = this.#messageIds.next();
+    let parsed: CachedChannel;
     try {
-      parsed = parseChannel(channel);
+      parsed = this.#channels.parse(channel);
     } catch (error) {
       return cb(error as WhiskerError, null, { messageId, channel: undefined as unknown as Channel });
     }
-    const info: SendInfo = { messageId, channel: { ...parsed, id: unescapeId(parsed.id) } };
+    const info: SendInfo = { messageId, channel: { endpoint: parsed.endpoint, version: parsed.version, id: parsed.rawId } };
     const fail = (code: WhiskerError['code'], message: string) => cb(new WhiskerError(code, message), null, info);
     if (data === null || data === undefined) return fail('E_NO_VALUE', 'Bad format');
     let json: string | undefined;
@@ -378,8 +381,8 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
     this.#processed.add(key);
     let channel: DeliveryInfo['channel'];
     try {
-      const parsed = parseChannel(delivery.channel);
-      channel = { endpoint: parsed.endpoint, version: parsed.version, id: unescapeId(parsed.id) };
+      const parsed = this.#channels.parse(delivery.channel);
+      channel = { endpoint: parsed.endpoint, version: parsed.version, id: parsed.rawId };
     } catch {
       return;
     }

@@ -4,6 +4,8 @@
  */
 export class DedupeWindow {
   readonly #seen = new Map<string, number>();
+  /** no id expires before this: `has` runs per message, and most calls have nothing to prune */
+  #firstExpiry = Infinity;
   #windowMs: number;
   readonly #now: () => number;
 
@@ -31,7 +33,10 @@ export class DedupeWindow {
 
   /** remembers an id seen at `seenAt` (ms epoch); ids must come in seenAt order */
   addAt(messageId: string, seenAt: number): void {
-    if (this.#windowMs > 0 && seenAt + this.#windowMs > this.#now()) this.#seen.set(messageId, seenAt + this.#windowMs);
+    const expiresAt = seenAt + this.#windowMs;
+    if (this.#windowMs <= 0 || expiresAt <= this.#now()) return;
+    this.#seen.set(messageId, expiresAt);
+    if (expiresAt < this.#firstExpiry) this.#firstExpiry = expiresAt;
   }
 
   /** the ids still remembered, oldest first */
@@ -42,13 +47,20 @@ export class DedupeWindow {
 
   delete(messageId: string): void {
     this.#seen.delete(messageId);
+    // the next id in line may expire sooner: the next prune looks again
+    this.#firstExpiry = 0;
   }
 
   #prune(): void {
     const now = this.#now();
+    if (now < this.#firstExpiry) return;
     for (const [id, expiresAt] of this.#seen) {
-      if (expiresAt > now) return;
+      if (expiresAt > now) {
+        this.#firstExpiry = expiresAt;
+        return;
+      }
       this.#seen.delete(id);
     }
+    this.#firstExpiry = Infinity;
   }
 }

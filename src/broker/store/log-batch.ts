@@ -1,4 +1,4 @@
-import type { LogRecord } from './log-format.js';
+import { FrameWriter, type LogRecord } from './log-format.js';
 import type { StoreEvent } from './store.js';
 
 export interface Waiter {
@@ -6,17 +6,51 @@ export interface Waiter {
   reject(error: Error): void;
 }
 
-/** what is waiting for the next commit: frames, their records (same order), appends to answer */
-export class Batch {
-  frames: Buffer[] = [];
-  records: LogRecord[] = [];
-  waiters: Waiter[] = [];
-  bytes = 0;
+/** a batch's frames in one buffer, and each record's frame size (0: left out, see `encode`) */
+export interface EncodedBatch {
+  readonly frames: Buffer;
+  readonly sizes: readonly number[];
+}
 
-  push(record: LogRecord, frame: Buffer): void {
+/** what is waiting for the next commit: records in order, appends to answer */
+export class Batch {
+  records: LogRecord[] = [];
+  /** JSON made when queued (a message: one that cannot be encoded fails its own append only) */
+  json: (string | null)[] = [];
+  waiters: Waiter[] = [];
+
+  push(record: LogRecord, json: string | null = null): void {
     this.records.push(record);
-    this.frames.push(frame);
-    this.bytes += frame.length;
+    this.json.push(json);
+  }
+
+  /**
+   * Every record's frame, written into `writer`'s buffer (valid until its next use). A state
+   * change of a message removed later in the same batch is left out: replay ends at the same
+   * state without it, and an ack (settle, then remove) is written as one record, not two.
+   */
+  encode(writer: FrameWriter, header: LogRecord | null): EncodedBatch {
+    const { records, json } = this;
+    const keep = new Array<boolean>(records.length);
+    // backwards: which records come before a removal of their message (a new `m` starts afresh)
+    const removedLater = new Set<string>();
+    for (let i = records.length - 1; i >= 0; i--) {
+      const record = records[i]!;
+      if (record.k === 'x') {
+        removedLater.add(record.id);
+        keep[i] = true;
+      } else if (record.k === 'm') {
+        removedLater.delete(record.m.messageId);
+        keep[i] = true;
+      } else {
+        keep[i] = record.k === 'h' || record.k === 'd' || !removedLater.has(record.id);
+      }
+    }
+    writer.reset();
+    if (header) writer.add(JSON.stringify(header));
+    const sizes = new Array<number>(records.length);
+    for (let i = 0; i < records.length; i++) sizes[i] = keep[i] ? writer.add(json[i] ?? JSON.stringify(records[i])) : 0;
+    return { frames: writer.bytes(), sizes };
   }
 }
 

@@ -36,6 +36,44 @@ export function encodeRecord(record: LogRecord): Buffer {
   return frame;
 }
 
+/**
+ * Frames many records into one reused buffer, for a commit: one write, no buffer per record.
+ * What `bytes()` returns is valid until the next `reset()` (the store commits one at a time).
+ */
+export class FrameWriter {
+  #buffer = Buffer.allocUnsafe(64 * 1024);
+  #used = 0;
+
+  reset(): void {
+    // a huge batch once does not keep its buffer for ever
+    if (this.#buffer.length > 16 * 1024 * 1024) this.#buffer = Buffer.allocUnsafe(64 * 1024);
+    this.#used = 0;
+  }
+
+  /** frames one record's JSON; returns the frame's size in bytes */
+  add(json: string): number {
+    // utf8 takes at most 3 bytes per UTF-16 unit: room for the worst case, no byteLength pass
+    const room = FRAME_HEADER_BYTES + json.length * 3;
+    if (this.#used + room > this.#buffer.length) this.#grow(this.#used + room);
+    const at = this.#used;
+    const length = this.#buffer.write(json, at + FRAME_HEADER_BYTES);
+    this.#buffer.writeUInt32LE(length, at);
+    this.#buffer.writeUInt32LE(crc32(this.#buffer.subarray(at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + length)), at + 4);
+    this.#used = at + FRAME_HEADER_BYTES + length;
+    return FRAME_HEADER_BYTES + length;
+  }
+
+  bytes(): Buffer {
+    return this.#buffer.subarray(0, this.#used);
+  }
+
+  #grow(needed: number): void {
+    const bigger = Buffer.allocUnsafe(Math.max(needed, this.#buffer.length * 2));
+    this.#buffer.copy(bigger, 0, 0, this.#used);
+    this.#buffer = bigger;
+  }
+}
+
 export type Decoded =
   | { readonly ok: true; readonly record: LogRecord; readonly bytes: number }
   /** not enough bytes for the frame its header announces: read more, or a torn tail at EOF */

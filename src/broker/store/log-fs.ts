@@ -1,3 +1,4 @@
+import { fstatSync } from 'node:fs';
 import { mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 
 /**
@@ -23,7 +24,19 @@ export interface LogFs {
 }
 
 export const nodeFs: LogFs = {
-  open: (path, flags) => open(path, flags, 0o600),
+  open: async (path, flags) => {
+    const handle = await open(path, flags, 0o600);
+    return {
+      writev: (buffers, position) => handle.writev(buffers, position),
+      read: (buffer, offset, length, position) => handle.read(buffer, offset, length, position),
+      datasync: () => handle.datasync(),
+      truncate: (length) => handle.truncate(length),
+      // fstat reads the inode in memory, never the disk: done in place it costs ~1 µs, where a
+      // round trip through the thread pool cost ~10 µs of this thread per commit
+      stat: async () => fstatSync(handle.fd),
+      close: () => handle.close(),
+    };
+  },
   readdir: (path) => readdir(path),
   mkdir: async (path) => {
     await mkdir(path, { recursive: true, mode: 0o700 });

@@ -1,5 +1,5 @@
 import { dirname, join } from 'node:path';
-import { encodeRecord, LOG_VERSION, segmentName } from './log-format.js';
+import { FrameWriter, LOG_VERSION, type LogRecord, segmentName } from './log-format.js';
 import { type LogFile, type LogFs, nodeFs, removeIfPresent, syncDirectory, writeFully } from './log-fs.js';
 import { Batch, toRecord } from './log-batch.js';
 import { type Capture, LiveIndex } from './log-index.js';
@@ -35,6 +35,7 @@ export class LogStore implements MessageStore {
   readonly #index: LiveIndex;
   #state: 'new' | 'open' | 'failed' | 'closed' = 'new';
   #queued = new Batch();
+  readonly #writer = new FrameWriter();
   #active: Segment | null = null;
   #needsHeader = true;
   /** closed segments still on disk: number -> bytes */
@@ -79,14 +80,15 @@ export class LogStore implements MessageStore {
   append(messages: readonly StoredMessage[]): Promise<void> {
     if (this.#state !== 'open') return Promise.reject(new Error(this.#state === 'failed' ? 'store is failing: not written' : `store is ${this.#state === 'new' ? 'not loaded' : 'closed'}`));
     if (messages.length === 0) return Promise.resolve();
-    let frames: Buffer[];
+    const records = messages.map((m): LogRecord => ({ k: 'm', m }));
+    let json: string[];
     try {
-      frames = messages.map((m) => encodeRecord({ k: 'm', m }));
+      json = records.map((record) => JSON.stringify(record));
     } catch (error) {
       return Promise.reject(error as Error);
     }
     return new Promise<void>((resolve, reject) => {
-      messages.forEach((m, i) => this.#queued.push({ k: 'm', m }, frames[i]!));
+      records.forEach((record, i) => this.#queued.push(record, json[i]!));
       this.#queued.waiters.push({ resolve, reject });
       this.#kick();
     });
@@ -94,10 +96,7 @@ export class LogStore implements MessageStore {
 
   record(events: readonly StoreEvent[]): void {
     if (this.#state === 'new' || this.#state === 'closed') return;
-    for (const event of events) {
-      const record = toRecord(event);
-      this.#queued.push(record, encodeRecord(record));
-    }
+    for (const event of events) this.#queued.push(toRecord(event));
     this.#kick();
   }
 
@@ -160,12 +159,13 @@ export class LogStore implements MessageStore {
 
   async #commit(batch: Batch): Promise<boolean> {
     const segment = this.#active!;
-    const frames = this.#needsHeader ? [encodeRecord({ k: 'h', v: LOG_VERSION, snapshot: false }), ...batch.frames] : batch.frames;
+    const { frames, sizes } = batch.encode(this.#writer, this.#needsHeader ? { k: 'h', v: LOG_VERSION, snapshot: false } : null);
     try {
-      const written = await writeFully(segment.file, [Buffer.concat(frames)], segment.bytes);
-      // the stat spots a segment removed under us: writes to it would "succeed" and be lost
-      const [, stat] = await Promise.all([segment.file.datasync(), segment.file.stat()]);
+      const written = await writeFully(segment.file, [frames], segment.bytes);
+      await segment.file.datasync();
       this.#stats.fsyncs++;
+      // the stat spots a segment removed under us: writes to it would "succeed" and be lost
+      const stat = await segment.file.stat();
       if (stat.nlink === 0) throw new Error(`segment ${segmentName(segment.number)} was removed from ${this.#dir}`);
       segment.bytes += written;
     } catch (error) {
@@ -174,8 +174,11 @@ export class LogStore implements MessageStore {
     }
     this.#needsHeader = false;
     this.#stats.commits++;
-    this.#stats.records += batch.records.length;
-    batch.records.forEach((record, i) => this.#index.apply(record, batch.frames[i]!.length));
+    batch.records.forEach((record, i) => {
+      if (sizes[i] === 0) return;
+      this.#stats.records++;
+      this.#index.apply(record, sizes[i]!);
+    });
     for (const waiter of batch.waiters) waiter.resolve();
     return true;
   }
@@ -190,9 +193,7 @@ export class LogStore implements MessageStore {
     const kept = new Batch();
     for (const part of batch ? [batch, this.#queued] : [this.#queued]) {
       for (const waiter of part.waiters) waiter.reject(failed);
-      part.records.forEach((record, i) => {
-        if (record.k !== 'm') kept.push(record, part.frames[i]!);
-      });
+      for (const record of part.records) if (record.k !== 'm') kept.push(record);
     }
     this.#queued = kept;
     this.#scheduleRecovery();
@@ -221,7 +222,8 @@ export class LogStore implements MessageStore {
     if (this.#state !== 'failed') return;
     const pending = this.#queued;
     this.#queued = new Batch();
-    pending.records.forEach((record, i) => this.#index.apply(record, pending.frames[i]!.length));
+    // events only: the messages of a failed batch were refused, not kept
+    for (const record of pending.records) this.#index.apply(record, 0);
     const capture = this.#index.capture();
     try {
       const previous = this.#active;
