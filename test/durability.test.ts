@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -126,7 +126,12 @@ describe('durability (real broker processes)', () => {
     }
     await restart;
     await Promise.all(sends);
-    await until(() => [...sentOk].every((n) => deliveries.has(n)), 30_000, 'every answered send delivered');
+    const missing = () => [...sentOk].filter((n) => !deliveries.has(n));
+    await until(() => missing().length === 0, 30_000, 'every answered send delivered').catch((error: Error) => {
+      // what the broker holds says whether they are lost or stuck (whisker list, metadata only)
+      const held = execFileSync(process.execPath, [join(root, 'bin/whisker'), 'list', '-c', join(s.dir, 'config.json'), '-m', '--json']).toString();
+      throw new Error(`${error.message}: ${missing().length} missing (${missing().slice(0, 10).join(', ')}...), ${deliveries.size} delivered; the broker holds ${held.slice(0, 2000)}`);
+    });
 
     const duplicates = [...deliveries.values()].reduce((sum, count) => sum + count - 1, 0);
     console.log(`kill -9 run: sends unanswered at the kill ${unansweredAtKill}, acked before it ${ackedAtKill}, sent ok ${sentOk.size}, send failed ${failed.length} (${[...new Set(failed)].join(',')}), delivered ${deliveries.size} distinct, duplicates ${duplicates}, acked before the kill and delivered again ${ackedThenRedelivered}`);

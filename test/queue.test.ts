@@ -128,6 +128,21 @@ describe('Queue', () => {
     expect(star.got.map((d) => d.data)).toEqual(['waits']);
   });
 
+  test('a restored message whose assign record was lost in a crash joins the groups restored with it', () => {
+    // accepted while consumer group c|1 existed; the crash came before its assign record
+    const { queue, store } = makeQueue();
+    const earlier = message('1', 'earlier');
+    const orphan = message('1', 'orphan');
+    queue.restore({ message: earlier, records: [{ group: 'c|1', nbRequeues: 0, notBefore: 0 }] });
+    queue.restore({ message: orphan, records: [] });
+    queue.finishRestore();
+    expect(store.events).toEqual([{ kind: 'assign', messageId: orphan.messageId, groups: ['c|1'] }]);
+    queue.setDelivering(true);
+    const c = subscriber('c', 'consume', 10);
+    queue.subscribe(c, '1'); // the group exists already: before the fix nothing adopted the orphan
+    expect(c.got.map((d) => d.data)).toEqual(['earlier', 'orphan']);
+  });
+
   test('past requeueLimit a message is handed to the dead-letter channel', () => {
     const { queue, dead } = makeQueue({ requeueLimit: 2, deadLetter: 'dlq/v1/all' });
     queue.setDelivering(true);

@@ -122,6 +122,23 @@ export class Queue {
     }
   }
 
+  /**
+   * After every message is restored: one that came back without records lost its assign record
+   * to the crash (it was accepted while a group already matched it). The groups the other
+   * records brought back take it, as `accept` would have; else it waits for a subscriber.
+   */
+  finishRestore(): void {
+    const assigned: StoreEvent[] = [];
+    for (const entry of [...this.#unassigned]) {
+      const groups = this.#matchingGroups(entry.message.id);
+      if (groups.length === 0) continue;
+      this.#unmarkUnassigned(entry);
+      for (const group of groups) this.#addRecord(entry, group, 0, 0);
+      assigned.push({ kind: 'assign', messageId: entry.message.messageId, groups: groups.map((g) => g.key) });
+    }
+    if (assigned.length > 0) this.#env.store.record(assigned);
+  }
+
   subscribe(subscriber: Subscriber, pattern: string): void {
     const key = groupKey(subscriber.mode, subscriber.clientName, pattern);
     let group = this.#groups.get(key);

@@ -211,6 +211,7 @@ export class Router {
       this.#queue(item.message.queue).restore(item);
       this.#dedupe.addAt(item.message.messageId, item.message.acceptedAt);
     }
+    for (const queue of this.#queues.values()) queue.finishRestore();
     return messages.length;
   }
 
