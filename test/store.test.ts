@@ -59,7 +59,7 @@ class FaultyFs implements LogFs {
   failing: Error | null = null;
   datasyncs = 0;
 
-  open = async (path: string, flags: 'r' | 'r+' | 'wx'): Promise<LogFile> => {
+  open = async (path: string, flags: 'r' | 'r+' | 'wx' | 'wx-durable'): Promise<LogFile> => {
     const file = await nodeFs.open(path, flags);
     return {
       writev: async (buffers, position) => {
@@ -267,6 +267,42 @@ describe('LogStore: group commit', () => {
     expect(store.stats.fsyncs).toBeLessThan(500);
     expect(store.stats.commits).toBe(store.stats.fsyncs);
     expect(fs.datasyncs - atLoad).toBe(store.stats.fsyncs);
+  });
+});
+
+describe('LogStore: durable writes', () => {
+  test('segments are opened with O_DSYNC: a commit is one write, no separate fdatasync, and replays', async () => {
+    const fs = new FaultyFs();
+    let durableOpens = 0;
+    const durableFs: LogFs = {
+      ...fs,
+      open: async (path, flags) => {
+        const file = await fs.open(path, flags);
+        if (flags !== 'wx-durable') return file;
+        durableOpens++;
+        // what nodeFs hands out for 'wx-durable': FaultyFs's wrapper hides the flag
+        return { ...file, writesAreDurable: true };
+      },
+    };
+    const dir = tempStoreDir();
+    const store = open(dir, { fs: durableFs });
+    await store.load();
+    const atLoad = fs.datasyncs; // directory syncs
+    await Promise.all(Array.from({ length: 100 }, (_, i) => store.append([message(i)])));
+    expect(durableOpens).toBe(1);
+    expect(fs.datasyncs).toBe(atLoad);
+    expect(store.stats.fsyncs).toBe(store.stats.commits);
+    const { state } = await reopen(store, dir);
+    expect(state.messages).toHaveLength(100);
+  });
+
+  test('nodeFs opens wx-durable files with writesAreDurable, others without', async () => {
+    const dir = tempStoreDir();
+    await nodeFs.mkdir(dir);
+    const durable = await nodeFs.open(join(dir, 'a'), 'wx-durable');
+    const plain = await nodeFs.open(join(dir, 'b'), 'wx');
+    expect([durable.writesAreDurable, plain.writesAreDurable]).toEqual([true, false]);
+    await Promise.all([durable.close(), plain.close()]);
   });
 });
 

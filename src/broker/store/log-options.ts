@@ -22,7 +22,7 @@ export interface LogStoreOptions {
 }
 
 export interface LogStoreStats {
-  /** batches written and synced (one fdatasync each) */
+  /** batches written and synced (one fdatasync each, or written with O_DSYNC) */
   commits: number;
   fsyncs: number;
   records: number;
