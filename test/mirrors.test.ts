@@ -25,28 +25,28 @@ async function ports(n: number): Promise<number[]> {
   return Promise.all(Array.from({ length: n }, () => freePort()));
 }
 
-function configFor(serviceId: string, port: number, dir: string, isMaster: boolean, peers: string[]) {
-  return brokerConfig({ serviceId, isMaster, peers, socketServer: { host: '127.0.0.1', port }, requeueInterval: 5 }, dir);
+function configFor(serviceId: string, port: number, dir: string, isMaster: boolean, peers: string[], extra: Record<string, unknown> = {}) {
+  return brokerConfig({ serviceId, isMaster, peers, socketServer: { host: '127.0.0.1', port }, requeueInterval: 5, ...extra }, dir);
 }
 
-async function startMirror(serviceId: string, port: number, dir: string, isMaster: boolean, peers: string[]): Promise<Mirror> {
-  const broker = await startBroker(configFor(serviceId, port, dir, isMaster, peers));
+async function startMirror(serviceId: string, port: number, dir: string, isMaster: boolean, peers: string[], extra: Record<string, unknown> = {}): Promise<Mirror> {
+  const broker = await startBroker(configFor(serviceId, port, dir, isMaster, peers, extra));
   running.add(broker);
   return { serviceId, port, dir, broker, spec: `127.0.0.1:${port}@${serviceId}` };
 }
 
 /** brokers a (master), b, c... each listing all the others in `peers` */
-async function cluster(n: number, masters: string[] = ['a']): Promise<Mirror[]> {
+async function cluster(n: number, masters: string[] = ['a'], extra: Record<string, unknown> = {}): Promise<Mirror[]> {
   const ids = ['a', 'b', 'c', 'd'].slice(0, n);
   const p = await ports(n);
   const specs = ids.map((id, i) => `127.0.0.1:${p[i]}@${id}`);
-  return Promise.all(ids.map((id, i) => startMirror(id, p[i]!, tempDir(), masters.includes(id), specs.filter((_, j) => j !== i))));
+  return Promise.all(ids.map((id, i) => startMirror(id, p[i]!, tempDir(), masters.includes(id), specs.filter((_, j) => j !== i), extra)));
 }
 
-async function restart(m: Mirror, isMaster: boolean, peers: string[]): Promise<Mirror> {
+async function restart(m: Mirror, isMaster: boolean, peers: string[], extra: Record<string, unknown> = {}): Promise<Mirror> {
   await m.broker.stop();
   running.delete(m.broker);
-  return startMirror(m.serviceId, m.port, m.dir, isMaster, peers);
+  return startMirror(m.serviceId, m.port, m.dir, isMaster, peers, extra);
 }
 
 function peersOf(mirrors: Mirror[], m: Mirror): string[] {
@@ -144,6 +144,31 @@ describe('mirror brokers', () => {
     const slaveIds = new Set([...back.broker.router.queues.get('jobs/v1')!.messages()].map((m) => m.messageId));
     expect(slaveIds).toEqual(masterIds);
   });
+
+  test('a slave that syncs a backlog gets the bodies the master keeps on disk only, and delivers them all once promoted', async () => {
+    const big = { maxItemsInQueue: 10_000 };
+    const mirrors = await cluster(2, ['a'], big);
+    const [a, b] = mirrors as [Mirror, Mirror];
+    await b.broker.stop();
+    running.delete(b.broker);
+    const TOTAL = 6000; // past a queue's window of bodies in memory: most are on disk only
+    const producer = await connect('producer', [a.spec]);
+    for (let i = 0; i < TOTAL; i += 1000) await Promise.all(Array.from({ length: 1000 }, (_, n) => producer.send('jobs/v1/1', { n: i + n })));
+    expect(a.broker.router.queues.get('jobs/v1')!.bodiesInMemory).toBeLessThan(TOTAL / 2);
+    const back = await restart(b, false, [a.spec], big);
+    await until(() => held(back) === TOTAL, 10_000, `the slave synced the backlog (${held(back)})`);
+    await a.broker.softStop();
+    running.delete(a.broker);
+    back.broker.reload(configFor('b', back.port, back.dir, true, [a.spec], big));
+    const consumer = await connect('worker', [back.spec]);
+    const got: number[] = [];
+    await consumer.consume('jobs/v1/*', { prefetch: 100 }, (_err, msg, done) => {
+      got.push((msg as { n: number }).n);
+      done!();
+    }).ready;
+    await until(() => got.length >= TOTAL, 15_000, `the promoted slave delivered the backlog (${got.length})`);
+    expect(got).toEqual(Array.from({ length: TOTAL }, (_, n) => n));
+  }, 30_000);
 
   test('two masters configured at once: the lower serviceId delivers, both report it, each message delivered once', async () => {
     const mirrors = await cluster(2, ['a', 'b']);

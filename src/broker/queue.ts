@@ -1,12 +1,19 @@
 import { unescapeId } from '../protocol/channel.js';
 import { WhiskerError } from '../protocol/errors.js';
-import { type DeliveryRecord, type Entry, Group, type Subscriber, groupKey, parseGroupKey } from './group.js';
+import { addRecordTo, type DeliveryRecord, type Entry, Group, groupKey, NO_RECORDS, parseGroupKey, recordOf, removeRecordFrom, type Subscriber } from './group.js';
 import { MinHeap } from './heap.js';
 import type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './queue-types.js';
 import { WakeTimer } from './wake-timer.js';
 import type { RecoveredMessage, Settlement, StoredMessage, StoreEvent } from './store/store.js';
 
 export type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './queue-types.js';
+
+/** bodies a queue holds before new waiting ones stay on disk only (bounded memory, SPEC §7) */
+const BODY_WINDOW = 2_000;
+/** bodies read back at once for one group, and how far ahead it looks for them */
+const LOAD_BATCH = 500;
+const LOAD_LOOKAHEAD = 4 * LOAD_BATCH;
+const LOAD_RETRY_MS = 1_000;
 
 /**
  * One `endpoint/version` queue (SPEC §7): waiting messages per id, recipient groups, in-flight
@@ -31,6 +38,12 @@ export class Queue {
   #ttlOrder: Entry[] = [];
   #ttlHead = 0;
   #depth = 0;
+  /** entries whose body is in memory (`message.data` set) */
+  #bodies = 0;
+  /** 0: every body is kept (the store cannot give them back) */
+  readonly #bodyWindow: number;
+  /** a read failed: groups waiting for bodies are pumped again at this time (ms epoch) */
+  #loadRetryAt = 0;
   readonly #timer: WakeTimer;
   readonly counters: QueueCounters = { received: 0, delivered: 0, acked: 0, requeued: 0, timedOut: 0, deadLettered: 0, dropped: 0, expired: 0 };
 
@@ -38,6 +51,7 @@ export class Queue {
     this.name = name;
     this.#settings = settings;
     this.#env = env;
+    this.#bodyWindow = env.store.readsBodies ? (env.bodyWindow ?? BODY_WINDOW) : 0;
     this.#timer = new WakeTimer(env.now, () => this.#wake());
   }
 
@@ -56,6 +70,11 @@ export class Queue {
 
   get size(): number {
     return this.#entries.size;
+  }
+
+  /** messages held whose body is in memory; the others are read back from the store */
+  get bodiesInMemory(): number {
+    return this.#bodies;
   }
 
   has(messageId: string): boolean {
@@ -101,6 +120,8 @@ export class Queue {
       for (const group of groups) this.#pump(group);
     }
     this.#armTtl(entry);
+    // far from delivery (not handed out at once, the window full): its body stays on disk only
+    if (this.#bodyWindow > 0 && this.#bodies > this.#bodyWindow && (entry.pending > 0 || entry.unassigned)) this.#dropBody(entry);
   }
 
   /** rebuilds state from the store on start, before any subscriber exists */
@@ -113,7 +134,7 @@ export class Queue {
       const group = this.#groupFor(r.group);
       if (group) this.#addRecord(entry, group, r.nbRequeues, r.notBefore);
     }
-    if (entry.records.size === 0 && !entry.unassigned) {
+    if (entry.records.length === 0 && !entry.unassigned) {
       // every record named a group this version cannot read: nothing can deliver it
       this.#forget(entry);
       this.#env.store.record([{ kind: 'remove', messageId: message.messageId }]);
@@ -163,7 +184,7 @@ export class Queue {
    */
   ack(subscriber: Subscriber, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
     const entry = this.#entries.get(messageId);
-    const record = entry?.records.get(groupKey(subscriber.mode, subscriber.clientName, via));
+    const record = entry && recordOf(entry, groupKey(subscriber.mode, subscriber.clientName, via));
     if (!record || record.state === 'settled') return;
     if (this.#delivering) {
       if (record.state !== 'inflight' || record.deliveredTo !== subscriber) return;
@@ -181,7 +202,8 @@ export class Queue {
 
   /** the master settled this record (docs/protocol.md#peers): a slave forgets it too */
   settleFromPeer(messageId: string, group: string): void {
-    const record = this.#entries.get(messageId)?.records.get(group);
+    const entry = this.#entries.get(messageId);
+    const record = entry && recordOf(entry, group);
     if (!record || record.state === 'settled') return;
     this.counters.acked++;
     this.#settle(record, 'acked');
@@ -191,7 +213,7 @@ export class Queue {
   forgetFromPeer(messageId: string): void {
     const entry = this.#entries.get(messageId);
     if (!entry) return;
-    for (const record of [...entry.records.values()]) this.#settle(record, 'acked');
+    for (const record of entry.records) this.#settle(record, 'acked');
     if (entry.unassigned) this.#unmarkUnassigned(entry);
     this.#forgetIfDone(entry);
   }
@@ -212,7 +234,7 @@ export class Queue {
   purge(id?: string): number {
     const victims = id === undefined ? [...this.#entries.values()] : [...(this.#byId.get(id) ?? [])];
     for (const entry of victims) {
-      for (const record of [...entry.records.values()]) this.#settle(record, 'dropped');
+      for (const record of entry.records) this.#settle(record, 'dropped');
       if (entry.unassigned) this.#unmarkUnassigned(entry);
       this.#forgetIfDone(entry);
     }
@@ -232,7 +254,7 @@ export class Queue {
     const summaries: MessageSummary[] = [];
     for (const { message, records, unassigned } of entries) {
       if (summaries.length >= limit) break;
-      const groups = [...records.values()].map((r) => ({ group: r.group.key, state: r.state, nbRequeues: r.nbRequeues }));
+      const groups = records.map((r) => ({ group: r.group.key, state: r.state, nbRequeues: r.nbRequeues }));
       summaries.push({ messageId: message.messageId, id: message.id, created: message.created, acceptedAt: message.acceptedAt, from: message.from, waitingForSubscriber: unassigned, groups });
     }
     return summaries;
@@ -250,7 +272,8 @@ export class Queue {
   // ---- entries and records ----------------------------------------------------------
 
   #addEntry(message: StoredMessage): Entry {
-    const entry: Entry = { message, records: new Map(), unassigned: false, pending: 0 };
+    const entry: Entry = { message, records: NO_RECORDS, unassigned: false, pending: 0 };
+    if (message.data !== undefined) this.#bodies++;
     this.#entries.set(message.messageId, entry);
     let ofId = this.#byId.get(message.id);
     if (!ofId) this.#byId.set(message.id, (ofId = new Set()));
@@ -260,7 +283,7 @@ export class Queue {
 
   #addRecord(entry: Entry, group: Group, nbRequeues: number, notBefore: number): void {
     const record: DeliveryRecord = { entry, group, state: 'ready', slot: null, nbRequeues, notBefore, deliveredTo: null, deadline: 0 };
-    entry.records.set(group.key, record);
+    addRecordTo(entry, record);
     group.recordCount++;
     this.#adjustPending(entry, 1);
     if (notBefore > this.#env.now()) {
@@ -298,7 +321,7 @@ export class Queue {
     else if (record.state === 'ready' || record.state === 'delayed') this.#adjustPending(entry, -1);
     record.state = 'settled';
     record.slot = null;
-    entry.records.delete(record.group.key);
+    removeRecordFrom(entry, record);
     record.group.recordCount--;
     this.#env.store.record([{ kind: 'settle', messageId: entry.message.messageId, group: record.group.key, outcome }]);
     this.#dropGroupIfEmpty(record.group);
@@ -306,7 +329,7 @@ export class Queue {
   }
 
   #forgetIfDone(entry: Entry): void {
-    if (entry.records.size === 0 && !entry.unassigned && this.#entries.get(entry.message.messageId) === entry) {
+    if (entry.records.length === 0 && !entry.unassigned && this.#entries.get(entry.message.messageId) === entry) {
       this.#forget(entry);
       this.#env.store.record([{ kind: 'remove', messageId: entry.message.messageId }]);
     }
@@ -314,6 +337,7 @@ export class Queue {
 
   #forget(entry: Entry): void {
     this.#entries.delete(entry.message.messageId);
+    if (entry.message.data !== undefined) this.#bodies--;
     const ofId = this.#byId.get(entry.message.id);
     ofId?.delete(entry);
     if (ofId?.size === 0) this.#byId.delete(entry.message.id);
@@ -428,11 +452,67 @@ export class Queue {
         this.#settle(record, 'expired');
         continue;
       }
+      if (record.entry.message.data === undefined) return this.#load(group);
       const member = group.pickMember(this.#hasCapacity);
       if (!member) return;
       group.takeReady(record);
       this.#deliver(record, member, now);
+      if (group.readAheadSeq !== 0 && record.entry.message.seq >= group.readAheadSeq) this.#load(group);
     }
+  }
+
+  // ---- bodies on disk (bounded memory) -----------------------------------------------
+
+  #dropBody(entry: Entry): void {
+    entry.message.data = undefined;
+    this.#bodies--;
+  }
+
+  /**
+   * Reads back the bodies of the group's next deliveries, one batch at a time, in delivery
+   * order; the pump stops at a message without its body, so order per id holds meanwhile.
+   */
+  #load(group: Group): void {
+    if (group.loading) return;
+    const entries: Entry[] = [];
+    for (const record of group.upcoming(LOAD_LOOKAHEAD)) {
+      // one record per group and message: no entry comes twice
+      if (record.entry.message.data === undefined) entries.push(record.entry);
+      if (entries.length >= LOAD_BATCH) break;
+    }
+    group.readAheadSeq = 0;
+    if (entries.length === 0) return;
+    group.loading = true;
+    this.#env.store.readBodies(entries.map((e) => e.message.messageId)).then(
+      (bodies) => {
+        group.loading = false;
+        bodies.forEach((body, i) => this.#restoreBody(entries[i]!, body));
+        // half way through this batch, the next one is read: the pump rarely waits for the disk
+        group.readAheadSeq = entries[entries.length >> 1]!.message.seq;
+        this.#pump(group);
+      },
+      (error: unknown) => {
+        group.loading = false;
+        this.#env.warn?.('message bodies could not be read back from the store, retrying', { queue: this.name, group: group.key, error: (error as Error).message });
+        this.#loadRetryAt = this.#env.now() + LOAD_RETRY_MS;
+        this.#timer.armAt(this.#loadRetryAt);
+      },
+    );
+  }
+
+  #restoreBody(entry: Entry, body: unknown): void {
+    if (this.#entries.get(entry.message.messageId) !== entry || entry.message.data !== undefined) return;
+    if (body !== undefined) {
+      entry.message.data = body;
+      this.#bodies++;
+      return;
+    }
+    // the store no longer has it: nothing can deliver it (counted and logged as dropped)
+    this.#env.warn?.('message dropped: its body is not in the store', { queue: this.name, messageId: entry.message.messageId });
+    this.counters.dropped++;
+    if (entry.unassigned) this.#unmarkUnassigned(entry);
+    for (const record of entry.records) if (record.state !== 'inflight') this.#settle(record, 'dropped');
+    this.#forgetIfDone(entry);
   }
 
   #deliver(record: DeliveryRecord, subscriber: Subscriber, now: number): void {
@@ -502,6 +582,15 @@ export class Queue {
       this.#pump(record.group);
     }
 
+    if (this.#loadRetryAt !== 0) {
+      if (this.#loadRetryAt <= now) {
+        this.#loadRetryAt = 0;
+        this.#pumpAll();
+      } else {
+        next = Math.min(next, this.#loadRetryAt);
+      }
+    }
+
     const ttl = this.#settings.ttlMs;
     while (ttl !== null && this.#ttlHead < this.#ttlOrder.length) {
       const entry = this.#ttlOrder[this.#ttlHead] as Entry;
@@ -527,7 +616,7 @@ export class Queue {
       this.#unmarkUnassigned(entry);
       expired = true;
     }
-    for (const record of [...entry.records.values()]) {
+    for (const record of entry.records) {
       if (record.state === 'inflight') continue;
       this.#settle(record, 'expired');
       expired = true;
@@ -544,7 +633,7 @@ export class Queue {
     if (!victim) return;
     this.counters.dropped++;
     if (victim.unassigned) this.#unmarkUnassigned(victim);
-    for (const record of [...victim.records.values()]) if (record.state !== 'inflight') this.#settle(record, 'dropped');
+    for (const record of victim.records) if (record.state !== 'inflight') this.#settle(record, 'dropped');
     this.#forgetIfDone(victim);
   }
 }

@@ -1,8 +1,9 @@
 import { dirname, join } from 'node:path';
-import { encodeRecord, LOG_VERSION, segmentName } from './log-format.js';
+import { decodeRecord, encodeRecord, LOG_VERSION, segmentName } from './log-format.js';
 import { type LogFile, type LogFs, nodeFs, removeIfPresent, syncDirectory, writeFully } from './log-fs.js';
 import { Batch, toRecord } from './log-batch.js';
-import { type Capture, LiveIndex } from './log-index.js';
+import { type Capture, type LiveEntry, LiveIndex, type RecordPlace } from './log-index.js';
+import { FrameReader, SegmentFiles } from './log-reader.js';
 import { type CompactionSettings, IDLE_COMPACT_BYTES, type LogStoreOptions, type LogStoreStats, shouldCompact, type StoreLogger } from './log-options.js';
 import { replaySegments } from './log-replay.js';
 import { writeSnapshot } from './log-snapshot.js';
@@ -11,6 +12,8 @@ import type { MessageStore, RecoveredState, StoredMessage, StoreEvent } from './
 export type { LogStoreOptions, LogStoreStats, StoreLogger } from './log-options.js';
 
 const silent: StoreLogger = { error() {}, warn() {}, info() {} };
+/** records kept from a failed batch are never messages: they have no place to read back */
+const NOWHERE: RecordPlace = { segment: -1, offset: -1, replayed: false, inSnapshot: false };
 
 interface Segment {
   readonly number: number;
@@ -33,6 +36,10 @@ export class LogStore implements MessageStore {
   readonly #idleCompactMs: number;
   #idleTimer: NodeJS.Timeout | null = null;
   readonly #index: LiveIndex;
+  readonly #files: SegmentFiles;
+  /** bodies for the queues (readBodies) and records for snapshots, each reading in its own order */
+  readonly #bodyReader: FrameReader;
+  readonly #snapshotReader: FrameReader;
   #state: 'new' | 'open' | 'failed' | 'closed' = 'new';
   #queued = new Batch();
   #active: Segment | null = null;
@@ -54,8 +61,13 @@ export class LogStore implements MessageStore {
     this.#compactionSettings = { compactBytes: options.compactBytes ?? 64 * 1024 * 1024, compactRatio: options.compactRatio ?? 4 };
     this.#retryMs = options.retryMs ?? 1000;
     this.#idleCompactMs = options.idleCompactMs ?? 1000;
-    this.#index = new LiveIndex(options.dedupeWindowMs ?? 120_000, options.now ?? Date.now);
+    this.#index = new LiveIndex(options.dedupeWindowMs ?? 120_000, options.now ?? Date.now, options.replayBodyBytes ?? 4 * 1024 * 1024);
+    this.#files = new SegmentFiles(this.#fs, directory);
+    this.#bodyReader = new FrameReader(this.#files);
+    this.#snapshotReader = new FrameReader(this.#files);
   }
+
+  readonly readsBodies = true;
 
   get stats(): LogStoreStats {
     return { ...this.#stats, diskBytes: this.#diskBytes() };
@@ -66,8 +78,9 @@ export class LogStore implements MessageStore {
     await this.#fs.mkdir(this.#dir);
     // the store directory itself must survive a power loss on the very first start
     await syncDirectory(this.#fs, dirname(this.#dir));
-    const replay = await replaySegments(this.#fs, this.#dir, (record, bytes) => this.#index.apply(record, bytes), this.#log);
+    const replay = await replaySegments(this.#fs, this.#dir, (record, bytes, place) => this.#index.apply(record, bytes, place), this.#log);
     this.#segments = replay.segments;
+    for (const number of replay.segments.keys()) this.#files.track(number);
     this.#nextNumber = replay.nextNumber;
     this.#active = await this.#openSegment(this.#nextNumber++);
     this.#state = 'open';
@@ -101,6 +114,36 @@ export class LogStore implements MessageStore {
     this.#kick();
   }
 
+  /** sorted by place, so a backlog read in acceptance order costs one read per megabyte */
+  async readBodies(messageIds: readonly string[]): Promise<unknown[]> {
+    const bodies: unknown[] = messageIds.map(() => undefined);
+    const wanted: Array<{ index: number; entry: LiveEntry }> = [];
+    messageIds.forEach((messageId, index) => {
+      const entry = this.#index.get(messageId);
+      if (entry) wanted.push({ index, entry });
+    });
+    wanted.sort((a, b) => a.entry.segment - b.entry.segment || a.entry.offset - b.entry.offset);
+    for (const { index, entry } of wanted) bodies[index] = entry.message.data ?? (await this.#readBody(entry));
+    return bodies;
+  }
+
+  async #readBody(entry: LiveEntry, again = true): Promise<unknown> {
+    try {
+      const frame = await this.#bodyReader.frame(entry.segment, entry.offset, entry.bytes);
+      const decoded = decodeRecord(frame, 0, frame.length);
+      if (!decoded.ok || decoded.record.k !== 'm' || decoded.record.m.messageId !== entry.message.messageId) {
+        throw new Error(`store segment ${segmentName(entry.segment)} does not hold message ${entry.message.messageId} at byte ${entry.offset}`);
+      }
+      return decoded.record.m.data;
+    } catch (error) {
+      // a compaction may have moved it between the look-up and the read
+      const now = this.#index.get(entry.message.messageId);
+      if (!now) return undefined;
+      if (again && (now.segment !== entry.segment || now.offset !== entry.offset)) return this.#readBody(now, false);
+      throw error;
+    }
+  }
+
   isHealthy(): boolean {
     return this.#state === 'open';
   }
@@ -121,6 +164,7 @@ export class LogStore implements MessageStore {
     this.#stopRetrying();
     await this.#active?.file.close().catch(() => undefined);
     this.#active = null;
+    await this.#files.close();
   }
 
   #stopRetrying(): void {
@@ -161,6 +205,7 @@ export class LogStore implements MessageStore {
   async #commit(batch: Batch): Promise<boolean> {
     const segment = this.#active!;
     const frames = this.#needsHeader ? [encodeRecord({ k: 'h', v: LOG_VERSION, snapshot: false }), ...batch.frames] : batch.frames;
+    const start = segment.bytes + (this.#needsHeader ? frames[0]!.length : 0);
     try {
       const written = await writeFully(segment.file, [Buffer.concat(frames)], segment.bytes);
       // the stat spots a segment removed under us: writes to it would "succeed" and be lost
@@ -175,7 +220,12 @@ export class LogStore implements MessageStore {
     this.#needsHeader = false;
     this.#stats.commits++;
     this.#stats.records += batch.records.length;
-    batch.records.forEach((record, i) => this.#index.apply(record, batch.frames[i]!.length));
+    let offset = start;
+    batch.records.forEach((record, i) => {
+      const bytes = batch.frames[i]!.length;
+      this.#index.apply(record, bytes, { segment: segment.number, offset, replayed: false, inSnapshot: false });
+      offset += bytes;
+    });
     for (const waiter of batch.waiters) waiter.resolve();
     return true;
   }
@@ -221,7 +271,7 @@ export class LogStore implements MessageStore {
     if (this.#state !== 'failed') return;
     const pending = this.#queued;
     this.#queued = new Batch();
-    pending.records.forEach((record, i) => this.#index.apply(record, pending.frames[i]!.length));
+    pending.records.forEach((record, i) => this.#index.apply(record, pending.frames[i]!.length, NOWHERE));
     const capture = this.#index.capture();
     try {
       const previous = this.#active;
@@ -255,6 +305,7 @@ export class LogStore implements MessageStore {
       throw error;
     }
     this.#needsHeader = true;
+    this.#files.track(number);
     return { number, file, bytes: 0 };
   }
 
@@ -309,13 +360,23 @@ export class LogStore implements MessageStore {
       });
   }
 
+  /** a message's record for a snapshot: encoded again while its body is in memory, else copied */
+  #messageFrame(entry: LiveEntry): Promise<Buffer> {
+    if (entry.message.data !== undefined) return Promise.resolve(encodeRecord({ k: 'm', m: entry.message }));
+    return this.#snapshotReader.frame(entry.segment, entry.offset, entry.bytes);
+  }
+
   async #replaceWithSnapshot(capture: Capture, number: number): Promise<void> {
     const started = Date.now();
     const before = this.#diskBytes();
-    const bytes = await writeSnapshot(this.#fs, this.#dir, number, capture);
+    const { bytes, offsets } = await writeSnapshot(this.#fs, this.#dir, number, capture, (entry) => this.#messageFrame(entry));
+    this.#files.track(number);
+    // from here on bodies are read from the snapshot: the segments it replaces can go
+    this.#index.relocate(capture.entries, number, offsets);
     for (const old of [...this.#segments.keys()].filter((n) => n < number)) {
       await removeIfPresent(this.#fs, join(this.#dir, segmentName(old)));
       this.#segments.delete(old);
+      this.#files.retire(old);
     }
     this.#segments.set(number, bytes);
     await syncDirectory(this.#fs, this.#dir);
