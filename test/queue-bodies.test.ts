@@ -6,7 +6,8 @@ import { afterEach, describe, expect, test } from 'vitest';
 import type { Subscriber } from '../src/broker/group.js';
 import { Queue, type QueueSettings } from '../src/broker/queue.js';
 import { LogStore } from '../src/broker/store/log.js';
-import type { StoredMessage } from '../src/broker/store/store.js';
+import { MemoryStore } from '../src/broker/store/memory.js';
+import type { StoredMessage, StoreEvent } from '../src/broker/store/store.js';
 import type { Delivery } from '../src/protocol/frames.js';
 
 /**
@@ -129,4 +130,31 @@ describe('Queue with a large backlog on the durable store', () => {
       expect(Math.min(...fresh)).toBeGreaterThan(resumedAt[k]!);
     });
   }, 120_000);
+});
+
+describe('a new subscriber on a large backlog of waiting messages', () => {
+  test('adopts them a slice per event-loop turn, and a message sent meanwhile still comes after the older ones of its id', async () => {
+    const events: StoreEvent[] = [];
+    const store = new (class extends MemoryStore {
+      override record(batch: readonly StoreEvent[]): void {
+        events.push(...batch);
+      }
+    })();
+    const queue = new Queue('q/v1', settings, { now: () => Date.now(), store, discard: () => undefined });
+    cleanups.push(async () => queue.close());
+    queue.setDelivering(true);
+    const message = (n: number): StoredMessage => ({ seq: n + 1, messageId: `m-${n}`, queue: 'q/v1', id: '1', data: { n }, created: 0, acceptedAt: Date.now(), from: 'p' });
+    const WAITING = 50_000;
+    for (let n = 0; n < WAITING; n++) queue.accept(message(n));
+    const got: number[] = [];
+    const sub: Subscriber = { clientName: 'w', mode: 'consume', prefetch: Infinity, isWritable: () => true, deliver: (d) => void got.push((d.data as { n: number }).n) };
+    queue.subscribe(sub, '1');
+    const adoptedAtOnce = events.filter((e) => e.kind === 'assign').length;
+    expect(adoptedAtOnce).toBeGreaterThan(0);
+    expect(adoptedAtOnce).toBeLessThan(WAITING / 5);
+    queue.accept(message(WAITING));
+    await until(() => got.length === WAITING + 1, 10_000, 'the backlog adopted and delivered');
+    expect(got).toEqual(Array.from({ length: WAITING + 1 }, (_, n) => n));
+    expect(events.filter((e) => e.kind === 'assign')).toHaveLength(WAITING + 1);
+  });
 });

@@ -14,6 +14,8 @@ const BODY_WINDOW = 2_000;
 const LOAD_BATCH = 500;
 const LOAD_LOOKAHEAD = 4 * LOAD_BATCH;
 const LOAD_RETRY_MS = 1_000;
+/** waiting messages a new group adopts per event-loop turn: a large backlog never stalls the loop */
+const ADOPT_SLICE = 5_000;
 
 /**
  * One `endpoint/version` queue (SPEC §7): waiting messages per id, recipient groups, in-flight
@@ -44,6 +46,10 @@ export class Queue {
   readonly #bodyWindow: number;
   /** a read failed: groups waiting for bodies are pumped again at this time (ms epoch) */
   #loadRetryAt = 0;
+  /** where adoption of waiting messages by new groups has got to; null: none under way */
+  #adoptCursor: Iterator<Entry> | null = null;
+  #adoptScheduled = false;
+  #closed = false;
   readonly #timer: WakeTimer;
   readonly counters: QueueCounters = { received: 0, delivered: 0, acked: 0, requeued: 0, timedOut: 0, deadLettered: 0, dropped: 0, expired: 0 };
 
@@ -110,7 +116,8 @@ export class Queue {
     this.counters.received++;
     // with `reject` the check came before storing; a stored message is never dropped for it
     if (this.#depth >= this.#settings.maxItems && this.#settings.overflow === 'drop-oldest') this.#dropOldest(message.id);
-    const groups = this.#matchingGroups(message.id);
+    // while older waiting messages are being adopted, a new one queues behind them (order per id)
+    const groups = this.#adoptCursor ? [] : this.#matchingGroups(message.id);
     const entry = this.#addEntry(message);
     if (groups.length === 0) {
       this.#markUnassigned(entry);
@@ -155,7 +162,11 @@ export class Queue {
     let groups = this.#groupsOf.get(subscriber);
     if (!groups) this.#groupsOf.set(subscriber, (groups = new Set()));
     groups.add(group);
-    if (isNew) this.#adoptWaiting(group);
+    if (isNew && this.#unassigned.size > 0) {
+      // from the first waiting message again: those passed over may match this group
+      this.#adoptCursor = this.#unassigned.values();
+      this.#adoptSome();
+    }
     this.#pump(group);
   }
 
@@ -266,6 +277,7 @@ export class Queue {
   }
 
   close(): void {
+    this.#closed = true;
     this.#timer.cancel();
   }
 
@@ -415,17 +427,48 @@ export class Queue {
     return group;
   }
 
-  /** a new group takes the messages that were waiting for a subscriber of its ids */
-  #adoptWaiting(group: Group): void {
-    const adopted: string[] = [];
-    for (const entry of this.#unassigned) {
-      if (!group.matches(entry.message.id)) continue;
+  /**
+   * New groups take the messages that were waiting for a subscriber of their ids, in
+   * acceptance order, a slice per turn; the rest continues on the next turn.
+   */
+  #adoptSome(): void {
+    const cursor = this.#adoptCursor;
+    if (!cursor || this.#closed) return;
+    const events: StoreEvent[] = [];
+    const touched = new Set<Group>();
+    let done = false;
+    for (let n = 0; n < ADOPT_SLICE; n++) {
+      const next = cursor.next();
+      if (next.done) {
+        done = true;
+        break;
+      }
+      const entry = next.value;
+      if (!entry.unassigned) continue;
+      const groups = this.#matchingGroups(entry.message.id);
+      if (groups.length === 0) continue;
       this.#unmarkUnassigned(entry);
-      this.#addRecord(entry, group, 0, 0);
-      adopted.push(entry.message.messageId);
+      for (const group of groups) {
+        this.#addRecord(entry, group, 0, 0);
+        touched.add(group);
+      }
+      events.push({ kind: 'assign', messageId: entry.message.messageId, groups: groups.map((g) => g.key) });
     }
-    if (adopted.length > 0) this.#env.store.record(adopted.map((messageId): StoreEvent => ({ kind: 'assign', messageId, groups: [group.key] })));
+    if (events.length > 0) this.#env.store.record(events);
+    if (done) this.#adoptCursor = null;
+    else this.#scheduleAdoption();
+    for (const group of touched) this.#pump(group);
   }
+
+  #scheduleAdoption(): void {
+    if (this.#adoptScheduled) return;
+    this.#adoptScheduled = true;
+    setImmediate(() => {
+      this.#adoptScheduled = false;
+      this.#adoptSome();
+    });
+  }
+
 
   #dropGroupIfEmpty(group: Group): void {
     if (group.memberCount > 0 || group.recordCount > 0 || this.#groups.get(group.key) !== group) return;
