@@ -89,7 +89,7 @@ describe('Queue with a large backlog on the durable store', () => {
     }
     expect(queue.depth).toBe(TOTAL);
     const waitingBodies = queue.bodiesInMemory;
-    expect(waitingBodies).toBeLessThan(TOTAL / 20);
+    expect(waitingBodies).toBeLessThan(TOTAL / 10);
 
     // drain a third, stop deliveries, restart on the same directory
     let most = 0;

@@ -8,8 +8,9 @@ import type { RecoveredMessage, Settlement, StoredMessage, StoreEvent } from './
 
 export type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './queue-types.js';
 
-/** bodies a queue holds before new waiting ones stay on disk only (bounded memory, SPEC §7) */
-const BODY_WINDOW = 2_000;
+/** bodies a queue holds before new waiting ones stay on disk only (bounded memory, SPEC §7);
+ * more than a producer keeps unanswered plus a prefetch: a consumer keeping up never waits for the disk */
+const BODY_WINDOW = 10_000;
 /** bodies read back at once for one group, and how far ahead it looks for them */
 const LOAD_BATCH = 500;
 const LOAD_LOOKAHEAD = 4 * LOAD_BATCH;
