@@ -1,6 +1,7 @@
 import { unescapeId } from '../protocol/channel.js';
 import { WhiskerError } from '../protocol/errors.js';
 import { addRecordTo, type DeliveryRecord, type Entry, Group, groupKey, NO_RECORDS, parseGroupKey, recordOf, removeRecordFrom, type Subscriber } from './group.js';
+import { EntryList } from './entry-list.js';
 import { MinHeap } from './heap.js';
 import type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './queue-types.js';
 import { WakeTimer } from './wake-timer.js';
@@ -31,8 +32,9 @@ export class Queue {
   #draining = false;
 
   readonly #entries = new Map<string, Entry>();
-  readonly #byId = new Map<string, Set<Entry>>();
-  readonly #unassigned = new Set<Entry>();
+  readonly #byId = new Map<string, EntryList>();
+  readonly #unassigned = new EntryList((entry) => entry.unassigned);
+  readonly #isHeld = (entry: Entry): boolean => this.#entries.get(entry.message.messageId) === entry;
   readonly #groups = new Map<string, Group>();
   readonly #inFlight = new Set<DeliveryRecord>();
   readonly #inFlightBySubscriber = new Map<Subscriber, number>();
@@ -48,7 +50,7 @@ export class Queue {
   /** a read failed: groups waiting for bodies are pumped again at this time (ms epoch) */
   #loadRetryAt = 0;
   /** where adoption of waiting messages by new groups has got to; null: none under way */
-  #adoptCursor: Iterator<Entry> | null = null;
+  #adoptCursor: (() => Entry | undefined) | null = null;
   #adoptScheduled = false;
   #closed = false;
   readonly #timer: WakeTimer;
@@ -165,7 +167,7 @@ export class Queue {
     groups.add(group);
     if (isNew && this.#unassigned.size > 0) {
       // from the first waiting message again: those passed over may match this group
-      this.#adoptCursor = this.#unassigned.values();
+      this.#adoptCursor = this.#unassigned.cursor();
       this.#adoptSome();
     }
     this.#pump(group);
@@ -262,7 +264,7 @@ export class Queue {
 
   /** what `whisker list -m` shows of the messages held, oldest first: never their bodies */
   messages(id?: string, limit = Infinity): MessageSummary[] {
-    const entries = id === undefined ? this.#entries.values() : (this.#byId.get(id) ?? new Set<Entry>()).values();
+    const entries = id === undefined ? this.#entries.values() : (this.#byId.get(id) ?? [])[Symbol.iterator]();
     const summaries: MessageSummary[] = [];
     for (const { message, records, unassigned } of entries) {
       if (summaries.length >= limit) break;
@@ -289,7 +291,7 @@ export class Queue {
     if (message.data !== undefined) this.#bodies++;
     this.#entries.set(message.messageId, entry);
     let ofId = this.#byId.get(message.id);
-    if (!ofId) this.#byId.set(message.id, (ofId = new Set()));
+    if (!ofId) this.#byId.set(message.id, (ofId = new EntryList(this.#isHeld)));
     ofId.add(entry);
     return entry;
   }
@@ -324,7 +326,7 @@ export class Queue {
 
   #unmarkUnassigned(entry: Entry): void {
     entry.unassigned = false;
-    this.#unassigned.delete(entry);
+    this.#unassigned.removed();
     if (entry.pending === 0) this.#depth--;
   }
 
@@ -352,7 +354,7 @@ export class Queue {
     this.#entries.delete(entry.message.messageId);
     if (entry.message.data !== undefined) this.#bodies--;
     const ofId = this.#byId.get(entry.message.id);
-    ofId?.delete(entry);
+    ofId?.removed();
     if (ofId?.size === 0) this.#byId.delete(entry.message.id);
   }
 
@@ -439,13 +441,11 @@ export class Queue {
     const touched = new Set<Group>();
     let done = false;
     for (let n = 0; n < ADOPT_SLICE; n++) {
-      const next = cursor.next();
-      if (next.done) {
+      const entry = cursor();
+      if (!entry) {
         done = true;
         break;
       }
-      const entry = next.value;
-      if (!entry.unassigned) continue;
       const groups = this.#matchingGroups(entry.message.id);
       if (groups.length === 0) continue;
       this.#unmarkUnassigned(entry);
