@@ -1,6 +1,7 @@
 import { unescapeId } from '../protocol/channel.js';
 import { WhiskerError } from '../protocol/errors.js';
 import { addRecordTo, type DeliveryRecord, type Entry, Group, groupKey, NO_RECORDS, parseGroupKey, recordOf, removeRecordFrom, type Subscriber } from './group.js';
+import { LOAD_RETRY_MS, QueueBodies } from './bodies.js';
 import { EntryList } from './entry-list.js';
 import { MinHeap } from './heap.js';
 import type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './queue-types.js';
@@ -9,13 +10,6 @@ import type { RecoveredMessage, Settlement, StoredMessage, StoreEvent } from './
 
 export type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './queue-types.js';
 
-/** bodies a queue holds before new waiting ones stay on disk only (bounded memory, SPEC §7);
- * more than a producer keeps unanswered plus a prefetch: a consumer keeping up never waits for the disk */
-const BODY_WINDOW = 10_000;
-/** bodies read back at once for one group, and how far ahead it looks for them */
-const LOAD_BATCH = 500;
-const LOAD_LOOKAHEAD = 4 * LOAD_BATCH;
-const LOAD_RETRY_MS = 1_000;
 /** waiting messages a new group adopts per event-loop turn: a large backlog never stalls the loop */
 const ADOPT_SLICE = 5_000;
 
@@ -43,10 +37,7 @@ export class Queue {
   #ttlOrder: Entry[] = [];
   #ttlHead = 0;
   #depth = 0;
-  /** entries whose body is in memory (`message.data` set) */
-  #bodies = 0;
-  /** 0: every body is kept (the store cannot give them back) */
-  readonly #bodyWindow: number;
+  readonly #bodies: QueueBodies;
   /** a read failed: groups waiting for bodies are pumped again at this time (ms epoch) */
   #loadRetryAt = 0;
   /** where adoption of waiting messages by new groups has got to; null: none under way */
@@ -60,7 +51,21 @@ export class Queue {
     this.name = name;
     this.#settings = settings;
     this.#env = env;
-    this.#bodyWindow = env.store.readsBodies ? (env.bodyWindow ?? BODY_WINDOW) : 0;
+    this.#bodies = new QueueBodies(
+      {
+        name,
+        store: env.store,
+        isHeld: (entry) => this.#entries.get(entry.message.messageId) === entry,
+        pump: (group) => this.#pump(group),
+        lost: (entry) => this.#lose(entry),
+        retryLater: () => {
+          this.#loadRetryAt = env.now() + LOAD_RETRY_MS;
+          this.#timer.armAt(this.#loadRetryAt);
+        },
+        warn: env.warn,
+      },
+      env.bodyWindow,
+    );
     this.#timer = new WakeTimer(env.now, () => this.#wake());
   }
 
@@ -83,7 +88,7 @@ export class Queue {
 
   /** messages held whose body is in memory; the others are read back from the store */
   get bodiesInMemory(): number {
-    return this.#bodies;
+    return this.#bodies.held;
   }
 
   has(messageId: string): boolean {
@@ -131,7 +136,7 @@ export class Queue {
     }
     this.#armTtl(entry);
     // far from delivery (not handed out at once, the window full): its body stays on disk only
-    if (this.#bodyWindow > 0 && this.#bodies > this.#bodyWindow && (entry.pending > 0 || entry.unassigned)) this.#dropBody(entry);
+    if (entry.pending > 0 || entry.unassigned) this.#bodies.accepted(entry);
   }
 
   /** rebuilds state from the store on start, before any subscriber exists */
@@ -288,7 +293,7 @@ export class Queue {
 
   #addEntry(message: StoredMessage): Entry {
     const entry: Entry = { message, records: NO_RECORDS, unassigned: false, pending: 0 };
-    if (message.data !== undefined) this.#bodies++;
+    this.#bodies.added(entry);
     this.#entries.set(message.messageId, entry);
     let ofId = this.#byId.get(message.id);
     if (!ofId) this.#byId.set(message.id, (ofId = new EntryList(this.#isHeld)));
@@ -352,7 +357,7 @@ export class Queue {
 
   #forget(entry: Entry): void {
     this.#entries.delete(entry.message.messageId);
-    if (entry.message.data !== undefined) this.#bodies--;
+    this.#bodies.forgotten(entry);
     const ofId = this.#byId.get(entry.message.id);
     ofId?.removed();
     if (ofId?.size === 0) this.#byId.delete(entry.message.id);
@@ -496,63 +501,17 @@ export class Queue {
         this.#settle(record, 'expired');
         continue;
       }
-      if (record.entry.message.data === undefined) return this.#load(group);
+      if (record.entry.message.data === undefined) return this.#bodies.load(group);
       const member = group.pickMember(this.#hasCapacity);
       if (!member) return;
       group.takeReady(record);
       this.#deliver(record, member, now);
-      if (group.readAheadSeq !== 0 && record.entry.message.seq >= group.readAheadSeq) this.#load(group);
+      if (group.readAheadSeq !== 0 && record.entry.message.seq >= group.readAheadSeq) this.#bodies.load(group);
     }
   }
 
-  // ---- bodies on disk (bounded memory) -----------------------------------------------
-
-  #dropBody(entry: Entry): void {
-    entry.message.data = undefined;
-    this.#bodies--;
-  }
-
-  /**
-   * Reads back the bodies of the group's next deliveries, one batch at a time, in delivery
-   * order; the pump stops at a message without its body, so order per id holds meanwhile.
-   */
-  #load(group: Group): void {
-    if (group.loading) return;
-    const entries: Entry[] = [];
-    for (const record of group.upcoming(LOAD_LOOKAHEAD)) {
-      // one record per group and message: no entry comes twice
-      if (record.entry.message.data === undefined) entries.push(record.entry);
-      if (entries.length >= LOAD_BATCH) break;
-    }
-    group.readAheadSeq = 0;
-    if (entries.length === 0) return;
-    group.loading = true;
-    this.#env.store.readBodies(entries.map((e) => e.message.messageId)).then(
-      (bodies) => {
-        group.loading = false;
-        bodies.forEach((body, i) => this.#restoreBody(entries[i]!, body));
-        // half way through this batch, the next one is read: the pump rarely waits for the disk
-        group.readAheadSeq = entries[entries.length >> 1]!.message.seq;
-        this.#pump(group);
-      },
-      (error: unknown) => {
-        group.loading = false;
-        this.#env.warn?.('message bodies could not be read back from the store, retrying', { queue: this.name, group: group.key, error: (error as Error).message });
-        this.#loadRetryAt = this.#env.now() + LOAD_RETRY_MS;
-        this.#timer.armAt(this.#loadRetryAt);
-      },
-    );
-  }
-
-  #restoreBody(entry: Entry, body: unknown): void {
-    if (this.#entries.get(entry.message.messageId) !== entry || entry.message.data !== undefined) return;
-    if (body !== undefined) {
-      entry.message.data = body;
-      this.#bodies++;
-      return;
-    }
-    // the store no longer has it: nothing can deliver it (counted and logged as dropped)
-    this.#env.warn?.('message dropped: its body is not in the store', { queue: this.name, messageId: entry.message.messageId });
+  /** a message whose body the store no longer has: counted and logged as dropped */
+  #lose(entry: Entry): void {
     this.counters.dropped++;
     if (entry.unassigned) this.#unmarkUnassigned(entry);
     for (const record of entry.records) if (record.state !== 'inflight') this.#settle(record, 'dropped');

@@ -1,9 +1,9 @@
 import { dirname, join } from 'node:path';
-import { decodeRecord, encodeRecord, LOG_VERSION, segmentName } from './log-format.js';
+import { encodeRecord, LOG_VERSION, segmentName } from './log-format.js';
 import { type LogFile, type LogFs, nodeFs, removeIfPresent, syncDirectory, writeFully } from './log-fs.js';
 import { Batch, toRecord } from './log-batch.js';
 import { type Capture, type LiveEntry, LiveIndex, type RecordPlace } from './log-index.js';
-import { FrameReader, SegmentFiles } from './log-reader.js';
+import { BodyReader, FrameReader, SegmentFiles } from './log-reader.js';
 import { type CompactionSettings, IDLE_COMPACT_BYTES, type LogStoreOptions, type LogStoreStats, shouldCompact, type StoreLogger } from './log-options.js';
 import { replaySegments } from './log-replay.js';
 import { writeSnapshot } from './log-snapshot.js';
@@ -37,8 +37,8 @@ export class LogStore implements MessageStore {
   #idleTimer: NodeJS.Timeout | null = null;
   readonly #index: LiveIndex;
   readonly #files: SegmentFiles;
-  /** bodies for the queues (readBodies) and records for snapshots, each reading in its own order */
-  readonly #bodyReader: FrameReader;
+  /** bodies for the queues and records for snapshots, each reading in its own order */
+  readonly #bodies: BodyReader;
   readonly #snapshotReader: FrameReader;
   #state: 'new' | 'open' | 'failed' | 'closed' = 'new';
   #queued = new Batch();
@@ -63,7 +63,7 @@ export class LogStore implements MessageStore {
     this.#idleCompactMs = options.idleCompactMs ?? 1000;
     this.#index = new LiveIndex(options.dedupeWindowMs ?? 120_000, options.now ?? Date.now, options.replayBodyBytes ?? 4 * 1024 * 1024);
     this.#files = new SegmentFiles(this.#fs, directory);
-    this.#bodyReader = new FrameReader(this.#files);
+    this.#bodies = new BodyReader(this.#index, new FrameReader(this.#files));
     this.#snapshotReader = new FrameReader(this.#files);
   }
 
@@ -114,34 +114,8 @@ export class LogStore implements MessageStore {
     this.#kick();
   }
 
-  /** sorted by place, so a backlog read in acceptance order costs one read per megabyte */
-  async readBodies(messageIds: readonly string[]): Promise<unknown[]> {
-    const bodies: unknown[] = messageIds.map(() => undefined);
-    const wanted: Array<{ index: number; entry: LiveEntry }> = [];
-    messageIds.forEach((messageId, index) => {
-      const entry = this.#index.get(messageId);
-      if (entry) wanted.push({ index, entry });
-    });
-    wanted.sort((a, b) => a.entry.segment - b.entry.segment || a.entry.offset - b.entry.offset);
-    for (const { index, entry } of wanted) bodies[index] = entry.message.data ?? (await this.#readBody(entry));
-    return bodies;
-  }
-
-  async #readBody(entry: LiveEntry, again = true): Promise<unknown> {
-    try {
-      const frame = await this.#bodyReader.frame(entry.segment, entry.offset, entry.bytes);
-      const decoded = decodeRecord(frame, 0, frame.length);
-      if (!decoded.ok || decoded.record.k !== 'm' || decoded.record.m.messageId !== entry.message.messageId) {
-        throw new Error(`store segment ${segmentName(entry.segment)} does not hold message ${entry.message.messageId} at byte ${entry.offset}`);
-      }
-      return decoded.record.m.data;
-    } catch (error) {
-      // a compaction may have moved it between the look-up and the read
-      const now = this.#index.get(entry.message.messageId);
-      if (!now) return undefined;
-      if (again && (now.segment !== entry.segment || now.offset !== entry.offset)) return this.#readBody(now, false);
-      throw error;
-    }
+  readBodies(messageIds: readonly string[]): Promise<unknown[]> {
+    return this.#bodies.read(messageIds);
   }
 
   isHealthy(): boolean {
