@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { type Broker, startBroker } from '../src/broker/broker.js';
-import { brokerConfig, connect, freePort, tempDir, until } from './support/harness.js';
+import { MemoryStore } from '../src/broker/store/memory.js';
+import type { StoredMessage } from '../src/broker/store/store.js';
+import { broker, brokerConfig, connect, freePort, tempDir, until } from './support/harness.js';
 
 /**
  * Mirror brokers in one process (SPEC §9, issue 6): one master delivers, slaves follow its
@@ -169,6 +171,23 @@ describe('mirror brokers', () => {
     await until(() => got.length >= TOTAL, 15_000, `the promoted slave delivered the backlog (${got.length})`);
     expect(got).toEqual(Array.from({ length: TOTAL }, (_, n) => n));
   }, 30_000);
+
+  test('a removal from the master that overtakes the slave\'s own store write: the copy is not queued once stored', async () => {
+    // a store whose appends wait until released: the slave is still storing the client's copy
+    const gate: Array<() => void> = [];
+    const store = new (class extends MemoryStore {
+      override append(_messages: readonly StoredMessage[]): Promise<void> {
+        return new Promise((resolve) => gate.push(resolve));
+      }
+    })();
+    const slave = await broker({ isMaster: false, defaultPolicy: 'allow' }, { store });
+    const sending = slave.router.publish('producer', [{ messageId: 'm-1', channel: 'jobs/v1/1', data: { n: 1 }, created: Date.now() }]);
+    await until(() => gate.length === 1, 2000, 'the append under way');
+    slave.router.applyPeerSettled([], ['m-1']);
+    gate[0]!();
+    expect(await sending).toEqual([{ messageId: 'm-1' }]);
+    expect([...slave.router.queues.values()].reduce((n, q) => n + q.size, 0)).toBe(0);
+  });
 
   test('two masters configured at once: the lower serviceId delivers, both report it, each message delivered once', async () => {
     const mirrors = await cluster(2, ['a', 'b']);

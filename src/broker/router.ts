@@ -35,6 +35,8 @@ export class Router {
   readonly #dedupe: DedupeWindow;
   /** appends under way, so a second copy of an id is answered only once the first is stored */
   readonly #storing = new Map<string, Promise<void>>();
+  /** ids the master removed while this broker was still storing its copy: not queued once stored */
+  readonly #removedWhileStoring = new Set<string>();
   readonly #reservations = new Map<string, Subscription>();
   #isMaster: boolean;
   #observer: ReplicationObserver | null = null;
@@ -111,12 +113,12 @@ export class Router {
     for (const message of fresh) this.#storing.set(message.messageId, stored);
     try {
       await stored;
-      for (const message of fresh) {
-        this.#dedupe.add(message.messageId);
-        this.#queue(message.queue).accept(message);
-      }
+      for (const message of fresh) this.#queueStored(message);
     } finally {
-      for (const message of fresh) this.#storing.delete(message.messageId);
+      for (const message of fresh) {
+        this.#storing.delete(message.messageId);
+        this.#removedWhileStoring.delete(message.messageId);
+      }
     }
   }
 
@@ -127,8 +129,21 @@ export class Router {
       const queue = this.#holding(messageId);
       if (queue) queue.forgetFromPeer(messageId);
       // a copy still on its way from the client is then answered and not queued (SPEC §7)
-      else this.#dedupe.add(messageId);
+      else {
+        this.#dedupe.add(messageId);
+        if (this.#storing.has(messageId)) this.#removedWhileStoring.add(messageId);
+      }
     }
+  }
+
+  /** a stored message enters its queue, unless the master removed it while it was being stored */
+  #queueStored(message: StoredMessage): void {
+    this.#dedupe.add(message.messageId);
+    if (this.#removedWhileStoring.delete(message.messageId)) {
+      this.#store.record([{ kind: 'remove', messageId: message.messageId }]);
+      return;
+    }
+    this.#queue(message.queue).accept(message);
   }
 
   #holding(messageId: string): Queue | undefined {
@@ -214,16 +229,16 @@ export class Router {
       for (const { message } of accepted) this.#storing.set(message.messageId, stored);
       try {
         await stored;
-        for (const { message } of accepted) {
-          this.#dedupe.add(message.messageId);
-          this.#queue(message.queue).accept(message);
-        }
+        for (const { message } of accepted) this.#queueStored(message);
       } catch (error) {
         this.#log.error('store append failed', { error: (error as Error).message, messages: accepted.length });
         const payload = new WhiskerError('E_STORE', 'Message could not be stored').toJSON();
         for (const { index } of accepted) results[index] = { messageId: results[index]!.messageId, error: payload };
       } finally {
-        for (const { message } of accepted) this.#storing.delete(message.messageId);
+        for (const { message } of accepted) {
+          this.#storing.delete(message.messageId);
+          this.#removedWhileStoring.delete(message.messageId);
+        }
       }
     }
     await Promise.all(waits);
