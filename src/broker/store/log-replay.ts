@@ -76,12 +76,14 @@ async function replayFile(fs: LogFs, path: string, number: number, isLast: boole
     let end = 0;
     let eof = false;
     let records = 0;
-    let inSnapshot = false;
+    // one place object per segment, moved along: the index copies what it keeps
+    const place = { segment: number, offset: 0, replayed: true, inSnapshot: false };
     for (;;) {
       const decoded = decodeRecord(buffer, offset, end);
       if (decoded.ok) {
-        if (records === 0) inSnapshot = checkHeader(decoded.record, path);
-        apply(decoded.record, decoded.bytes, { segment: number, offset: base + offset, replayed: true, inSnapshot });
+        if (records === 0) place.inSnapshot = checkHeader(decoded.record, path);
+        place.offset = base + offset;
+        apply(decoded.record, decoded.bytes, place);
         records++;
         offset += decoded.bytes;
         continue;

@@ -194,11 +194,12 @@ export class LogStore implements MessageStore {
     this.#needsHeader = false;
     this.#stats.commits++;
     this.#stats.records += batch.records.length;
-    let offset = start;
+    // one place object for the batch, moved along: the index copies what it keeps
+    const place = { segment: segment.number, offset: start, replayed: false, inSnapshot: false };
     batch.records.forEach((record, i) => {
       const bytes = batch.frames[i]!.length;
-      this.#index.apply(record, bytes, { segment: segment.number, offset, replayed: false, inSnapshot: false });
-      offset += bytes;
+      this.#index.apply(record, bytes, place);
+      place.offset += bytes;
     });
     for (const waiter of batch.waiters) waiter.resolve();
     return true;
