@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { type Broker, startBroker } from '../src/broker/broker.js';
+import { MemoryStore } from '../src/broker/store/memory.js';
+import type { StoredMessage } from '../src/broker/store/store.js';
 import type { WhiskerError } from '../src/protocol/errors.js';
-import { brokerConfig, connect, freePort, tempDir, until } from './support/harness.js';
+import { broker, brokerConfig, connect, freePort, tempDir, until } from './support/harness.js';
 
 /**
  * Mirror brokers in one process (SPEC §9, issue 6): one master delivers, slaves follow its
@@ -26,28 +28,28 @@ async function ports(n: number): Promise<number[]> {
   return Promise.all(Array.from({ length: n }, () => freePort()));
 }
 
-function configFor(serviceId: string, port: number, dir: string, isMaster: boolean, peers: string[]) {
-  return brokerConfig({ serviceId, isMaster, peers, socketServer: { host: '127.0.0.1', port }, requeueInterval: 5 }, dir);
+function configFor(serviceId: string, port: number, dir: string, isMaster: boolean, peers: string[], extra: Record<string, unknown> = {}) {
+  return brokerConfig({ serviceId, isMaster, peers, socketServer: { host: '127.0.0.1', port }, requeueInterval: 5, ...extra }, dir);
 }
 
-async function startMirror(serviceId: string, port: number, dir: string, isMaster: boolean, peers: string[]): Promise<Mirror> {
-  const broker = await startBroker(configFor(serviceId, port, dir, isMaster, peers));
+async function startMirror(serviceId: string, port: number, dir: string, isMaster: boolean, peers: string[], extra: Record<string, unknown> = {}): Promise<Mirror> {
+  const broker = await startBroker(configFor(serviceId, port, dir, isMaster, peers, extra));
   running.add(broker);
   return { serviceId, port, dir, broker, spec: `127.0.0.1:${port}@${serviceId}` };
 }
 
 /** brokers a (master), b, c... each listing all the others in `peers` */
-async function cluster(n: number, masters: string[] = ['a']): Promise<Mirror[]> {
+async function cluster(n: number, masters: string[] = ['a'], extra: Record<string, unknown> = {}): Promise<Mirror[]> {
   const ids = ['a', 'b', 'c', 'd'].slice(0, n);
   const p = await ports(n);
   const specs = ids.map((id, i) => `127.0.0.1:${p[i]}@${id}`);
-  return Promise.all(ids.map((id, i) => startMirror(id, p[i]!, tempDir(), masters.includes(id), specs.filter((_, j) => j !== i))));
+  return Promise.all(ids.map((id, i) => startMirror(id, p[i]!, tempDir(), masters.includes(id), specs.filter((_, j) => j !== i), extra)));
 }
 
-async function restart(m: Mirror, isMaster: boolean, peers: string[]): Promise<Mirror> {
+async function restart(m: Mirror, isMaster: boolean, peers: string[], extra: Record<string, unknown> = {}): Promise<Mirror> {
   await m.broker.stop();
   running.delete(m.broker);
-  return startMirror(m.serviceId, m.port, m.dir, isMaster, peers);
+  return startMirror(m.serviceId, m.port, m.dir, isMaster, peers, extra);
 }
 
 function peersOf(mirrors: Mirror[], m: Mirror): string[] {
@@ -236,6 +238,48 @@ describe('mirror brokers', () => {
     await until(() => got.length === 1, 6000, 'delivered by the master once b offered it');
     expect(got).toEqual([{ n: 'via-b' }]);
     await until(() => held(a) === 0 && held(b) === 0, 5000, 'both empty after the ack');
+  });
+
+  test('a slave that syncs a backlog of 14,000 gets the bodies the master keeps on disk only, and delivers them all once promoted', async () => {
+    const big = { maxItemsInQueue: 20_000 };
+    const mirrors = await cluster(2, ['a'], big);
+    const [a, b] = mirrors as [Mirror, Mirror];
+    await b.broker.stop();
+    running.delete(b.broker);
+    const TOTAL = 14_000; // past a queue's window of bodies in memory (10,000): the rest are on disk only
+    const producer = await connect('producer', [a.spec]);
+    for (let i = 0; i < TOTAL; i += 1000) await Promise.all(Array.from({ length: 1000 }, (_, n) => producer.send('jobs/v1/1', { n: i + n })));
+    expect(a.broker.router.queues.get('jobs/v1')!.bodiesInMemory).toBeLessThan(TOTAL - 3000);
+    const back = await restart(b, false, [a.spec], big);
+    await until(() => held(back) === TOTAL, 10_000, `the slave synced the backlog (${held(back)})`);
+    await a.broker.softStop();
+    running.delete(a.broker);
+    back.broker.reload(configFor('b', back.port, back.dir, true, [a.spec], big));
+    const consumer = await connect('worker', [back.spec]);
+    const got: number[] = [];
+    await consumer.consume('jobs/v1/*', { prefetch: 100 }, (_err, msg, done) => {
+      got.push((msg as { n: number }).n);
+      done!();
+    }).ready;
+    await until(() => got.length >= TOTAL, 15_000, `the promoted slave delivered the backlog (${got.length})`);
+    expect(got).toEqual(Array.from({ length: TOTAL }, (_, n) => n));
+  }, 30_000);
+
+  test('a removal from the master that overtakes the slave\'s own store write: the copy is not queued once stored', async () => {
+    // a store whose appends wait until released: the slave is still storing the client's copy
+    const gate: Array<() => void> = [];
+    const store = new (class extends MemoryStore {
+      override append(_messages: readonly StoredMessage[]): Promise<void> {
+        return new Promise((resolve) => gate.push(resolve));
+      }
+    })();
+    const slave = await broker({ isMaster: false, defaultPolicy: 'allow' }, { store });
+    const sending = slave.router.publish('producer', [{ messageId: 'm-1', channel: 'jobs/v1/1', data: { n: 1 }, created: Date.now() }]);
+    await until(() => gate.length === 1, 2000, 'the append under way');
+    slave.router.applyPeerSettled([], ['m-1']);
+    gate[0]!();
+    expect(await sending).toEqual([{ messageId: 'm-1' }]);
+    expect([...slave.router.queues.values()].reduce((n, q) => n + q.size, 0)).toBe(0);
   });
 
   test('two masters configured at once: the lower serviceId delivers, both report it, each message delivered once', async () => {

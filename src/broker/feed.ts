@@ -1,10 +1,10 @@
-import type { PeerMessage, PeerSettlement } from '../protocol/frames.js';
+import type { BrokerFrame, PeerMessage, PeerSettlement } from '../protocol/frames.js';
 import { type ReplicationObserver, type Router, toPeerMessage } from './router.js';
 import type { StoreEvent, StoredMessage } from './store/store.js';
 
 /** what one peer session can be handed: the feed writes through it, nothing else */
 export interface Follower {
-  send(frame: import('../protocol/frames.js').BrokerFrame): void;
+  send(frame: BrokerFrame): void;
 }
 
 const CHUNK_MESSAGES = 1_000;
@@ -19,6 +19,8 @@ const CHUNK_BYTES = 4 * 1_048_576;
 export class PeerFeed implements ReplicationObserver {
   readonly #router: Router;
   readonly #followers = new Set<Follower>();
+  /** followers still getting their sync, with the feed frames that come after it */
+  readonly #syncing = new Map<Follower, BrokerFrame[]>();
   #settled: PeerSettlement[] = [];
   #removed: string[] = [];
   #messages: PeerMessage[] = [];
@@ -33,20 +35,35 @@ export class PeerFeed implements ReplicationObserver {
     return this.#followers.size;
   }
 
-  /** a mirror asks to follow: only a master answers, with its state first */
+  /**
+   * A mirror asks to follow: only a master answers, with its state first. Bodies left on disk
+   * are read a chunk at a time; the feed of what happens meanwhile waits behind the sync.
+   */
   follow(follower: Follower): void {
-    if (!this.#router.isMaster || this.#followers.has(follower)) return;
+    if (!this.#router.isMaster || this.#followers.has(follower) || this.#syncing.has(follower)) return;
     this.#flush(); // what happened before the snapshot reaches the older followers first
     const { messages, removed } = this.#router.snapshot();
+    const backlog: BrokerFrame[] = [];
+    this.#syncing.set(follower, backlog);
+    void this.#sync(follower, backlog, messages, removed);
+  }
+
+  async #sync(follower: Follower, backlog: BrokerFrame[], messages: readonly StoredMessage[], removed: readonly string[]): Promise<void> {
     let chunk: PeerMessage[] = [];
     let bytes = 0;
-    for (const message of messages) {
-      chunk.push(message);
-      bytes += approximateBytes(message);
-      if (chunk.length >= CHUNK_MESSAGES || bytes >= CHUNK_BYTES) {
-        follower.send({ type: 'sync', messages: chunk, removed: [], done: false });
-        chunk = [];
-        bytes = 0;
+    for (let i = 0; i < messages.length; i += CHUNK_MESSAGES) {
+      const part = messages.slice(i, i + CHUNK_MESSAGES);
+      // a store that cannot read now: the mirror gets what is in memory (the master keeps the rest)
+      const read = await this.#router.withBodies(part).catch(() => part.filter((m) => m.data !== undefined).map(toPeerMessage));
+      if (this.#syncing.get(follower) !== backlog) return; // gone, or this broker was demoted
+      for (const message of read) {
+        chunk.push(message);
+        bytes += approximateBytes(message);
+        if (chunk.length >= CHUNK_MESSAGES || bytes >= CHUNK_BYTES) {
+          follower.send({ type: 'sync', messages: chunk, removed: [], done: false });
+          chunk = [];
+          bytes = 0;
+        }
       }
     }
     for (let i = 0; i < removed.length; i += 10 * CHUNK_MESSAGES) {
@@ -54,23 +71,27 @@ export class PeerFeed implements ReplicationObserver {
       chunk = [];
     }
     follower.send({ type: 'sync', messages: chunk, removed: [], done: true });
+    this.#syncing.delete(follower);
+    for (const frame of backlog) follower.send(frame);
     this.#followers.add(follower);
   }
 
   unfollow(follower: Follower): void {
     this.#followers.delete(follower);
+    this.#syncing.delete(follower);
   }
 
   /** this broker stopped acting as master: followers will ask again when it is one */
   demoted(): void {
     this.#followers.clear();
+    this.#syncing.clear();
     this.#settled = [];
     this.#removed = [];
     this.#messages = [];
   }
 
   settled(events: readonly StoreEvent[]): void {
-    if (this.#followers.size === 0) return;
+    if (this.#followers.size === 0 && this.#syncing.size === 0) return;
     for (const event of events) {
       if (event.kind === 'settle') this.#settled.push({ messageId: event.messageId, group: event.group });
       else if (event.kind === 'remove') this.#removed.push(event.messageId);
@@ -79,7 +100,7 @@ export class PeerFeed implements ReplicationObserver {
   }
 
   made(message: StoredMessage): void {
-    if (this.#followers.size === 0) return;
+    if (this.#followers.size === 0 && this.#syncing.size === 0) return;
     this.#messages.push(toPeerMessage(message));
     this.#schedule();
   }
@@ -98,6 +119,7 @@ export class PeerFeed implements ReplicationObserver {
     this.#removed = [];
     this.#messages = [];
     for (const follower of this.#followers) follower.send(frame);
+    for (const backlog of this.#syncing.values()) backlog.push(frame);
   }
 }
 

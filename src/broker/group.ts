@@ -35,7 +35,11 @@ export type RecordState = 'ready' | 'delayed' | 'inflight' | 'settled';
 
 export interface Entry {
   readonly message: StoredMessage;
-  readonly records: Map<string, DeliveryRecord>;
+  /**
+   * One record per group, few groups per message: a small array replaced on change (shared
+   * empty one while the message waits), not a Map of ~270 bytes each (bounded memory, SPEC §7).
+   */
+  records: readonly DeliveryRecord[];
   /** no group existed at acceptance: the message waits for the first matching subscriber */
   unassigned: boolean;
   /** records waiting to be delivered (ready or delayed) */
@@ -56,6 +60,22 @@ export interface DeliveryRecord {
   deadline: number;
 }
 
+export const NO_RECORDS: readonly DeliveryRecord[] = [];
+
+export function recordOf(entry: Entry, key: string): DeliveryRecord | undefined {
+  for (const record of entry.records) if (record.group.key === key) return record;
+  return undefined;
+}
+
+export function addRecordTo(entry: Entry, record: DeliveryRecord): void {
+  entry.records = [...entry.records.filter((r) => r.group.key !== record.group.key), record];
+}
+
+export function removeRecordFrom(entry: Entry, record: DeliveryRecord): void {
+  const records = entry.records.filter((r) => r !== record);
+  entry.records = records.length === 0 ? NO_RECORDS : records;
+}
+
 function isListed(record: DeliveryRecord, slot: 'fresh' | 'retry'): boolean {
   return record.state === 'ready' && record.slot === slot;
 }
@@ -67,6 +87,10 @@ export class Group {
   readonly pattern: string;
   /** delivery records of this group not yet settled, kept by the queue */
   recordCount = 0;
+  /** bodies being read back from the store for this group's next deliveries (queue.ts) */
+  loading = false;
+  /** delivering the message of this seq starts reading the next bodies; 0: nothing to read */
+  readAheadSeq = 0;
   readonly #members: Subscriber[] = [];
   #cursor = 0;
   // first deliveries in acceptance order; retries ordered by seq so none overtakes what it was behind
@@ -131,6 +155,21 @@ export class Group {
     if (!retry) return fresh;
     if (!fresh) return retry;
     return retry.entry.message.seq < fresh.entry.message.seq ? retry : fresh;
+  }
+
+  /**
+   * The next ready records in delivery order, as far as a look-ahead goes: the one
+   * `peekReady` gives, then first deliveries after it (retries are few and come back hot).
+   */
+  upcoming(limit: number): DeliveryRecord[] {
+    const first = this.peekReady();
+    if (!first) return [];
+    const records = [first];
+    for (let i = this.#freshHead; i < this.#fresh.length && records.length < limit; i++) {
+      const record = this.#fresh[i] as DeliveryRecord;
+      if (record !== first && isListed(record, 'fresh')) records.push(record);
+    }
+    return records;
   }
 
   takeReady(record: DeliveryRecord): void {

@@ -126,7 +126,7 @@ export class PeerLink {
           router.applyPeerSettled([], frame.removed);
           if (frame.done && this.#following) {
             this.#named = null;
-            this.#offerHeldOnlyHere(named);
+            await this.#offerHeldOnlyHere(named);
             this.#inStep();
             log.info('in step with the master', { master: this.target.serviceId });
           }
@@ -152,15 +152,17 @@ export class PeerLink {
     const { router } = this.#peers.options;
     router.unconfirmed.start();
     this.#offerTimer ??= setInterval(() => {
-      const messages = router.takeUnconfirmed(UNCONFIRMED_AFTER_MS);
-      if (messages.length > 0) this.#offer(messages, 'only this broker got from clients');
+      router.takeUnconfirmed(UNCONFIRMED_AFTER_MS).then(
+        (messages) => messages.length > 0 && this.#offer(messages, 'only this broker got from clients'),
+        (error: unknown) => this.#peers.options.log.error('could not read what to offer the master', { master: this.target.serviceId, error: (error as Error).message }),
+      );
     }, 1_000).unref();
   }
 
   /** after a sync: what we hold that the master did not name and would remember (docs/protocol.md#peers) */
-  #offerHeldOnlyHere(named: ReadonlySet<string>): void {
+  async #offerHeldOnlyHere(named: ReadonlySet<string>): Promise<void> {
     const { router, log } = this.#peers.options;
-    const { messages, older } = router.heldOnlyHere(named);
+    const { messages, older } = await router.heldOnlyHere(named);
     if (older > 0) log.warn('holding messages the master did not name, older than the dedupe window: kept here, delivered if this broker is promoted', { master: this.target.serviceId, messages: older });
     if (messages.length > 0) this.#offer(messages, 'only this broker stored');
   }

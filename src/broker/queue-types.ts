@@ -20,6 +20,9 @@ export interface QueueEnvironment {
    * channel when `target` is set, dropped otherwise (counted here, logged by the router).
    */
   discard(target: string | null, message: StoredMessage, group: string, nbDeliveries: number, reason: string): void;
+  /** bodies a queue keeps in memory before it leaves new ones on disk (needs `store.readsBodies`) */
+  readonly bodyWindow?: number;
+  warn?(msg: string, fields: Record<string, unknown>): void;
 }
 
 export interface QueueCounters {

@@ -1,12 +1,17 @@
 import { unescapeId } from '../protocol/channel.js';
 import { WhiskerError } from '../protocol/errors.js';
-import { type DeliveryRecord, type Entry, Group, type Subscriber, groupKey, parseGroupKey } from './group.js';
+import { addRecordTo, type DeliveryRecord, type Entry, Group, groupKey, NO_RECORDS, parseGroupKey, recordOf, removeRecordFrom, type Subscriber } from './group.js';
+import { LOAD_RETRY_MS, QueueBodies } from './bodies.js';
+import { EntryList } from './entry-list.js';
 import { MinHeap } from './heap.js';
 import type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './queue-types.js';
 import { WakeTimer } from './wake-timer.js';
 import type { RecoveredMessage, Settlement, StoredMessage, StoreEvent } from './store/store.js';
 
 export type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './queue-types.js';
+
+/** waiting messages a new group adopts per event-loop turn: a large backlog never stalls the loop */
+const ADOPT_SLICE = 5_000;
 
 /**
  * One `endpoint/version` queue (SPEC §7): waiting messages per id, recipient groups, in-flight
@@ -21,8 +26,9 @@ export class Queue {
   #draining = false;
 
   readonly #entries = new Map<string, Entry>();
-  readonly #byId = new Map<string, Set<Entry>>();
-  readonly #unassigned = new Set<Entry>();
+  readonly #byId = new Map<string, EntryList>();
+  readonly #unassigned = new EntryList((entry) => entry.unassigned);
+  readonly #isHeld = (entry: Entry): boolean => this.#entries.get(entry.message.messageId) === entry;
   readonly #groups = new Map<string, Group>();
   readonly #inFlight = new Set<DeliveryRecord>();
   readonly #inFlightBySubscriber = new Map<Subscriber, number>();
@@ -31,6 +37,13 @@ export class Queue {
   #ttlOrder: Entry[] = [];
   #ttlHead = 0;
   #depth = 0;
+  readonly #bodies: QueueBodies;
+  /** a read failed: groups waiting for bodies are pumped again at this time (ms epoch) */
+  #loadRetryAt = 0;
+  /** where adoption of waiting messages by new groups has got to; null: none under way */
+  #adoptCursor: (() => Entry | undefined) | null = null;
+  #adoptScheduled = false;
+  #closed = false;
   readonly #timer: WakeTimer;
   readonly counters: QueueCounters = { received: 0, delivered: 0, acked: 0, requeued: 0, timedOut: 0, deadLettered: 0, dropped: 0, expired: 0 };
 
@@ -38,6 +51,21 @@ export class Queue {
     this.name = name;
     this.#settings = settings;
     this.#env = env;
+    this.#bodies = new QueueBodies(
+      {
+        name,
+        store: env.store,
+        isHeld: (entry) => this.#entries.get(entry.message.messageId) === entry,
+        pump: (group) => this.#pump(group),
+        lost: (entry) => this.#lose(entry),
+        retryLater: () => {
+          this.#loadRetryAt = env.now() + LOAD_RETRY_MS;
+          this.#timer.armAt(this.#loadRetryAt);
+        },
+        warn: env.warn,
+      },
+      env.bodyWindow,
+    );
     this.#timer = new WakeTimer(env.now, () => this.#wake());
   }
 
@@ -56,6 +84,11 @@ export class Queue {
 
   get size(): number {
     return this.#entries.size;
+  }
+
+  /** messages held whose body is in memory; the others are read back from the store */
+  get bodiesInMemory(): number {
+    return this.#bodies.held;
   }
 
   has(messageId: string): boolean {
@@ -91,7 +124,8 @@ export class Queue {
     this.counters.received++;
     // with `reject` the check came before storing; a stored message is never dropped for it
     if (this.#depth >= this.#settings.maxItems && this.#settings.overflow === 'drop-oldest') this.#dropOldest(message.id);
-    const groups = this.#matchingGroups(message.id);
+    // while older waiting messages are being adopted, a new one queues behind them (order per id)
+    const groups = this.#adoptCursor ? [] : this.#matchingGroups(message.id);
     const entry = this.#addEntry(message);
     if (groups.length === 0) {
       this.#markUnassigned(entry);
@@ -101,6 +135,8 @@ export class Queue {
       for (const group of groups) this.#pump(group);
     }
     this.#armTtl(entry);
+    // far from delivery (not handed out at once, the window full): its body stays on disk only
+    if (entry.pending > 0 || entry.unassigned) this.#bodies.accepted(entry);
   }
 
   /** rebuilds state from the store on start, before any subscriber exists */
@@ -113,7 +149,7 @@ export class Queue {
       const group = this.#groupFor(r.group);
       if (group) this.#addRecord(entry, group, r.nbRequeues, r.notBefore);
     }
-    if (entry.records.size === 0 && !entry.unassigned) {
+    if (entry.records.length === 0 && !entry.unassigned) {
       // every record named a group this version cannot read: nothing can deliver it
       this.#forget(entry);
       this.#env.store.record([{ kind: 'remove', messageId: message.messageId }]);
@@ -151,7 +187,11 @@ export class Queue {
     let groups = this.#groupsOf.get(subscriber);
     if (!groups) this.#groupsOf.set(subscriber, (groups = new Set()));
     groups.add(group);
-    if (isNew) this.#adoptWaiting(group);
+    if (isNew && this.#unassigned.size > 0) {
+      // from the first waiting message again: those passed over may match this group
+      this.#adoptCursor = this.#unassigned.cursor();
+      this.#adoptSome();
+    }
     this.#pump(group);
   }
 
@@ -180,7 +220,7 @@ export class Queue {
    */
   ack(subscriber: Subscriber, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
     const entry = this.#entries.get(messageId);
-    const record = entry?.records.get(groupKey(subscriber.mode, subscriber.clientName, via));
+    const record = entry && recordOf(entry, groupKey(subscriber.mode, subscriber.clientName, via));
     if (!record || record.state === 'settled') return;
     if (this.#delivering) {
       if (record.state !== 'inflight' || record.deliveredTo !== subscriber) return;
@@ -198,7 +238,8 @@ export class Queue {
 
   /** the master settled this record (docs/protocol.md#peers): a slave forgets it too */
   settleFromPeer(messageId: string, group: string): void {
-    const record = this.#entries.get(messageId)?.records.get(group);
+    const entry = this.#entries.get(messageId);
+    const record = entry && recordOf(entry, group);
     if (!record || record.state === 'settled') return;
     this.counters.acked++;
     this.#settle(record, 'acked');
@@ -208,7 +249,7 @@ export class Queue {
   forgetFromPeer(messageId: string): void {
     const entry = this.#entries.get(messageId);
     if (!entry) return;
-    for (const record of [...entry.records.values()]) this.#settle(record, 'acked');
+    for (const record of entry.records) this.#settle(record, 'acked');
     if (entry.unassigned) this.#unmarkUnassigned(entry);
     this.#forgetIfDone(entry);
   }
@@ -229,7 +270,7 @@ export class Queue {
   purge(id?: string): number {
     const victims = id === undefined ? [...this.#entries.values()] : [...(this.#byId.get(id) ?? [])];
     for (const entry of victims) {
-      for (const record of [...entry.records.values()]) this.#settle(record, 'dropped');
+      for (const record of entry.records) this.#settle(record, 'dropped');
       if (entry.unassigned) this.#unmarkUnassigned(entry);
       this.#forgetIfDone(entry);
     }
@@ -245,11 +286,11 @@ export class Queue {
 
   /** what `whisker list -m` shows of the messages held, oldest first: never their bodies */
   messages(id?: string, limit = Infinity): MessageSummary[] {
-    const entries = id === undefined ? this.#entries.values() : (this.#byId.get(id) ?? new Set<Entry>()).values();
+    const entries = id === undefined ? this.#entries.values() : (this.#byId.get(id) ?? [])[Symbol.iterator]();
     const summaries: MessageSummary[] = [];
     for (const { message, records, unassigned } of entries) {
       if (summaries.length >= limit) break;
-      const groups = [...records.values()].map((r) => ({ group: r.group.key, state: r.state, nbRequeues: r.nbRequeues }));
+      const groups = records.map((r) => ({ group: r.group.key, state: r.state, nbRequeues: r.nbRequeues }));
       summaries.push({ messageId: message.messageId, id: message.id, created: message.created, acceptedAt: message.acceptedAt, from: message.from, waitingForSubscriber: unassigned, groups });
     }
     return summaries;
@@ -261,23 +302,25 @@ export class Queue {
   }
 
   close(): void {
+    this.#closed = true;
     this.#timer.cancel();
   }
 
   // ---- entries and records ----------------------------------------------------------
 
   #addEntry(message: StoredMessage): Entry {
-    const entry: Entry = { message, records: new Map(), unassigned: false, pending: 0 };
+    const entry: Entry = { message, records: NO_RECORDS, unassigned: false, pending: 0 };
+    this.#bodies.added(entry);
     this.#entries.set(message.messageId, entry);
     let ofId = this.#byId.get(message.id);
-    if (!ofId) this.#byId.set(message.id, (ofId = new Set()));
+    if (!ofId) this.#byId.set(message.id, (ofId = new EntryList(this.#isHeld)));
     ofId.add(entry);
     return entry;
   }
 
   #addRecord(entry: Entry, group: Group, nbRequeues: number, notBefore: number): void {
     const record: DeliveryRecord = { entry, group, state: 'ready', slot: null, nbRequeues, notBefore, deliveredTo: null, deadline: 0 };
-    entry.records.set(group.key, record);
+    addRecordTo(entry, record);
     group.recordCount++;
     this.#adjustPending(entry, 1);
     if (notBefore > this.#env.now()) {
@@ -305,7 +348,7 @@ export class Queue {
 
   #unmarkUnassigned(entry: Entry): void {
     entry.unassigned = false;
-    this.#unassigned.delete(entry);
+    this.#unassigned.removed();
     if (entry.pending === 0) this.#depth--;
   }
 
@@ -315,7 +358,7 @@ export class Queue {
     else if (record.state === 'ready' || record.state === 'delayed') this.#adjustPending(entry, -1);
     record.state = 'settled';
     record.slot = null;
-    entry.records.delete(record.group.key);
+    removeRecordFrom(entry, record);
     record.group.recordCount--;
     this.#env.store.record([{ kind: 'settle', messageId: entry.message.messageId, group: record.group.key, outcome }]);
     this.#dropGroupIfEmpty(record.group);
@@ -323,7 +366,7 @@ export class Queue {
   }
 
   #forgetIfDone(entry: Entry): void {
-    if (entry.records.size === 0 && !entry.unassigned && this.#entries.get(entry.message.messageId) === entry) {
+    if (entry.records.length === 0 && !entry.unassigned && this.#entries.get(entry.message.messageId) === entry) {
       this.#forget(entry);
       this.#env.store.record([{ kind: 'remove', messageId: entry.message.messageId }]);
     }
@@ -331,8 +374,9 @@ export class Queue {
 
   #forget(entry: Entry): void {
     this.#entries.delete(entry.message.messageId);
+    this.#bodies.forgotten(entry);
     const ofId = this.#byId.get(entry.message.id);
-    ofId?.delete(entry);
+    ofId?.removed();
     if (ofId?.size === 0) this.#byId.delete(entry.message.id);
   }
 
@@ -408,17 +452,46 @@ export class Queue {
     return group;
   }
 
-  /** a new group takes the messages that were waiting for a subscriber of its ids */
-  #adoptWaiting(group: Group): void {
-    const adopted: string[] = [];
-    for (const entry of this.#unassigned) {
-      if (!group.matches(entry.message.id)) continue;
+  /**
+   * New groups take the messages that were waiting for a subscriber of their ids, in
+   * acceptance order, a slice per turn; the rest continues on the next turn.
+   */
+  #adoptSome(): void {
+    const cursor = this.#adoptCursor;
+    if (!cursor || this.#closed) return;
+    const events: StoreEvent[] = [];
+    const touched = new Set<Group>();
+    let done = false;
+    for (let n = 0; n < ADOPT_SLICE; n++) {
+      const entry = cursor();
+      if (!entry) {
+        done = true;
+        break;
+      }
+      const groups = this.#matchingGroups(entry.message.id);
+      if (groups.length === 0) continue;
       this.#unmarkUnassigned(entry);
-      this.#addRecord(entry, group, 0, 0);
-      adopted.push(entry.message.messageId);
+      for (const group of groups) {
+        this.#addRecord(entry, group, 0, 0);
+        touched.add(group);
+      }
+      events.push({ kind: 'assign', messageId: entry.message.messageId, groups: groups.map((g) => g.key) });
     }
-    if (adopted.length > 0) this.#env.store.record(adopted.map((messageId): StoreEvent => ({ kind: 'assign', messageId, groups: [group.key] })));
+    if (events.length > 0) this.#env.store.record(events);
+    if (done) this.#adoptCursor = null;
+    else this.#scheduleAdoption();
+    for (const group of touched) this.#pump(group);
   }
+
+  #scheduleAdoption(): void {
+    if (this.#adoptScheduled) return;
+    this.#adoptScheduled = true;
+    setImmediate(() => {
+      this.#adoptScheduled = false;
+      this.#adoptSome();
+    });
+  }
+
 
   #dropGroupIfEmpty(group: Group): void {
     if (group.memberCount > 0 || group.recordCount > 0 || this.#groups.get(group.key) !== group) return;
@@ -445,11 +518,21 @@ export class Queue {
         this.#settle(record, 'expired');
         continue;
       }
+      if (record.entry.message.data === undefined) return this.#bodies.load(group);
       const member = group.pickMember(this.#hasCapacity);
       if (!member) return;
       group.takeReady(record);
       this.#deliver(record, member, now);
+      if (group.readAheadSeq !== 0 && record.entry.message.seq >= group.readAheadSeq) this.#bodies.load(group);
     }
+  }
+
+  /** a message whose body the store no longer has: counted and logged as dropped */
+  #lose(entry: Entry): void {
+    this.counters.dropped++;
+    if (entry.unassigned) this.#unmarkUnassigned(entry);
+    for (const record of entry.records) if (record.state !== 'inflight') this.#settle(record, 'dropped');
+    this.#forgetIfDone(entry);
   }
 
   #deliver(record: DeliveryRecord, subscriber: Subscriber, now: number): void {
@@ -519,6 +602,15 @@ export class Queue {
       this.#pump(record.group);
     }
 
+    if (this.#loadRetryAt !== 0) {
+      if (this.#loadRetryAt <= now) {
+        this.#loadRetryAt = 0;
+        this.#pumpAll();
+      } else {
+        next = Math.min(next, this.#loadRetryAt);
+      }
+    }
+
     const ttl = this.#settings.ttlMs;
     while (ttl !== null && this.#ttlHead < this.#ttlOrder.length) {
       const entry = this.#ttlOrder[this.#ttlHead] as Entry;
@@ -544,7 +636,7 @@ export class Queue {
       this.#unmarkUnassigned(entry);
       expired = true;
     }
-    for (const record of [...entry.records.values()]) {
+    for (const record of entry.records) {
       if (record.state === 'inflight') continue;
       this.#settle(record, 'expired');
       expired = true;
@@ -561,7 +653,7 @@ export class Queue {
     if (!victim) return;
     this.counters.dropped++;
     if (victim.unassigned) this.#unmarkUnassigned(victim);
-    for (const record of [...victim.records.values()]) if (record.state !== 'inflight') this.#settle(record, 'dropped');
+    for (const record of victim.records) if (record.state !== 'inflight') this.#settle(record, 'dropped');
     this.#forgetIfDone(victim);
   }
 }

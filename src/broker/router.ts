@@ -65,6 +65,8 @@ export class Router {
         store.record(events);
         this.#observer?.settled(events);
       },
+      readsBodies: store.readsBodies,
+      readBodies: (messageIds) => store.readBodies(messageIds),
       isHealthy: () => store.isHealthy(),
       close: () => store.close(),
     };
@@ -76,13 +78,32 @@ export class Router {
 
   // ---- mirrors (SPEC §9) ---------------------------------------------------------------
 
-  /** what a mirror that follows this master needs first: what is held, and what was settled */
-  snapshot(): { messages: PeerMessage[]; removed: string[] } {
-    const messages: PeerMessage[] = [];
-    for (const queue of this.#queues.values()) for (const m of queue.heldMessages()) messages.push(toPeerMessage(m));
+  /**
+   * What a mirror that follows this master needs first: what is held, and what was settled.
+   * Bodies left on disk are read with `withBodies`, a chunk at a time.
+   */
+  snapshot(): { messages: StoredMessage[]; removed: string[] } {
+    const messages: StoredMessage[] = [];
+    for (const queue of this.#queues.values()) for (const m of queue.heldMessages()) messages.push(m);
     const removed: string[] = [];
     for (const messageId of this.#dedupe.ids()) if (!this.#holding(messageId)) removed.push(messageId);
     return { messages, removed };
+  }
+
+  /**
+   * The messages as a mirror gets them, bodies read back from the store where a queue left them
+   * on disk; one settled meanwhile is left out (its removal follows in the feed).
+   */
+  async withBodies(messages: readonly StoredMessage[]): Promise<PeerMessage[]> {
+    const cold = messages.filter((m) => m.data === undefined);
+    const bodies = cold.length > 0 ? await this.#store.readBodies(cold.map((m) => m.messageId)) : [];
+    const read = new Map(cold.map((m, i) => [m, bodies[i]]));
+    const peerMessages: PeerMessage[] = [];
+    for (const m of messages) {
+      const data = m.data ?? read.get(m);
+      if (data !== undefined) peerMessages.push({ ...toPeerMessage(m), data });
+    }
+    return peerMessages;
   }
 
   /** messages a master holds: stored and queued here unless already known */
@@ -163,31 +184,27 @@ export class Router {
    * never had them (a send answered E_NO_MASTER, SPEC §3). Older ones it may have settled and
    * forgotten: they stay here, counted in `older`.
    */
-  heldOnlyHere(named: ReadonlySet<string>): { messages: PeerMessage[]; older: number } {
+  async heldOnlyHere(named: ReadonlySet<string>): Promise<{ messages: PeerMessage[]; older: number }> {
     const acceptedSince = this.#now() - this.#dedupe.windowMs + CLOCK_MARGIN_MS;
-    const messages: PeerMessage[] = [];
+    const messages: StoredMessage[] = [];
     let older = 0;
     for (const queue of this.#queues.values()) {
       for (const m of queue.heldMessages()) {
         if (named.has(m.messageId)) continue;
-        if (m.acceptedAt >= acceptedSince) messages.push(toPeerMessage(m));
+        if (m.acceptedAt >= acceptedSince) messages.push(m);
         else older++;
       }
     }
-    return { messages, older };
+    return { messages: await this.withBodies(messages), older };
   }
 
   /** client messages the master has not named within `ageMs`: it never got them (we offer them) */
-  takeUnconfirmed(ageMs: number): PeerMessage[] {
+  async takeUnconfirmed(ageMs: number): Promise<PeerMessage[]> {
     const ids = this.unconfirmed.takeStoredBefore(this.#now() - ageMs);
-    return ids.size === 0 ? [] : this.heldAmong(ids);
-  }
-
-  /** the messages held here among `ids`, as a mirror takes them */
-  heldAmong(ids: ReadonlySet<string>): PeerMessage[] {
-    const messages: PeerMessage[] = [];
-    for (const queue of this.#queues.values()) for (const m of queue.heldMessages()) if (ids.has(m.messageId)) messages.push(toPeerMessage(m));
-    return messages;
+    if (ids.size === 0) return [];
+    const messages: StoredMessage[] = [];
+    for (const queue of this.#queues.values()) for (const m of queue.heldMessages()) if (ids.has(m.messageId)) messages.push(m);
+    return this.withBodies(messages);
   }
 
   #holding(messageId: string): Queue | undefined {
@@ -302,8 +319,10 @@ export class Router {
       if (!result.ok) throw new WhiskerError('E_SCHEMA', 'Bad format', result.details);
       data = result.value;
     }
-    this.#queues.get(queue)?.checkCapacity();
-    return { seq: ++this.#seq, messageId: m.messageId, queue, id: channel.id, data, created: m.created, acceptedAt: now, from: clientName };
+    const held = this.#queues.get(queue);
+    held?.checkCapacity();
+    // the queue's own name string, not one more copy per waiting message
+    return { seq: ++this.#seq, messageId: m.messageId, queue: held?.name ?? queue, id: channel.id, data, created: m.created, acceptedAt: now, from: clientName };
   }
 
   /** adds ids to a subscription; each refused id comes back with its error (SPEC §5: id by id) */
@@ -370,6 +389,7 @@ export class Router {
       queue = new Queue(name, this.#policy.queueSettings(name), {
         now: this.#now,
         store: this.#queueStore,
+        warn: (msg, fields) => this.#log.warn(msg, fields),
         discard: (target, message, group, nbDeliveries, reason) => {
           if (target) this.#deadLetter(target, message, group, nbDeliveries, reason);
           else this.#log.warn('message dropped after its last delivery', { queue: message.queue, messageId: message.messageId, group, nbDeliveries, reason });
@@ -384,6 +404,14 @@ export class Router {
 
   /** the envelope keeps where the message came from and why it died (docs/protocol.md#dead-letters) */
   #deadLetter(target: string, original: StoredMessage, group: string, nbDeliveries: number, reason: string): void {
+    if (original.data === undefined) {
+      // a mirror's record that never came near delivery here: its body is on disk (asked now, before the settle is recorded)
+      this.#store.readBodies([original.messageId]).then(
+        ([data]) => this.#deadLetter(target, { ...original, data: data ?? null }, group, nbDeliveries, reason),
+        (error: unknown) => this.#log.error('dead letter lost: its body could not be read', { messageId: original.messageId, error: (error as Error).message }),
+      );
+      return;
+    }
     const channel = parseChannel(target); // checked when the config was compiled
     const message: StoredMessage = {
       seq: ++this.#seq,

@@ -152,6 +152,8 @@ export class BrokerMetrics {
         return stored;
       },
       record: (events) => store.record(events),
+      readsBodies: store.readsBodies,
+      readBodies: (messageIds) => store.readBodies(messageIds),
       isHealthy: () => store.isHealthy(),
       close: () => store.close(),
     };

@@ -3,15 +3,21 @@
  * as accepted and not queued again. Insertion order is expiry order, so pruning is O(expired).
  */
 export class DedupeWindow {
+  /**
+   * id -> expiry, in ms after `#base`: a small integer (a tagged value in the map, for about 24
+   * days) rather than an epoch time, which would cost a 16-byte heap number per id
+   */
   readonly #seen = new Map<string, number>();
-  /** no id expires before this: `has` runs per message, and most calls have nothing to prune */
+  /** no id expires before this (ms after `#base`): `has` runs per message, most calls prune nothing */
   #firstExpiry = Infinity;
   #windowMs: number;
   readonly #now: () => number;
+  readonly #base: number;
 
   constructor(windowMs: number, now: () => number) {
     this.#windowMs = windowMs;
     this.#now = now;
+    this.#base = now();
   }
 
   get windowMs(): number {
@@ -33,8 +39,8 @@ export class DedupeWindow {
 
   /** remembers an id seen at `seenAt` (ms epoch); ids must come in seenAt order */
   addAt(messageId: string, seenAt: number): void {
-    const expiresAt = seenAt + this.#windowMs;
-    if (this.#windowMs <= 0 || expiresAt <= this.#now()) return;
+    const expiresAt = seenAt + this.#windowMs - this.#base;
+    if (this.#windowMs <= 0 || expiresAt <= this.#now() - this.#base) return;
     this.#seen.set(messageId, expiresAt);
     if (expiresAt < this.#firstExpiry) this.#firstExpiry = expiresAt;
   }
@@ -52,7 +58,7 @@ export class DedupeWindow {
   }
 
   #prune(): void {
-    const now = this.#now();
+    const now = this.#now() - this.#base;
     if (now < this.#firstExpiry) return;
     for (const [id, expiresAt] of this.#seen) {
       if (expiresAt > now) {

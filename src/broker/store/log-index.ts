@@ -6,12 +6,25 @@ import type { RecoveredState, StoredMessage } from './store.js';
  * mutated, so a compaction can take a consistent snapshot by copying references only.
  */
 export interface LiveEntry {
-  /** the same object the queue holds: bodies are not kept twice */
+  /** the same object the queue holds; its body may be dropped from memory (`data` undefined) */
   readonly message: StoredMessage;
   /** unsettled records; empty: the message waits unassigned */
   readonly records: readonly RecordTuple[];
-  /** framed size of its message record, for the compaction estimate */
+  /** framed size of its message record: the compaction estimate, and what to read back */
   readonly bytes: number;
+  /** where its message record is on disk: bodies not in memory are read back from there */
+  readonly segment: number;
+  readonly offset: number;
+}
+
+/** where a record was read from or written to */
+export interface RecordPlace {
+  readonly segment: number;
+  readonly offset: number;
+  /** replayed from disk (not just committed): its body is kept only within `replayBodyBytes` */
+  readonly replayed: boolean;
+  /** inside a snapshot segment, whose recent ids are listed apart ('d') */
+  readonly inSnapshot: boolean;
 }
 
 export interface RecentId {
@@ -31,6 +44,7 @@ export interface Capture {
 
 /** roughly what an id costs in a snapshot: frame header, JSON keys, the timestamp */
 const RECENT_ID_OVERHEAD = 48;
+const NO_RECORDS: readonly RecordTuple[] = [];
 
 /**
  * The live state of the log: messages not removed with their records, and the ids accepted
@@ -44,12 +58,22 @@ export class LiveIndex {
   #recentHead = 0;
   #recentBytes = 0;
   #liveBytes = 0;
+  /** frame bytes of replayed messages whose body is kept in memory */
+  #replayBodyBytes = 0;
   readonly #windowMs: number;
   readonly #now: () => number;
+  readonly #replayBodyLimit: number;
 
-  constructor(windowMs: number, now: () => number) {
+  /** `replayBodyBytes`: how much of the oldest replayed bodies stays in memory; the rest is read back */
+  constructor(windowMs: number, now: () => number, replayBodyBytes = Infinity) {
     this.#windowMs = windowMs;
     this.#now = now;
+    this.#replayBodyLimit = replayBodyBytes;
+  }
+
+  /** the live entry of a message, for reading its body back */
+  get(messageId: string): LiveEntry | undefined {
+    return this.#live.get(messageId);
   }
 
   get size(): number {
@@ -62,18 +86,19 @@ export class LiveIndex {
     return this.#liveBytes + this.#recentBytes;
   }
 
-  apply(record: LogRecord, bytes: number): void {
+  apply(record: LogRecord, bytes: number, place: RecordPlace): void {
     switch (record.k) {
       case 'h':
         return;
       case 'm': {
         const { m } = record;
         if (!this.#live.has(m.messageId)) {
-          this.#live.set(m.messageId, { message: m, records: record.r ?? [], bytes });
+          if (place.replayed) this.#keepReplayedBody(m, bytes);
+          this.#live.set(m.messageId, { message: m, records: record.r ?? NO_RECORDS, bytes, segment: place.segment, offset: place.offset });
           this.#liveBytes += bytes;
         }
         // a snapshot lists its recent ids apart ('d'), live or not
-        if (record.r === undefined) this.#remember(m.messageId, m.acceptedAt);
+        if (record.r === undefined && !place.inSnapshot) this.#remember(m.messageId, m.acceptedAt);
         return;
       }
       case 'a':
@@ -93,6 +118,7 @@ export class LiveIndex {
         if (!entry) return;
         this.#live.delete(record.id);
         this.#liveBytes -= entry.bytes;
+        if (place.replayed && entry.message.data !== undefined) this.#replayBodyBytes -= entry.bytes;
         return;
       }
       case 'd':
@@ -103,6 +129,23 @@ export class LiveIndex {
         throw new Error(`unknown log record ${JSON.stringify(never)}`);
       }
     }
+  }
+
+  /**
+   * A snapshot segment now holds these entries' message records at `offsets`: entries still
+   * live point there, so their old segments can go. Entries are replaced, not mutated.
+   */
+  relocate(entries: readonly LiveEntry[], segment: number, offsets: readonly number[]): void {
+    entries.forEach((old, i) => {
+      const live = this.#live.get(old.message.messageId);
+      if (live && live.segment < segment) this.#live.set(old.message.messageId, { ...live, segment, offset: offsets[i]! });
+    });
+  }
+
+  /** replay keeps the oldest bodies up to a budget; later ones are read back when needed */
+  #keepReplayedBody(m: StoredMessage, bytes: number): void {
+    if (this.#replayBodyBytes + bytes <= this.#replayBodyLimit) this.#replayBodyBytes += bytes;
+    else m.data = undefined;
   }
 
   /** O(live) reference copies, no serialisation: the writer continues right after */

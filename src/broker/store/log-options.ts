@@ -14,6 +14,8 @@ export interface LogStoreOptions {
   dedupeWindowMs?: number;
   /** a store left empty and idle this long is compacted even below `compactBytes` */
   idleCompactMs?: number;
+  /** bodies of replayed messages kept in memory, oldest first (frame bytes); the rest stay on disk */
+  replayBodyBytes?: number;
   /** after a write failure, how often to try a fresh snapshot segment */
   retryMs?: number;
   log?: StoreLogger;

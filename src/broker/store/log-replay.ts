@@ -1,6 +1,9 @@
 import { join } from 'node:path';
 import { decodeRecord, FRAME_HEADER_BYTES, LOG_VERSION, type LogRecord, parseSegmentName, segmentName, TEMP_SUFFIX } from './log-format.js';
 import { type LogFs, removeIfPresent, syncDirectory } from './log-fs.js';
+import type { RecordPlace } from './log-index.js';
+
+export type ApplyRecord = (record: LogRecord, bytes: number, place: RecordPlace) => void;
 
 export interface ReplayLogger {
   warn(msg: string, fields?: Record<string, unknown>): void;
@@ -22,7 +25,7 @@ const CHUNK_BYTES = 1024 * 1024;
  * are left-overs of an interrupted compaction and are removed). A torn or corrupt record ends
  * the last segment, which is cut there (a crash mid-write); in an older segment it is an error.
  */
-export async function replaySegments(fs: LogFs, dir: string, apply: (record: LogRecord, bytes: number) => void, log: ReplayLogger): Promise<ReplayResult> {
+export async function replaySegments(fs: LogFs, dir: string, apply: ApplyRecord, log: ReplayLogger): Promise<ReplayResult> {
   const names = await fs.readdir(dir);
   for (const name of names) if (name.endsWith(TEMP_SUFFIX)) await removeIfPresent(fs, join(dir, name));
   const numbers = names.map(parseSegmentName).filter((n): n is number => n !== null).sort((a, b) => a - b);
@@ -39,7 +42,7 @@ export async function replaySegments(fs: LogFs, dir: string, apply: (record: Log
   let records = 0;
   for (let i = start; i < numbers.length; i++) {
     const path = join(dir, segmentName(numbers[i]!));
-    const result = await replayFile(fs, path, i === numbers.length - 1, apply, log);
+    const result = await replayFile(fs, path, numbers[i]!, i === numbers.length - 1, apply, log);
     records += result.records;
     if (result.bytes === 0) await removeIfPresent(fs, path);
     else segments.set(numbers[i]!, result.bytes);
@@ -63,7 +66,7 @@ async function isSnapshot(fs: LogFs, path: string): Promise<boolean> {
 }
 
 /** streams one segment's frames to `apply`; returns how many bytes of it are valid */
-async function replayFile(fs: LogFs, path: string, isLast: boolean, apply: (record: LogRecord, bytes: number) => void, log: ReplayLogger): Promise<{ bytes: number; records: number }> {
+async function replayFile(fs: LogFs, path: string, number: number, isLast: boolean, apply: ApplyRecord, log: ReplayLogger): Promise<{ bytes: number; records: number }> {
   const file = await fs.open(path, isLast ? 'r+' : 'r');
   try {
     const { size } = await file.stat();
@@ -73,11 +76,14 @@ async function replayFile(fs: LogFs, path: string, isLast: boolean, apply: (reco
     let end = 0;
     let eof = false;
     let records = 0;
+    // one place object per segment, moved along: the index copies what it keeps
+    const place = { segment: number, offset: 0, replayed: true, inSnapshot: false };
     for (;;) {
       const decoded = decodeRecord(buffer, offset, end);
       if (decoded.ok) {
-        if (records === 0) checkHeader(decoded.record, path);
-        apply(decoded.record, decoded.bytes);
+        if (records === 0) place.inSnapshot = checkHeader(decoded.record, path);
+        place.offset = base + offset;
+        apply(decoded.record, decoded.bytes, place);
         records++;
         offset += decoded.bytes;
         continue;
@@ -115,7 +121,9 @@ async function replayFile(fs: LogFs, path: string, isLast: boolean, apply: (reco
   }
 }
 
-function checkHeader(record: LogRecord, path: string): void {
+/** returns whether the segment is a snapshot */
+function checkHeader(record: LogRecord, path: string): boolean {
   if (record.k !== 'h') throw new Error(`store segment ${path} does not start with a header: not a Whisker log`);
   if (record.v !== LOG_VERSION) throw new Error(`store segment ${path} has format version ${record.v}; this broker reads version ${LOG_VERSION}`);
+  return record.snapshot;
 }

@@ -1,8 +1,9 @@
 import { dirname, join } from 'node:path';
-import { FrameWriter, LOG_VERSION, type LogRecord, segmentName } from './log-format.js';
+import { encodeRecord, FrameWriter, LOG_VERSION, type LogRecord, segmentName } from './log-format.js';
 import { type LogFile, type LogFs, nodeFs, removeIfPresent, syncDirectory, writeFully } from './log-fs.js';
 import { Batch, toRecord } from './log-batch.js';
-import { type Capture, LiveIndex } from './log-index.js';
+import { type Capture, type LiveEntry, LiveIndex, type RecordPlace } from './log-index.js';
+import { BodyReader, FrameReader, SegmentFiles } from './log-reader.js';
 import { type CompactionSettings, IDLE_COMPACT_BYTES, type LogStoreOptions, type LogStoreStats, shouldCompact, type StoreLogger } from './log-options.js';
 import { replaySegments } from './log-replay.js';
 import { writeSnapshot } from './log-snapshot.js';
@@ -11,6 +12,8 @@ import type { MessageStore, RecoveredState, StoredMessage, StoreEvent } from './
 export type { LogStoreOptions, LogStoreStats, StoreLogger } from './log-options.js';
 
 const silent: StoreLogger = { error() {}, warn() {}, info() {} };
+/** records kept from a failed batch are never messages: they have no place to read back */
+const NOWHERE: RecordPlace = { segment: -1, offset: -1, replayed: false, inSnapshot: false };
 
 interface Segment {
   readonly number: number;
@@ -33,6 +36,10 @@ export class LogStore implements MessageStore {
   readonly #idleCompactMs: number;
   #idleTimer: NodeJS.Timeout | null = null;
   readonly #index: LiveIndex;
+  readonly #files: SegmentFiles;
+  /** bodies for the queues and records for snapshots, each reading in its own order */
+  readonly #bodies: BodyReader;
+  readonly #snapshotReader: FrameReader;
   #state: 'new' | 'open' | 'failed' | 'closed' = 'new';
   #queued = new Batch();
   readonly #writer = new FrameWriter();
@@ -55,8 +62,13 @@ export class LogStore implements MessageStore {
     this.#compactionSettings = { compactBytes: options.compactBytes ?? 64 * 1024 * 1024, compactRatio: options.compactRatio ?? 4 };
     this.#retryMs = options.retryMs ?? 1000;
     this.#idleCompactMs = options.idleCompactMs ?? 1000;
-    this.#index = new LiveIndex(options.dedupeWindowMs ?? 120_000, options.now ?? Date.now);
+    this.#index = new LiveIndex(options.dedupeWindowMs ?? 120_000, options.now ?? Date.now, options.replayBodyBytes ?? 4 * 1024 * 1024);
+    this.#files = new SegmentFiles(this.#fs, directory);
+    this.#bodies = new BodyReader(this.#index, new FrameReader(this.#files));
+    this.#snapshotReader = new FrameReader(this.#files);
   }
+
+  readonly readsBodies = true;
 
   get stats(): LogStoreStats {
     return { ...this.#stats, diskBytes: this.#diskBytes() };
@@ -67,8 +79,9 @@ export class LogStore implements MessageStore {
     await this.#fs.mkdir(this.#dir);
     // the store directory itself must survive a power loss on the very first start
     await syncDirectory(this.#fs, dirname(this.#dir));
-    const replay = await replaySegments(this.#fs, this.#dir, (record, bytes) => this.#index.apply(record, bytes), this.#log);
+    const replay = await replaySegments(this.#fs, this.#dir, (record, bytes, place) => this.#index.apply(record, bytes, place), this.#log);
     this.#segments = replay.segments;
+    for (const number of replay.segments.keys()) this.#files.track(number);
     this.#nextNumber = replay.nextNumber;
     this.#active = await this.#openSegment(this.#nextNumber++);
     this.#state = 'open';
@@ -100,6 +113,10 @@ export class LogStore implements MessageStore {
     this.#kick();
   }
 
+  readBodies(messageIds: readonly string[]): Promise<unknown[]> {
+    return this.#bodies.read(messageIds);
+  }
+
   isHealthy(): boolean {
     return this.#state === 'open';
   }
@@ -120,6 +137,7 @@ export class LogStore implements MessageStore {
     this.#stopRetrying();
     await this.#active?.file.close().catch(() => undefined);
     this.#active = null;
+    await this.#files.close();
   }
 
   #stopRetrying(): void {
@@ -160,6 +178,8 @@ export class LogStore implements MessageStore {
   async #commit(batch: Batch): Promise<boolean> {
     const segment = this.#active!;
     const { frames, sizes } = batch.encode(this.#writer, this.#needsHeader ? { k: 'h', v: LOG_VERSION, snapshot: false } : null);
+    // the records start after the header, when this commit writes one
+    const start = segment.bytes + frames.length - sizes.reduce((sum, size) => sum + size, 0);
     try {
       const written = await writeFully(segment.file, [frames], segment.bytes);
       // at light load a commit per message: one thread-pool call instead of two when possible
@@ -175,10 +195,14 @@ export class LogStore implements MessageStore {
     }
     this.#needsHeader = false;
     this.#stats.commits++;
+    // one place object for the batch, moved along: the index copies what it keeps
+    const place = { segment: segment.number, offset: start, replayed: false, inSnapshot: false };
     batch.records.forEach((record, i) => {
-      if (sizes[i] === 0) return;
+      const bytes = sizes[i]!;
+      if (bytes === 0) return; // left out of the commit (see Batch.encode)
       this.#stats.records++;
-      this.#index.apply(record, sizes[i]!);
+      this.#index.apply(record, bytes, place);
+      place.offset += bytes;
     });
     for (const waiter of batch.waiters) waiter.resolve();
     return true;
@@ -224,7 +248,7 @@ export class LogStore implements MessageStore {
     const pending = this.#queued;
     this.#queued = new Batch();
     // events only: the messages of a failed batch were refused, not kept
-    for (const record of pending.records) this.#index.apply(record, 0);
+    for (const record of pending.records) this.#index.apply(record, 0, NOWHERE);
     const capture = this.#index.capture();
     try {
       const previous = this.#active;
@@ -258,6 +282,7 @@ export class LogStore implements MessageStore {
       throw error;
     }
     this.#needsHeader = true;
+    this.#files.track(number);
     return { number, file, bytes: 0 };
   }
 
@@ -312,13 +337,23 @@ export class LogStore implements MessageStore {
       });
   }
 
+  /** a message's record for a snapshot: encoded again while its body is in memory, else copied */
+  #messageFrame(entry: LiveEntry): Promise<Buffer> {
+    if (entry.message.data !== undefined) return Promise.resolve(encodeRecord({ k: 'm', m: entry.message }));
+    return this.#snapshotReader.frame(entry.segment, entry.offset, entry.bytes);
+  }
+
   async #replaceWithSnapshot(capture: Capture, number: number): Promise<void> {
     const started = Date.now();
     const before = this.#diskBytes();
-    const bytes = await writeSnapshot(this.#fs, this.#dir, number, capture);
+    const { bytes, offsets } = await writeSnapshot(this.#fs, this.#dir, number, capture, (entry) => this.#messageFrame(entry));
+    this.#files.track(number);
+    // from here on bodies are read from the snapshot: the segments it replaces can go
+    this.#index.relocate(capture.entries, number, offsets);
     for (const old of [...this.#segments.keys()].filter((n) => n < number)) {
       await removeIfPresent(this.#fs, join(this.#dir, segmentName(old)));
       this.#segments.delete(old);
+      this.#files.retire(old);
     }
     this.#segments.set(number, bytes);
     await syncDirectory(this.#fs, this.#dir);

@@ -13,6 +13,13 @@ export class MemoryStore implements MessageStore {
 
   record(_events: readonly StoreEvent[]): void {}
 
+  /** the queues' memory is the only copy: they must keep every body */
+  readonly readsBodies = false;
+
+  async readBodies(messageIds: readonly string[]): Promise<unknown[]> {
+    return messageIds.map(() => undefined);
+  }
+
   isHealthy(): boolean {
     return true;
   }

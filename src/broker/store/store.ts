@@ -11,7 +11,11 @@ export interface StoredMessage {
   readonly queue: string;
   /** canonical id or `*` */
   readonly id: string;
-  readonly data: unknown;
+  /**
+   * The body; `undefined` while it is only on disk (bounded memory, SPEC §7): a queue drops the
+   * bodies of messages far from delivery and reads them back with `MessageStore.readBodies`.
+   */
+  data: unknown;
   /** the sender's clock, ms since the epoch */
   readonly created: number;
   /** this broker's clock at acceptance, ms since the epoch */
@@ -59,6 +63,13 @@ export interface MessageStore {
   append(messages: readonly StoredMessage[]): Promise<void>;
   /** state changes, recorded in order; durable with the next commit */
   record(events: readonly StoreEvent[]): void;
+  /** true when `readBodies` can give bodies back: only then may a queue drop them from memory */
+  readonly readsBodies: boolean;
+  /**
+   * The bodies of live messages read back from disk, in the order asked, without blocking the
+   * event loop; `undefined` for a message the store does not hold (removed meanwhile).
+   */
+  readBodies(messageIds: readonly string[]): Promise<unknown[]>;
   /** false once a write failed: new sends are refused with E_STORE (SPEC §8) */
   isHealthy(): boolean;
   close(): Promise<void>;
