@@ -282,6 +282,28 @@ describe('mirror brokers', () => {
     expect([...slave.router.queues.values()].reduce((n, q) => n + q.size, 0)).toBe(0);
   });
 
+  test('past the window of bodies in memory the feed still carries each message whole: the link stays up', async () => {
+    // a queue past 10,000 waiting bodies drops a new one's body at once: the feed read it after
+    const big = { maxItemsInQueue: 20_000 };
+    const mirrors = await cluster(2, ['a'], big);
+    const [a, b] = mirrors as [Mirror, Mirror];
+    await linked(mirrors);
+    await until(() => b.broker.peers.status()[0]?.following === true, 5000, 'b follows a');
+    let linkDropped = false;
+    const watch = setInterval(() => {
+      if (!b.broker.peers.status()[0]?.connected) linkDropped = true;
+    }, 2);
+    try {
+      const producer = await connect('producer', [a.spec]); // b hears of them through the feed only
+      const TOTAL = 12_000;
+      for (let i = 0; i < TOTAL; i += 1000) await Promise.all(Array.from({ length: 1000 }, (_, n) => producer.send('jobs/v1/1', { n: i + n })));
+      await until(() => held(b) === TOTAL, 10_000, `the slave holds all (${held(b)})`);
+    } finally {
+      clearInterval(watch);
+    }
+    expect(linkDropped).toBe(false);
+  }, 30_000);
+
   test('two masters configured at once: the lower serviceId delivers, both report it, each message delivered once', async () => {
     const mirrors = await cluster(2, ['a', 'b']);
     const [a, b] = mirrors as [Mirror, Mirror];

@@ -154,11 +154,12 @@ export class Router {
         continue;
       }
       this.#dedupe.add(message.messageId);
-      this.#queue(message.queue).accept(message);
-      for (const settle of this.#settledWhileStoring.get(message.messageId) ?? []) settle();
-      // a mirror may not hear it from the client (not reconnected yet): it hears it from us
+      // a mirror may not hear it from the client (not reconnected yet): it hears it from us,
+      // before the queue takes it (a queue past its window of bodies drops this one's body)
       if (this.#isMaster) this.#observer?.made(message);
       else if (fromClient) this.unconfirmed.stored(message.messageId, message.acceptedAt);
+      this.#queue(message.queue).accept(message);
+      for (const settle of this.#settledWhileStoring.get(message.messageId) ?? []) settle();
     }
     if (finished.length > 0) this.#store.record(finished);
   }
@@ -433,8 +434,8 @@ export class Router {
     this.#store.append([message]).then(
       () => {
         this.#dedupe.add(message.messageId);
+        this.#observer?.made(message); // before the queue may drop its body
         this.#queue(message.queue).accept(message);
-        this.#observer?.made(message);
       },
       (error: unknown) => {
         this.#log.error('dead letter not stored yet, retrying', { messageId: message.messageId, attempt, error: (error as Error).message });

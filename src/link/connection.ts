@@ -184,8 +184,9 @@ export class Connection {
       let frame: BrokerFrame;
       try {
         frame = decodeBrokerFrame(data.toString());
-      } catch {
-        refusal = protocolError('broker sent a malformed frame');
+      } catch (error) {
+        // the decoder's reason ("message without data"...) is what an operator needs to see
+        refusal = protocolError(`broker sent a malformed frame (${(error as Error).message})`);
         ws.terminate();
         return;
       }
