@@ -4,7 +4,8 @@ import { describe, expect, test } from 'vitest';
 import type { WhiskerError } from '../src/protocol/errors.js';
 import type { SendInfo } from '../src/client/client.js';
 import { MemoryStore } from '../src/broker/store/memory.js';
-import { broker, clientConfig, connect, Inbox, tempDir, type TestBroker, unconnected, freePort } from './support/harness.js';
+import { startBroker } from '../src/broker/broker.js';
+import { broker, brokerConfig, clientConfig, connect, Inbox, tempDir, type TestBroker, unconnected, freePort } from './support/harness.js';
 import { newKeyPair, RawPeer } from './support/raw-peer.js';
 
 /**
@@ -431,5 +432,28 @@ describe('broker-side refusals have codes', () => {
       await inbox.waitFor(1);
       expect(got).toEqual([]);
     });
+  });
+});
+
+describe('one id twice in a frame', () => {
+  test('a publish frame that carries a message id twice stores it once, answers both, and it survives a restart', async () => {
+    // a retry batched with its original: the second copy once recorded a removal of the first
+    const dir = tempDir();
+    const config = brokerConfig({}, dir);
+    const first = await startBroker(config);
+    const peer = await RawPeer.open(first.port);
+    await peer.login('twice', newKeyPair());
+    const copy = { messageId: 'twice-1', channel: 'twice/v1/1', data: { n: 1 }, created: Date.now() };
+    peer.sendJson({ type: 'publish', messages: [copy, copy] });
+    const answer = await peer.next('results');
+    expect(answer.results).toEqual([{ messageId: 'twice-1' }, { messageId: 'twice-1' }]);
+    await peer.terminate();
+    await first.stop();
+    const second = await startBroker(brokerConfig({}, dir));
+    try {
+      expect(second.router.queues.get('twice/v1')?.size).toBe(1);
+    } finally {
+      await second.stop();
+    }
   });
 });

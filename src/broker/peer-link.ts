@@ -126,8 +126,9 @@ export class PeerLink {
           router.applyPeerSettled([], frame.removed);
           if (frame.done && this.#following) {
             this.#named = null;
-            await this.#offerHeldOnlyHere(named);
+            // tracking first: a client message stored while the offer reads bodies is not missed
             this.#inStep();
+            await this.#offerHeldOnlyHere(named);
             log.info('in step with the master', { master: this.target.serviceId });
           }
         } else {

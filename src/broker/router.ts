@@ -109,9 +109,11 @@ export class Router {
   /** messages a master holds: stored and queued here unless already known */
   async applyPeerMessages(messages: readonly PeerMessage[]): Promise<void> {
     const fresh: StoredMessage[] = [];
+    const seen = new Set<string>();
     for (const m of messages) {
       this.unconfirmed.confirm(m.messageId);
-      if (this.#dedupe.has(m.messageId) || this.#storing.has(m.messageId) || this.#holding(m.messageId)) continue;
+      if (seen.has(m.messageId) || this.#dedupe.has(m.messageId) || this.#storing.has(m.messageId) || this.#holding(m.messageId)) continue;
+      seen.add(m.messageId);
       fresh.push({ seq: ++this.#seq, messageId: m.messageId, queue: m.queue, id: m.id, data: m.data, created: m.created, acceptedAt: m.acceptedAt, from: m.from });
     }
     if (fresh.length === 0) return;
@@ -150,7 +152,7 @@ export class Router {
     const finished: StoreEvent[] = [];
     for (const message of messages) {
       if (this.#dedupe.has(message.messageId)) {
-        finished.push({ kind: 'remove', messageId: message.messageId });
+        if (!this.#holding(message.messageId)) finished.push({ kind: 'remove', messageId: message.messageId });
         continue;
       }
       this.#dedupe.add(message.messageId);
@@ -273,9 +275,17 @@ export class Router {
     const results: PublishResult[] = messages.map((m) => ({ messageId: m.messageId }));
     const accepted: Candidate[] = [];
     const waits: Promise<void>[] = [];
+    /** a frame may carry an id twice (a retry batched with its original): one is stored */
+    const firstCopy = new Map<string, number>();
+    const copies: Array<[index: number, first: number]> = [];
     const now = this.#now();
     messages.forEach((m, index) => {
       try {
+        const first = firstCopy.get(m.messageId);
+        if (first !== undefined) {
+          copies.push([index, first]);
+          return;
+        }
         const inFlight = this.#storing.get(m.messageId);
         if (inFlight) {
           waits.push(inFlight.then(() => undefined, (error: unknown) => { results[index] = { messageId: m.messageId, error: toPayload(error) }; }));
@@ -283,6 +293,7 @@ export class Router {
         }
         if (this.#dedupe.has(m.messageId)) return;
         accepted.push({ index, message: this.#check(clientName, m, now) });
+        firstCopy.set(m.messageId, index);
       } catch (error) {
         results[index] = { messageId: m.messageId, error: toPayload(error) };
       }
@@ -302,6 +313,7 @@ export class Router {
       }
     }
     if (waits.length > 0) await Promise.all(waits);
+    for (const [index, first] of copies) results[index] = results[first]!;
     return results;
   }
 
