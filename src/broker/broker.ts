@@ -119,7 +119,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
   try {
     restored = await router.restore();
     const sessions = new Set<Session>();
-    const feed = new PeerFeed(router);
+    const feed = new PeerFeed(router, log);
     peers = new Peers({
       serviceId: config.serviceId,
       keys: loadOrCreateKeys(config.keysDirectory, config.keysName),

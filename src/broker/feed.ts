@@ -1,4 +1,5 @@
 import type { BrokerFrame, PeerMessage, PeerSettlement } from '../protocol/frames.js';
+import type { Logger } from '../ops/logger.js';
 import { type ReplicationObserver, type Router, toPeerMessage } from './router.js';
 import type { StoreEvent, StoredMessage } from './store/store.js';
 
@@ -26,8 +27,11 @@ export class PeerFeed implements ReplicationObserver {
   #messages: PeerMessage[] = [];
   #scheduled = false;
 
-  constructor(router: Router) {
+  readonly #log: Logger;
+
+  constructor(router: Router, log: Logger) {
     this.#router = router;
+    this.#log = log;
     router.observe(this);
   }
 
@@ -54,7 +58,11 @@ export class PeerFeed implements ReplicationObserver {
     for (let i = 0; i < messages.length; i += CHUNK_MESSAGES) {
       const part = messages.slice(i, i + CHUNK_MESSAGES);
       // a store that cannot read now: the mirror gets what is in memory (the master keeps the rest)
-      const read = await this.#router.withBodies(part).catch(() => part.filter((m) => m.data !== undefined).map(toPeerMessage));
+      const read = await this.#router.withBodies(part).catch((error: unknown) => {
+        const inMemory = part.filter((m) => m.data !== undefined);
+        this.#log.error('sync to a mirror: bodies on disk could not be read, those messages left out of it', { messages: part.length - inMemory.length, error: (error as Error).message });
+        return inMemory.map(toPeerMessage);
+      });
       if (this.#syncing.get(follower) !== backlog) return; // gone, or this broker was demoted
       for (const message of read) {
         chunk.push(message);
