@@ -68,6 +68,19 @@ describe('Queue', () => {
     expect(queue.counters.timedOut).toBe(1);
   });
 
+  test('a reload that shortens requeueInterval applies to deliveries already in flight', () => {
+    const { queue } = makeQueue({ requeueIntervalMs: 10_000 });
+    queue.setDelivering(true);
+    const c = subscriber('c', 'consume', 2);
+    queue.subscribe(c, '*');
+    queue.accept(message('1', 'first'));
+    queue.updateSettings({ ...settings, requeueIntervalMs: 1000 });
+    queue.accept(message('2', 'second'));
+    // before: the first one's 10 s deadline held back the timeout of the second, due at 1 s
+    vi.advanceTimersByTime(1001);
+    expect(c.got.map((d) => [d.data, d.nbRequeues])).toEqual([['first', 0], ['second', 0], ['first', 1], ['second', 1]]);
+  });
+
   test('a delayed requeue does not block the next message', () => {
     const { queue } = makeQueue();
     queue.setDelivering(true);

@@ -96,7 +96,14 @@ export class Queue {
   }
 
   updateSettings(settings: QueueSettings): void {
+    const shift = settings.requeueIntervalMs - this.#settings.requeueIntervalMs;
     this.#settings = settings;
+    if (shift !== 0 && this.#inFlight.size > 0) {
+      // deliveries in flight follow the new interval too, so the set stays in deadline order
+      // (#wake stops at the first one not due)
+      for (const record of this.#inFlight) record.deadline += shift;
+      this.#timer.armAt(this.#inFlight.values().next().value!.deadline);
+    }
     this.#pumpAll();
   }
 
