@@ -95,6 +95,11 @@ export class Queue {
     return this.#entries.has(messageId);
   }
 
+  /** a held message (its body may be on disk only: `data` undefined) */
+  message(messageId: string): StoredMessage | undefined {
+    return this.#entries.get(messageId)?.message;
+  }
+
   updateSettings(settings: QueueSettings): void {
     const shift = settings.requeueIntervalMs - this.#settings.requeueIntervalMs;
     this.#settings = settings;

@@ -4,6 +4,7 @@ import { type ErrorPayload, WhiskerError } from '../protocol/errors.js';
 import type { PeerMessage, PeerSettlement, PublishedMessage, PublishResult, RefusedId } from '../protocol/frames.js';
 import type { Logger } from '../ops/logger.js';
 import { DedupeWindow } from '../protocol/dedupe.js';
+import { Appends } from './appends.js';
 import { Unconfirmed } from './unconfirmed.js';
 import type { Policy } from './policy.js';
 import { Queue } from './queue.js';
@@ -35,12 +36,9 @@ export class Router {
   readonly #now: () => number;
   readonly #queues = new Map<string, Queue>();
   readonly #dedupe: DedupeWindow;
-  /** appends under way, so a second copy of an id is answered only once the first is stored */
-  readonly #storing = new Map<string, Promise<void>>();
+  readonly #appends = new Appends();
   /** on a slave in step with its master: client messages the master has not named yet */
   readonly unconfirmed = new Unconfirmed();
-  /** on a slave, acks and settlements that overtook their message while it was being stored */
-  readonly #settledWhileStoring = new Map<string, Array<() => void>>();
   readonly #reservations = new Map<string, Subscription>();
   readonly #channels = new ChannelCache();
   #isMaster: boolean;
@@ -112,19 +110,12 @@ export class Router {
     const seen = new Set<string>();
     for (const m of messages) {
       this.unconfirmed.confirm(m.messageId);
-      if (seen.has(m.messageId) || this.#dedupe.has(m.messageId) || this.#storing.has(m.messageId) || this.#holding(m.messageId)) continue;
+      if (seen.has(m.messageId) || this.#dedupe.has(m.messageId) || this.#appends.of(m.messageId) || this.#holding(m.messageId)) continue;
       seen.add(m.messageId);
       fresh.push({ seq: ++this.#seq, messageId: m.messageId, queue: m.queue, id: m.id, data: m.data, created: m.created, acceptedAt: m.acceptedAt, from: m.from });
     }
     if (fresh.length === 0) return;
-    const stored = this.#store.append(fresh);
-    for (const message of fresh) this.#storing.set(message.messageId, stored);
-    try {
-      await stored;
-      this.#admit(fresh, false);
-    } finally {
-      this.#doneStoring(fresh);
-    }
+    await this.#appends.run(fresh, (ms) => this.#store.append(ms), () => this.#admit(fresh, false));
   }
 
   /** the master's settlements: the same records are settled here */
@@ -161,24 +152,14 @@ export class Router {
       if (this.#isMaster) this.#observer?.made(message);
       else if (fromClient) this.unconfirmed.stored(message.messageId, message.acceptedAt);
       this.#queue(message.queue).accept(message);
-      for (const settle of this.#settledWhileStoring.get(message.messageId) ?? []) settle();
+      this.#appends.admitted(message.messageId);
     }
     if (finished.length > 0) this.#store.record(finished);
   }
 
-  #doneStoring(messages: readonly StoredMessage[]): void {
-    for (const message of messages) {
-      this.#storing.delete(message.messageId);
-      this.#settledWhileStoring.delete(message.messageId);
-    }
-  }
-
   /** a slave can hear of an ack before the message's own append completed: apply it after */
   #whenStored(messageId: string, settle: () => void): void {
-    if (this.#isMaster || !this.#storing.has(messageId)) return;
-    const pending = this.#settledWhileStoring.get(messageId);
-    if (pending) pending.push(settle);
-    else this.#settledWhileStoring.set(messageId, [settle]);
+    if (!this.#isMaster) this.#appends.afterAdmit(messageId, settle);
   }
 
   /**
@@ -206,7 +187,10 @@ export class Router {
     const ids = this.unconfirmed.takeStoredBefore(this.#now() - ageMs);
     if (ids.size === 0) return [];
     const messages: StoredMessage[] = [];
-    for (const queue of this.#queues.values()) for (const m of queue.heldMessages()) if (ids.has(m.messageId)) messages.push(m);
+    for (const messageId of ids) {
+      const message = this.#holding(messageId)?.message(messageId);
+      if (message) messages.push(message);
+    }
     return this.withBodies(messages);
   }
 
@@ -286,7 +270,7 @@ export class Router {
           copies.push([index, first]);
           return;
         }
-        const inFlight = this.#storing.get(m.messageId);
+        const inFlight = this.#appends.of(m.messageId);
         if (inFlight) {
           waits.push(inFlight.then(() => undefined, (error: unknown) => { results[index] = { messageId: m.messageId, error: toPayload(error) }; }));
           return;
@@ -299,17 +283,13 @@ export class Router {
       }
     });
     if (accepted.length > 0) {
-      const stored = this.#store.append(accepted.map((c) => c.message));
-      for (const { message } of accepted) this.#storing.set(message.messageId, stored);
+      const stored = accepted.map((c) => c.message);
       try {
-        await stored;
-        this.#admit(accepted.map((c) => c.message), true);
+        await this.#appends.run(stored, (ms) => this.#store.append(ms), () => this.#admit(stored, true));
       } catch (error) {
         this.#log.error('store append failed', { error: (error as Error).message, messages: accepted.length });
         const payload = new WhiskerError('E_STORE', 'Message could not be stored').toJSON();
         for (const { index } of accepted) results[index] = { messageId: results[index]!.messageId, error: payload };
-      } finally {
-        this.#doneStoring(accepted.map((c) => c.message));
       }
     }
     if (waits.length > 0) await Promise.all(waits);
