@@ -8,10 +8,6 @@ export class Unconfirmed {
   readonly #storedAt = new Map<string, number>();
   #tracking = false;
 
-  get size(): number {
-    return this.#storedAt.size;
-  }
-
   /** in step with a master: from now on its feed names what it has */
   start(): void {
     this.#tracking = true;
