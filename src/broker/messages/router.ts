@@ -3,6 +3,7 @@ import type { RefusedId } from '../../protocol/frames.js';
 import { DedupeWindow } from '../../protocol/dedupe.js';
 import type { Logger } from '../../ops/logger.js';
 import type { Policy } from '../access/policy.js';
+import type { History } from '../history/history.js';
 import type { Lifecycle } from '../lifecycle.js';
 import { Queue } from '../queue/queue.js';
 import type { Subscription } from '../queue/subscription.js';
@@ -29,6 +30,8 @@ export interface RouterOptions {
   readonly log: Logger;
   readonly now: () => number;
   readonly lifecycle: Lifecycle;
+  /** retained channels' history: every message stored is written there too (src/broker/history/) */
+  readonly history?: History;
 }
 
 /**
@@ -39,6 +42,8 @@ export interface RouterOptions {
 export class Router {
   #policy: Policy;
   readonly #store: MessageStore;
+  /** the message log and, for retained channels, their history: both durable before an answer */
+  readonly #append: (messages: readonly StoredMessage[]) => Promise<void>;
   readonly log: Logger;
   readonly now: () => number;
   readonly #lifecycle: Lifecycle;
@@ -65,6 +70,8 @@ export class Router {
     this.now = options.now;
     this.#lifecycle = options.lifecycle;
     this.#isMaster = policy.config.isMaster;
+    const history = options.history;
+    this.#append = history ? async (messages) => void (await Promise.all([store.append(messages), history.append(messages)])) : (messages) => store.append(messages);
     this.#dedupe = new DedupeWindow(policy.config.dedupeWindow * 1000, options.now);
     this.#queueStore = {
       load: () => store.load(),
@@ -79,7 +86,7 @@ export class Router {
       close: () => store.close(),
     };
     this.#deadLetters = new DeadLetters({
-      append: (messages) => store.append(messages),
+      append: this.#append,
       readBodies: (ids) => store.readBodies(ids),
       accept: (message) => {
         this.#dedupe.add(message.messageId);
@@ -160,7 +167,7 @@ export class Router {
 
   /** appends the messages, then queues them: rejects when the store refused them */
   store(messages: readonly StoredMessage[], fromClient: boolean): Promise<void> {
-    return this.#appends.run(messages, (ms) => this.#store.append(ms), () => this.#admit(messages, fromClient));
+    return this.#appends.run(messages, this.#append, () => this.#admit(messages, fromClient));
   }
 
   /** reads back bodies a queue left on disk, in the order asked */
@@ -241,6 +248,14 @@ export class Router {
       queue.subscribe(subscription, id);
     }
     return refused;
+  }
+
+  /** a reserved id held by a subscription of another client: a replay of it is refused too */
+  reservedByAnother(clientName: string, queue: string, id: string): boolean {
+    const [endpoint, version] = queue.split('/') as [string, string];
+    if (!this.#policy.rules.isReserved(endpoint, version, id)) return false;
+    const owner = this.#reservations.owner(queue, id);
+    return owner !== undefined && owner.clientName !== clientName;
   }
 
   unsubscribe(subscription: Subscription, ids: Iterable<string> = [...subscription.ids]): void {

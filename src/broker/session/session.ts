@@ -15,6 +15,7 @@ import { handleAck } from './handlers/ack.js';
 import { handleAuth } from './handlers/auth.js';
 import { handlePeerFrame, peerGone } from './handlers/peer.js';
 import { handlePublish } from './handlers/publish.js';
+import { handleReplay } from './handlers/replay.js';
 import { handleAddIds, handleRemoveIds, handleSubscribe, handleUnsubscribe } from './handlers/subscribe.js';
 import type { Subscription } from '../queue/subscription.js';
 
@@ -31,6 +32,7 @@ export class Session implements ConnectedSession {
   readonly node = randomBytes(6).toString('hex');
   readonly nonce: string;
   readonly subscriptions = new Map<number, Subscription>();
+  readonly replays = new Set<number>();
   readonly ctx: BrokerContext;
   readonly #ws: WebSocket;
   /** the server's set of sessions forgets this one */
@@ -48,6 +50,7 @@ export class Session implements ConnectedSession {
   #flushScheduled = false;
   #paused = false;
   #alive = true;
+  #writableWaiters: Array<() => void> = [];
 
   constructor(ws: WebSocket, ctx: BrokerContext, nonce: string, onGone: (session: Session) => void) {
     this.#ws = ws;
@@ -123,6 +126,22 @@ export class Session implements ConnectedSession {
     return writable;
   }
 
+  whenWritable(): Promise<void> {
+    if (this.#state === 'closed' || this.isWritable()) return Promise.resolve();
+    return new Promise((resolve) => this.#writableWaiters.push(resolve));
+  }
+
+  sendAfterDeliveries(frame: BrokerFrame): void {
+    this.#flush();
+    this.send(frame);
+  }
+
+  #wakeWriters(): void {
+    const waiters = this.#writableWaiters;
+    this.#writableWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
   queueDelivery(delivery: Delivery): void {
     const encoded = JSON.stringify(delivery);
     this.#deliveries.push(encoded);
@@ -190,6 +209,7 @@ export class Session implements ConnectedSession {
     if (this.#ws.bufferedAmount >= this.ctx.policy.config.limits.maxBufferedBytesPerConnection / 2) return;
     this.#paused = false;
     for (const subscription of this.subscriptions.values()) this.ctx.router.resume(subscription);
+    this.#wakeWriters();
   }
 
   #onMessage(text: string, isBinary: boolean): void {
@@ -238,6 +258,9 @@ export class Session implements ConnectedSession {
       case 'unsubscribe':
         handleUnsubscribe(this, frame);
         return;
+      case 'replay':
+        handleReplay(this, frame);
+        return;
       case 'ack':
         handleAck(this, frame);
         return;
@@ -260,6 +283,7 @@ export class Session implements ConnectedSession {
     this.#handshakeTimer = null;
     for (const subscription of this.subscriptions.values()) this.ctx.router.unsubscribe(subscription);
     this.subscriptions.clear();
+    this.#wakeWriters();
     this.#deliveries = [];
     this.#queuedBytes = 0;
     this.#onGone(this);
