@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { Delivery, ReplayEndFrame } from '../../../src/protocol/frames.js';
 import { startBroker } from '../../../src/broker/broker.js';
-import { broker, brokerConfig, connect, type TestBroker } from '../../support/harness.js';
+import { broker, brokerConfig, connect, freePort, type TestBroker, until } from '../../support/harness.js';
 import { newKeyPair, RawPeer } from '../../support/raw-peer.js';
 
 /**
@@ -134,5 +134,55 @@ describe('replay', () => {
     const { end, got } = await replay(b, {});
     expect(end.count).toBe(5_000);
     expect(new Set(got.map((d) => d.messageId)).size).toBe(5_000);
+  });
+});
+
+describe('retention by time', () => {
+  test('messages older than retention.seconds are not replayed, and their segments are dropped', async () => {
+    let clock = Date.now();
+    const b = await broker(retained({ seconds: 60 }), { now: () => clock });
+    try {
+      await sendAll(b, () => 'ev/v1/old', 10);
+      clock += 61_000;
+      await sendAll(b, () => 'ev/v1/new', 5);
+      const { got } = await replay(b, {});
+      expect(got.map((d) => d.channel)).toEqual(Array.from({ length: 5 }, () => 'ev/v1/new'));
+      const dir = join(b.config.dataDirectory, 'history', 'ev@v1');
+      expect(readdirSync(dir)).toHaveLength(1); // the old segment went with the append that came after it
+    } finally {
+      keys.clear();
+      await b.stop();
+    }
+  });
+});
+
+describe('mirrors', () => {
+  test('a slave keeps the same history as its master: a promoted slave replays what the master would have', async () => {
+    const [pa, pb] = await Promise.all([freePort(), freePort()]);
+    const spec = (id: string, port: number) => `127.0.0.1:${port}@${id}`;
+    const base = { ...retained(), logLevel: 'silent' };
+    const a = await startBroker(brokerConfig({ ...base, serviceId: 'a', isMaster: true, peers: [spec('b', pb!)], socketServer: { host: '127.0.0.1', port: pa } }));
+    const sb = await startBroker(brokerConfig({ ...base, serviceId: 'b', isMaster: false, peers: [spec('a', pa!)], socketServer: { host: '127.0.0.1', port: pb } }));
+    try {
+      await until(() => [a, sb].every((x) => x.peers.status().every((p) => p.connected && p.role !== 'unknown')), 5000, 'peer links');
+      const producer = await connect('producer', [spec('a', pa!), spec('b', pb!)]);
+      for (let i = 0; i < 50; i++) await producer.send(`ev/v1/${i % 2}`, { n: i });
+      const worker = await connect('worker', [spec('a', pa!), spec('b', pb!)]);
+      let acked = 0;
+      await worker.consume('ev/v1/*', { prefetch: 20 }, (_e, _m, done) => {
+        acked++;
+        done!();
+      }).ready;
+      await until(() => acked === 50 && sb.router.queues.get('ev/v1')?.size === 0, 5000, 'acked on both');
+      const asTest = (x: typeof a) => Object.assign(x, { dir: '', hostSpec: '' }) as TestBroker;
+      const fromMaster = await replay(asTest(a), {});
+      const fromSlave = await replay(asTest(sb), {});
+      expect(fromSlave.end.count).toBe(50);
+      expect(fromSlave.got.map((d) => d.messageId)).toEqual(fromMaster.got.map((d) => d.messageId));
+      await Promise.all([producer.disconnect(), worker.disconnect()]);
+    } finally {
+      keys.clear();
+      await Promise.all([a.stop(), sb.stop()]);
+    }
   });
 });
