@@ -1,7 +1,26 @@
 /** whisker-mq: the client library, and the broker for those who embed it. */
 export { client, WhiskerClient } from './client/client.js';
-export type { ClientConfig, SendCallback, SendInfo } from './client/client.js';
-export type { ConsumeHandler, DeliveryInfo, Done, Handle, ListenHandler } from './client/subscription.js';
+export type { Handle } from './client/subscription.js';
+export type { MessageStream } from './client/stream.js';
+export type {
+  Channel,
+  ChannelArg,
+  ChannelId,
+  ChannelObject,
+  ChannelString,
+  ClientConfig,
+  ClientEvents,
+  ConsumeHandler,
+  ConsumeOptions,
+  DeliveryInfo,
+  Done,
+  ListenHandler,
+  ListenOptions,
+  SendCallback,
+  SendInfo,
+  SendOptions,
+  StreamMessage,
+} from './client/types.js';
 export { WhiskerError, ERROR_CODES } from './protocol/errors.js';
 export type { ErrorCode } from './protocol/errors.js';
 export { startBroker } from './broker/broker.js';
