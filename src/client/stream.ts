@@ -41,7 +41,7 @@ class Message<T> implements StreamMessage<T> {
 /**
  * `for await (const msg of mq.consume(channel))` (docs/client.md#streams). A message not
  * settled when the loop asks for the next one is acked; when the loop ends (break, throw,
- * an abort) the one in hand and those buffered are requeued at once and the subscription closes.
+ * an abort) the subscription closes, and the broker requeues at once the one in hand and those buffered.
  * A refusal that leaves no id ends the loop with its error; others go to the `error` event.
  */
 export class MessageStream<T = unknown> implements AsyncIterableIterator<StreamMessage<T>> {
@@ -133,8 +133,9 @@ export class MessageStream<T = unknown> implements AsyncIterableIterator<StreamM
   #end(): void {
     if (this.#ended) return;
     this.#ended = true;
-    if (this.#current && !this.#current.settled) this.#current.nack();
-    for (const message of this.#buffer.splice(0)) message.nack();
+    // not nacked here: closing the subscription requeues at once all it holds (docs/protocol.md#subscribe)
+    this.#current = null;
+    this.#buffer.length = 0;
     const waiting = this.#waiting;
     this.#waiting = null;
     if (!waiting) return;
