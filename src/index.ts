@@ -23,7 +23,7 @@ export type {
 } from './client/types.js';
 export { WhiskerError, ERROR_CODES } from './protocol/errors.js';
 export type { ErrorCode } from './protocol/errors.js';
-export { startBroker } from './broker/broker.js';
-export type { Broker, BrokerOptions } from './broker/broker.js';
+export { startBroker } from './embed.js';
+export type { Broker, BrokerOptions } from './embed.js';
 export { loadConfigFile, defaultConfig, buildConfig, ConfigError } from './config/load.js';
 export type { Config } from './config/types.js';
