@@ -29,6 +29,7 @@ export class Brokers {
   #everConnected = false;
   #maxMessageBytes = 1_048_576 - 512;
   #onAnswer: (connection: Connection, error: WhiskerError | null) => void = () => {};
+  #abortStart: () => void = () => {};
 
   constructor(options: ClientOptions, keys: ClientKeys, owner: BrokersOwner) {
     this.#owner = owner;
@@ -74,6 +75,12 @@ export class Brokers {
       timedOut = true;
       settle();
     }, this.#connectTimeoutMs);
+    this.#abortStart = () => {
+      if (called) return;
+      called = true;
+      clearTimeout(timer);
+      cb(new WhiskerError('E_DISCONNECTED', 'disconnect() was called before a broker was connected'));
+    };
     this.#onAnswer = (connection, error) => {
       if (!answered.has(connection) || answered.get(connection) !== null) answered.set(connection, error);
       settle();
@@ -82,6 +89,7 @@ export class Brokers {
   }
 
   async close(): Promise<void> {
+    this.#abortStart();
     await Promise.all(this.#connections.map((c) => c.close()));
   }
 

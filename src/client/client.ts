@@ -38,6 +38,7 @@ type AnyHandler = (...args: never[]) => unknown;
 export class WhiskerClient extends EventEmitter<ClientEvents> {
   #options: ClientOptions | null = null;
   #brokers: Brokers | null = null;
+  #firstConnect: { hosts: string; clientId: string; outcome: WhiskerError | null | undefined; waiting: ConnectCallback[] } | null = null;
   #disconnected = false;
   readonly #outbox = new Outbox(() => this.#options?.sendTimeoutMs ?? DEFAULTS.sendTimeoutMs);
   /** channels parsed once: a client sends to, and hears from, few of them */
@@ -60,11 +61,13 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   connect(config: ClientConfig): Promise<void>;
   connect(config: ClientConfig, cb: ConnectCallback): void;
   connect(config: ClientConfig, cb?: ConnectCallback): Promise<void> | void {
-    if (cb) return this.#connect(config, (err) => (err && this.#emitError(err), cb(err)));
+    // cut short by our own disconnect(): told to the caller, never an `error`, never "unhandled"
+    const handled = (err: WhiskerError) => (err.code === 'E_DISCONNECTED' && this.#disconnected) || this.#emitError(err);
+    if (cb) return this.#connect(config, (err) => (err && handled(err), cb(err)));
     const promise = new Promise<void>((resolve, reject) =>
       this.#connect(config, (err) => {
         if (!err) return resolve();
-        if (this.#emitError(err)) promise.catch(() => {});
+        if (handled(err)) promise.catch(() => {});
         reject(err);
       }),
     );
@@ -136,9 +139,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   #connect(config: ClientConfig, cb: ConnectCallback): void {
     const fail = (error: WhiskerError) => void setImmediate(() => cb(error));
     if (this.#disconnected) return fail(new WhiskerError('E_DISCONNECTED', 'Client disconnected: make a new client() to connect again'));
-    if (this.#brokers) {
-      return fail(new WhiskerError('E_ALREADY_CONNECTED', 'connect() was already called on this client: it keeps (re)connecting until disconnect()'));
-    }
+    if (this.#brokers) return this.#connectAgain(config, cb);
     let options: ClientOptions;
     let keys;
     try {
@@ -157,7 +158,27 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
       emit: (event, ...args) => this.#emitEvent(event, args),
       onError: (error) => void this.#emitError(error),
     });
-    this.#brokers.start(cb);
+    this.#firstConnect = { hosts: config.hosts.join(' '), clientId: config.clientId, outcome: undefined, waiting: [] };
+    const first = this.#firstConnect;
+    this.#brokers.start((err) => {
+      first.outcome = err;
+      cb(err);
+      for (const waiting of first.waiting.splice(0)) waiting(err);
+    });
+  }
+
+  /**
+   * connect() again with the same hosts and clientId joins the first call (the Kitten-MQ README
+   * calls it twice); with others it is E_ALREADY_CONNECTED: one client is one set of connections.
+   */
+  #connectAgain(config: ClientConfig, cb: ConnectCallback): void {
+    const first = this.#firstConnect!;
+    if (!Array.isArray(config?.hosts) || config.hosts.join(' ') !== first.hosts || config.clientId !== first.clientId) {
+      return void setImmediate(() => cb(new WhiskerError('E_ALREADY_CONNECTED', 'connect() was already called on this client with other hosts or clientId: make a new client()')));
+    }
+    if (first.outcome === undefined) return void first.waiting.push(cb);
+    const outcome = this.isConnected() ? null : first.outcome;
+    setImmediate(() => cb(outcome));
   }
 
   #emitEvent(event: 'connect' | 'reconnect' | 'disconnect' | 'master', args: unknown[]): void {
