@@ -1,4 +1,4 @@
-// A typed producer and worker (docs/client.md#types). test/client-types.test.ts compiles this file
+// A typed producer and worker (docs/client.md#types). test/client/types.test.ts compiles this file
 // under `tsc --strict` against the built package, with `@types/node` and nothing else installed.
 import { client, type DeliveryInfo, type SendInfo, type WhiskerError } from 'whisker-mq';
 
