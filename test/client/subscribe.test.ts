@@ -30,6 +30,7 @@ describe('handle.ready (fault 4)', () => {
     const handle = c.listen('no-id/v1' as `${string}/${string}/${string}`, () => {});
     await expect(handle.ready).rejects.toMatchObject({ code: 'E_BAD_CHANNEL' });
     await expect(handle.addId('1')).rejects.toMatchObject({ code: 'E_BAD_CHANNEL' });
+    expect(handle.ids).toEqual([]);
     expect(c.isConnected()).toBe(true); // no frame for a subscription 0: the broker had nothing to refuse
   });
 });
