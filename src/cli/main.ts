@@ -1,12 +1,15 @@
 import { parseArgs } from 'node:util';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { CommandError } from './control-client.js';
+
+const DEFAULT_CONFIG_FILE = 'whisker.config.json';
 
 const USAGE = `Usage: whisker <command> [options]
 
 Commands:
-  start [-c config] [--no-watch] run a broker in the foreground (built-in default config without -c);
-                                 it reloads when the file changes, unless --no-watch
+  start [-c config] [--no-watch] run a broker in the foreground; without -c: ./whisker.config.json if
+                                 it exists, else the built-in default. It reloads when the file
+                                 changes (unless --no-watch), on SIGHUP and SIGUSR2
   reload [-c config]             re-read the config file; prints what needs a restart
   soft-stop [-c config]          refuse new work, finish what is in flight, stop (what SIGTERM does)
   stop [-c config]               stop at once (in-flight messages are delivered again after a restart)
@@ -18,7 +21,8 @@ Commands:
   init-conf [path]               write the documented default config (config.example.json)
 
 reload, soft-stop, stop, status, list, delete and keys reach the running broker through its
-control socket, <dataDirectory>/whisker.sock, found from -c (./whisker-data without -c).
+control socket, <dataDirectory>/whisker.sock, found from -c (without -c: from
+./whisker.config.json if it exists, else ./whisker-data).
 
 Options:
   -c, --config FILE  the broker's config file
@@ -66,12 +70,15 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(USAGE);
     return command || values.help ? 0 : 2;
   }
-  const control = { config: values.config, socket: values.socket, json: values.json };
+  // without -c, ./whisker.config.json when it exists (SPEC §10), for start and for the commands that find its broker
+  const implicit = values.config === undefined && existsSync(DEFAULT_CONFIG_FILE);
+  const config = values.config ?? (implicit ? DEFAULT_CONFIG_FILE : undefined);
+  const control = { config, socket: values.socket, json: values.json };
   // each command loads only its own modules: `whisker status` need not load the broker
   try {
     switch (command) {
       case 'start':
-        return await (await import('./start.js')).runStart(values.config, { watch: values['no-watch'] !== true });
+        return await (await import('./start.js')).runStart(config, { watch: values['no-watch'] !== true, implicit });
       case 'reload':
         await (await import('./lifecycle.js')).runReload(control);
         return 0;
@@ -96,7 +103,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       case 'keygen':
         return (await import('./files.js')).runKeygen(values.dir ?? 'keys', values.name ?? 'client');
       case 'init-conf':
-        return (await import('./files.js')).runInitConf(rest[0] ?? 'whisker.config.json');
+        return (await import('./files.js')).runInitConf(rest[0] ?? DEFAULT_CONFIG_FILE);
       default:
         process.stderr.write(`whisker: unknown command "${command}"\n\n${USAGE}`);
         return 2;

@@ -30,6 +30,8 @@ export interface RuleConfig {
 export interface Config {
   /** where the file was read from, or null for the built-in default */
   readonly configPath: string | null;
+  /** Kitten-MQ keys found in the file and ignored (logsDirectory, socketServer.logs...): warned about at start */
+  readonly ignoredKeys: readonly string[];
   readonly serviceId: string;
   readonly isMaster: boolean;
   readonly dataDirectory: string;

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { Done } from '../../src/client/subscription.js';
+import type { Done } from '../../src/client/types.js';
 import { broker, connect, tempDir } from '../support/harness.js';
 import { countColour, decodePng, distinctColours } from '../support/png.js';
 

@@ -6,7 +6,7 @@ import { startBroker } from '../../src/broker/broker.js';
 import { MemoryStore } from '../../src/broker/store/memory.js';
 import { loadConfigFile } from '../../src/config/load.js';
 import { RateWindow } from '../../src/ops/rates.js';
-import type { Done } from '../../src/client/subscription.js';
+import type { Done } from '../../src/client/types.js';
 import { broker, connect, Inbox, tempDir, until, type TestBroker } from '../support/harness.js';
 
 /** SPEC §11: the management HTTP surface (docs/management.md). */

@@ -157,13 +157,30 @@ export class KeyRegistry {
       isNew = true;
     }
     if (this.isRevoked(key)) throw new WhiskerError('E_AUTH', 'Key revoked');
-    await verifyToken(frame.token, key, name, nonce, policy.serviceId);
+    try {
+      await verifyToken(frame.token, key, name, nonce, policy.serviceId);
+    } catch (error) {
+      // a rebuilt client (new folder, fresh container) made a new key: say so (docs/security.md#keys)
+      if (!isNew && offersOtherKey(frame.publicKey, key)) {
+        throw new WhiskerError('E_AUTH', `Client name ${name} is registered with another key; see whisker keys revoke ${name}`);
+      }
+      throw error;
+    }
     if (isNew) {
       const winner = this.register(name, key);
       if (winner !== key) await verifyToken(frame.token, winner, name, nonce, policy.serviceId);
       key = winner;
     }
     return { name, key };
+  }
+}
+
+function offersOtherKey(publicKeyPem: string | undefined, registered: KeyObject): boolean {
+  if (!publicKeyPem) return false;
+  try {
+    return fingerprint(createPublicKey(publicKeyPem)) !== fingerprint(registered);
+  } catch {
+    return false;
   }
 }
 
