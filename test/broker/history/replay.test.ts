@@ -15,7 +15,7 @@ const retained = (retention: Record<string, number> = { seconds: 3600 }) => ({
   channels: { 'ev/v1': { retention }, 'plain/v1': {} },
 });
 
-async function sendAll(b: TestBroker, channel: (n: number) => string, count: number, from = 'producer') {
+async function sendAll(b: TestBroker, channel: (n: number) => `${string}/${string}/${string}`, count: number, from = 'producer') {
   const producer = await connect(from, b.hostSpec);
   for (let i = 0; i < count; i += 500) {
     await Promise.all(Array.from({ length: Math.min(500, count - i) }, (_, k) => producer.send(channel(i + k), { n: i + k })));
