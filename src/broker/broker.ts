@@ -124,6 +124,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       return ctx.policy.config;
     },
     router,
+    history,
     peers: ctx.peers,
     sessions: socketServer.sessions,
     get managementPort() {

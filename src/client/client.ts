@@ -135,7 +135,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
    * message in acceptance order per id, then `done` resolves with the count (or `cb(err, count)`).
    * It never touches the live queue: nothing is acked, other consumers are not affected.
    */
-  replay<T = unknown>(channel: ChannelArg, options: ReplayOptions, handler: ListenHandler<T>, cb?: (err: WhiskerError | null, count: number) => void): ReplayHandle {
+  replay<T = unknown>(channel: ChannelArg, options: ReplayOptions, handler: ListenHandler<T> | Handler2<T> | Handler1, cb?: (err: WhiskerError | null, count: number) => void): ReplayHandle {
     if (typeof handler !== 'function') throw new WhiskerError('E_BAD_ARGUMENT', 'replay needs a handler function');
     const report = (error: WhiskerError) => void this.#emitError(error, true);
     const sink = handlerSink('listen', handler as ListenHandler, report, () => 0);

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { connect, freePort, tempDir } from '../../support/harness.js';
-import { startProcess, writeConfig } from '../../support/broker-process.js';
+import { startProcess, whisker, writeConfig } from '../../support/broker-process.js';
 
 /**
  * The history against a real broker process killed with SIGKILL while a producer sends (issue 19):
@@ -48,4 +48,29 @@ describe('history after kill -9', () => {
       await second.exited;
     }
   }, 60_000);
+});
+
+describe('operator surface', () => {
+  test('whisker list shows each retained channel\'s history; whisker delete --history empties it', async () => {
+    const dir = tempDir();
+    const port = await freePort();
+    const config = writeConfig(dir, { socketServer: { host: '127.0.0.1', port }, defaultPolicy: 'allow', channels: { 'ev/v1': { retention: { seconds: 3600 } } } });
+    const b = await startProcess(config);
+    try {
+      const producer = await connect('producer', b.hostSpec);
+      await Promise.all(Array.from({ length: 25 }, (_, k) => producer.send('ev/v1/k', { k })));
+      await producer.disconnect();
+      const listed = await whisker(['list', '-c', config, '--json']);
+      const { histories } = JSON.parse(listed.stdout) as { histories: Array<{ queue: string; messages: number; bytes: number }> };
+      expect(histories).toEqual([{ queue: 'ev/v1', messages: 25, bytes: expect.any(Number) as number, oldestAcceptedAt: expect.any(Number) as number }]);
+      expect((await whisker(['delete', '-c', config, '-q', 'ev/v1', '--history'])).code).toBe(2); // no --yes
+      const deleted = await whisker(['delete', '-c', config, '-q', 'ev/v1', '--history', '--yes']);
+      expect(deleted.stdout).toMatch(/deleted the history of ev\/v1 \(\d+ bytes\)/);
+      const after = JSON.parse((await whisker(['list', '-c', config, '--json'])).stdout) as { histories: Array<{ messages: number }> };
+      expect(after.histories.map((h) => h.messages)).toEqual([0]);
+    } finally {
+      b.child.kill('SIGKILL');
+      await b.exited;
+    }
+  }, 30_000);
 });
