@@ -1,6 +1,6 @@
 import { mkdir, rm, unlink, type FileHandle } from 'node:fs/promises';
 import type { Retention } from '../../config/types.js';
-import { encodeRecords, forEachRecord, type HistoryRecord, openForAppend, scanSegments, type SegmentMeta, segmentPath } from './segment.js';
+import { encodeRecords, forEachRecord, type HistoryRecord, openForAppend, scanSegments, type SegmentMeta, segmentPath, writeSegmentMeta } from './segment.js';
 
 /** a segment closes past this size, or past an eighth of `maxBytes`, so trimming stays fine-grained */
 const SEGMENT_BYTES = 8 * 1_048_576;
@@ -74,7 +74,10 @@ export class ChannelHistory {
     const limit = Math.min(SEGMENT_BYTES, Math.max(4_096, Math.floor((retention.maxBytes ?? Infinity) / 8)));
     const ageLimitMs = retention.seconds !== undefined ? (retention.seconds * 1000) / 8 : Infinity;
     if (!last || !this.#current || last.bytes >= limit || records[0]!.acceptedAt - last.firstAt > ageLimitMs) {
-      await this.#current?.close();
+      if (this.#current && last) {
+        await this.#current.close();
+        await writeSegmentMeta(last);
+      }
       const path = segmentPath(this.#dir, this.#nextSeq);
       last = { path, seq: this.#nextSeq++, count: 0, bytes: 0, firstAt: records[0]!.acceptedAt, lastAt: 0 };
       this.#current = await openForAppend(path);
@@ -100,6 +103,7 @@ export class ChannelHistory {
       total -= oldest.bytes;
       freed += oldest.bytes;
       await unlink(oldest.path).catch(() => undefined); // an open replay keeps reading it
+      await unlink(`${oldest.path}.meta`).catch(() => undefined);
     }
     return freed;
   }
@@ -110,7 +114,7 @@ export class ChannelHistory {
     await this.#writing;
     await this.#current?.close();
     this.#current = null;
-    for (const s of this.#segments) await unlink(s.path).catch(() => undefined);
+    for (const s of this.#segments) await Promise.all([unlink(s.path), unlink(`${s.path}.meta`)].map((p) => p.catch(() => undefined)));
     this.#segments = [];
     return freed;
   }

@@ -1,4 +1,4 @@
-import { constants, type FileHandle, open, readdir, unlink } from 'node:fs/promises';
+import { constants, type FileHandle, open, readdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 
@@ -30,7 +30,8 @@ export interface SegmentMeta {
 const HEADER = 8;
 /** a record larger than this is damage, not data (the broker's payload limit is 64 MiB at most) */
 const MAX_RECORD = 128 * 1_048_576;
-export const READ_CHUNK = 1_048_576;
+/** a replay reads this much at a time, then lets the event loop serve others (issue 19: bystanders unharmed) */
+export const READ_CHUNK = 262_144;
 
 export function encodeRecords(records: readonly HistoryRecord[]): Buffer {
   const parts: Buffer[] = [];
@@ -65,13 +66,40 @@ export function segmentPath(dir: string, seq: number): string {
   return join(dir, `${String(seq).padStart(16, '0')}.seg`);
 }
 
-/** every segment of a channel's directory, in order, its meta read from its records; a torn tail is cut */
+/** a closed segment's meta, beside it: the next open reads it instead of every record */
+export async function writeSegmentMeta(meta: SegmentMeta): Promise<void> {
+  const { count, bytes, firstAt, lastAt } = meta;
+  await writeFile(`${meta.path}.meta`, JSON.stringify({ count, bytes, firstAt, lastAt }), { mode: 0o600 });
+}
+
+async function readSegmentMeta(path: string, seq: number): Promise<SegmentMeta | null> {
+  try {
+    const m = JSON.parse(await readFile(`${path}.meta`, 'utf8')) as { count: number; bytes: number; firstAt: number; lastAt: number };
+    // only while the segment is exactly as the meta describes it
+    if ((await stat(path)).size !== m.bytes) return null;
+    return { path, seq, count: m.count, bytes: m.bytes, firstAt: m.firstAt, lastAt: m.lastAt };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Every segment of a channel's directory, in order. A closed one with its `.meta` is taken from
+ * it; the others (the last one written, or one without meta) are read record by record, and a
+ * torn tail is cut.
+ */
 export async function scanSegments(dir: string): Promise<SegmentMeta[]> {
   const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => /^\d{16}\.seg$/.test(n)).sort();
   const metas: SegmentMeta[] = [];
-  for (const name of names) {
+  for (const [index, name] of names.entries()) {
     const path = join(dir, name);
-    const meta: SegmentMeta = { path, seq: Number(name.slice(0, 16)), count: 0, bytes: 0, firstAt: 0, lastAt: 0 };
+    const seq = Number(name.slice(0, 16));
+    const known = index < names.length - 1 ? await readSegmentMeta(path, seq) : null;
+    if (known) {
+      metas.push(known);
+      continue;
+    }
+    const meta: SegmentMeta = { path, seq, count: 0, bytes: 0, firstAt: 0, lastAt: 0 };
     const end = await forEachRecord(path, Infinity, (r) => {
       if (meta.count++ === 0) meta.firstAt = r.acceptedAt;
       meta.lastAt = r.acceptedAt;
@@ -83,6 +111,7 @@ export async function scanSegments(dir: string): Promise<SegmentMeta[]> {
     }
     if (meta.count === 0) await unlink(path).catch(() => undefined);
     else metas.push(meta);
+    await unlink(`${path}.meta`).catch(() => undefined);
   }
   return metas;
 }
@@ -120,6 +149,7 @@ export async function forEachRecord(path: string, limit: number, each: (record: 
       valid += end;
       if (damaged) return { valid, size };
       carry = Buffer.from(buffer.subarray(end));
+      await new Promise((resolve) => setImmediate(resolve));
     }
     return { valid, size };
   } finally {
