@@ -308,6 +308,28 @@ export class Queue {
     return summaries;
   }
 
+  /**
+   * ms epoch at which the oldest message still waiting for a delivery was accepted, null when
+   * none waits (docs/management.md#metrics). Stops at the first waiting one: held messages are
+   * in acceptance order, so this is quick unless many at the head are in flight.
+   */
+  oldestWaitingAcceptedAt(): number | null {
+    for (const entry of this.#entries.values()) if (entry.pending > 0 || entry.unassigned) return entry.message.acceptedAt;
+    return null;
+  }
+
+  /** deliveries in flight to this subscriber (a consumer's prefetch used) */
+  inFlightFor(subscriber: Subscriber): number {
+    return this.#inFlightBySubscriber.get(subscriber) ?? 0;
+  }
+
+  /** deliveries in flight per recipient group key (`c|pattern`, `l|name|pattern`) */
+  inFlightByGroup(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const record of this.#inFlight) counts.set(record.group.key, (counts.get(record.group.key) ?? 0) + 1);
+    return counts;
+  }
+
   /** ids as users mean them (`a/b`), for the management API */
   listIds(): Map<string, number> {
     return new Map([...this.idCounts()].map(([id, count]) => [unescapeId(id), count]));
