@@ -82,6 +82,12 @@ export const configSchema = {
         host: { type: 'string', minLength: 1, default: '127.0.0.1' },
         port: { ...port, default: 7781 },
         token: { type: 'string', minLength: 1 },
+        // docs/management.md#label-cardinality: every series a client can multiply has a bound
+        maxQueueSeries: { type: 'integer', minimum: 1, maximum: 100_000, default: 1000 },
+        groupSeries: { type: 'boolean', default: false },
+        maxGroupSeries: { type: 'integer', minimum: 1, maximum: 100_000, default: 200 },
+        // docs/management.md#peek: message bodies over HTTP only when asked for
+        showBodies: { type: 'boolean', default: false },
       },
     },
     limits: {

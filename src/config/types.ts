@@ -49,7 +49,18 @@ export interface Config {
   readonly autoRegister: boolean;
   readonly channels: Readonly<Record<string, ChannelConfig>>;
   readonly peers: readonly string[];
-  readonly management?: { readonly host: string; readonly port: number; readonly token?: string };
+  readonly management?: {
+    readonly host: string;
+    readonly port: number;
+    readonly token?: string;
+    /** per-queue series for at most this many queues (by name); the rest add up under `queue="_other"` */
+    readonly maxQueueSeries: number;
+    /** opt-in: in flight per consumer group (one series per id pattern), at most `maxGroupSeries` */
+    readonly groupSeries: boolean;
+    readonly maxGroupSeries: number;
+    /** peek shows message bodies (off by default: bodies are the users' data) */
+    readonly showBodies: boolean;
+  };
   readonly limits: {
     readonly maxPayloadBytes: number;
     readonly maxConnections: number;

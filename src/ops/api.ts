@@ -113,6 +113,20 @@ export interface ClientView {
   subscriptions: Array<{ sub: number; mode: SubscriptionMode; queue: string; ids: string[] }>;
 }
 
+/** listen and consume handlers per queue, from the sessions' subscriptions */
+export function subscriberCounts(broker: ManagedBroker): Map<string, { consumers: number; listeners: number }> {
+  const counts = new Map<string, { consumers: number; listeners: number }>();
+  for (const session of broker.sessions) {
+    for (const s of session.subscriptions.values()) {
+      let count = counts.get(s.queue);
+      if (!count) counts.set(s.queue, (count = { consumers: 0, listeners: 0 }));
+      if (s.mode === 'consume') count.consumers++;
+      else count.listeners++;
+    }
+  }
+  return counts;
+}
+
 /** authenticated connections; `connections` counts handshakes too */
 export function clientsView(broker: ManagedBroker): { connections: number; clients: ClientView[] } {
   const clients: ClientView[] = [];

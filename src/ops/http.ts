@@ -3,7 +3,7 @@ import { isIP, type AddressInfo } from 'node:net';
 import { sameSecret } from '../broker/session/keys.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from './logger.js';
-import { clientsView, healthView, type ManagedBroker, queueDetailView, queuesView, uptimeSeconds } from './api.js';
+import { clientsView, subscriberCounts, healthView, type ManagedBroker, queueDetailView, queuesView, uptimeSeconds } from './api.js';
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.js';
 import { BrokerMetrics } from './metrics.js';
 import { RateWindow } from './rates.js';
@@ -57,6 +57,9 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
   const sample = () => rates.record(now(), broker.router.queues.values());
   metrics.bind({
     queues: () => broker.router.queues.values(),
+    subscriberCounts: () => subscriberCounts(broker),
+    peers: () => broker.peers?.status() ?? [],
+    now,
     get connections() { return broker.sessions.size; },
     get isMaster() { return broker.router.isMaster; },
     get reloadFailures() { return broker.reloadFailures ?? 0; },
@@ -64,7 +67,7 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
     get uptimeSeconds() { return uptimeSeconds(broker, now()); },
     get conflictingMasters() { return broker.peers?.conflict?.masters.length ?? 0; },
     get peersConnected() { return broker.peers?.status().filter((p) => p.connected).length ?? 0; },
-  });
+  }, config);
 
   // the whole block needs a restart (docs/operations.md#what-a-reload-applies)
   const expected = config.token;

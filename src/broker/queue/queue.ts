@@ -1,5 +1,6 @@
 import { unescapeId } from '../../protocol/channel.js';
 import { WhiskerError } from '../../protocol/errors.js';
+import type { SubscriptionMode } from '../../protocol/frames.js';
 import { addRecordTo, type DeliveryRecord, type Entry, Group, groupKey, NO_RECORDS, parseGroupKey, recordOf, removeRecordFrom, type Subscriber } from './group.js';
 import { LOAD_RETRY_MS, QueueBodies } from './bodies.js';
 import { EntryList } from './entry-list.js';
@@ -323,11 +324,11 @@ export class Queue {
     return this.#inFlightBySubscriber.get(subscriber) ?? 0;
   }
 
-  /** deliveries in flight per recipient group key (`c|pattern`, `l|name|pattern`) */
-  inFlightByGroup(): Map<string, number> {
-    const counts = new Map<string, number>();
-    for (const record of this.#inFlight) counts.set(record.group.key, (counts.get(record.group.key) ?? 0) + 1);
-    return counts;
+  /** deliveries in flight per recipient group (only groups with some) */
+  inFlightByGroup(): Array<{ readonly mode: SubscriptionMode; readonly clientName: string; readonly pattern: string; readonly inFlight: number }> {
+    const counts = new Map<Group, number>();
+    for (const record of this.#inFlight) counts.set(record.group, (counts.get(record.group) ?? 0) + 1);
+    return [...counts].map(([group, inFlight]) => ({ mode: group.mode, clientName: group.clientName, pattern: group.pattern, inFlight }));
   }
 
   /** ids as users mean them (`a/b`), for the management API */
