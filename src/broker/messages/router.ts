@@ -41,6 +41,8 @@ export class Router {
   readonly unconfirmed = new Unconfirmed();
   readonly #reservations = new Map<string, Subscription>();
   readonly #channels = new ChannelCache();
+  /** who watches messages enter their queues without being a recipient (`whisker tail`) */
+  readonly #taps = new Set<(message: StoredMessage) => void>();
   #isMaster: boolean;
   #observer: ReplicationObserver | null = null;
   /** what the queues see of the store: every state change also reaches the mirrors' feed */
@@ -153,6 +155,7 @@ export class Router {
       else if (fromClient) this.unconfirmed.stored(message.messageId, message.acceptedAt);
       this.#queue(message.queue).accept(message);
       this.#appends.admitted(message.messageId);
+      for (const tap of this.#taps) tap(message);
     }
     if (finished.length > 0) this.#store.record(finished);
   }
@@ -197,6 +200,12 @@ export class Router {
   #holding(messageId: string): Queue | undefined {
     for (const queue of this.#queues.values()) if (queue.has(messageId)) return queue;
     return undefined;
+  }
+
+  /** `listener` sees every message as it enters its queue, until the returned function is called */
+  tap(listener: (message: StoredMessage) => void): () => void {
+    this.#taps.add(listener);
+    return () => this.#taps.delete(listener);
   }
 
   get queues(): ReadonlyMap<string, Queue> {

@@ -290,6 +290,16 @@ export class Queue {
     return victims.length;
   }
 
+  /** drops one held message, in flight or not (a dead letter replayed or purged by the operator) */
+  remove(messageId: string): boolean {
+    const entry = this.#entries.get(messageId);
+    if (!entry) return false;
+    for (const record of entry.records) this.#settle(record, 'dropped');
+    if (entry.unassigned) this.#unmarkUnassigned(entry);
+    this.#forgetIfDone(entry);
+    return true;
+  }
+
   /** ids in their canonical escaped form, as in channel strings (`whisker list`) */
   idCounts(): Map<string, number> {
     const ids = new Map<string, number>();
