@@ -86,8 +86,6 @@ export const configSchema = {
         maxQueueSeries: { type: 'integer', minimum: 1, maximum: 100_000, default: 1000 },
         groupSeries: { type: 'boolean', default: false },
         maxGroupSeries: { type: 'integer', minimum: 1, maximum: 100_000, default: 200 },
-        // docs/management.md#peek: message bodies over HTTP only when asked for
-        showBodies: { type: 'boolean', default: false },
       },
     },
     limits: {
@@ -101,6 +99,8 @@ export const configSchema = {
         maxBufferedBytesPerConnection: { type: 'integer', minimum: 1024, default: 8_388_608 },
       },
     },
+    // docs/management.md#peek: peek, tail and dead letters show message bodies only when asked to
+    showBodies: { type: 'boolean', default: false },
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
   },
 } as const;

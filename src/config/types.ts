@@ -58,8 +58,6 @@ export interface Config {
     /** opt-in: in flight per consumer group (one series per id pattern), at most `maxGroupSeries` */
     readonly groupSeries: boolean;
     readonly maxGroupSeries: number;
-    /** peek shows message bodies (off by default: bodies are the users' data) */
-    readonly showBodies: boolean;
   };
   readonly limits: {
     readonly maxPayloadBytes: number;
@@ -67,5 +65,7 @@ export interface Config {
     readonly maxSubscriptionsPerConnection: number;
     readonly maxBufferedBytesPerConnection: number;
   };
+  /** peek, tail and dead letters (dashboard, API, CLI) show message bodies; off by default: they are the users' data */
+  readonly showBodies: boolean;
   readonly logLevel: LogLevel;
 }
