@@ -30,6 +30,11 @@ export function controlHandler(broker: Broker, ctx: BrokerContext): ControlHandl
         const soft = request.command === 'soft-stop';
         // after this answer is written: the stop closes the control socket last
         setImmediate(() => (soft ? broker.softStop() : broker.stop()).catch(() => undefined)); // failures: logged, and in `closed`
+        if (soft) {
+          // progress for `whisker soft-stop`: what is still in flight, twice a second, until the socket closes
+          const progress = setInterval(() => stream.write({ inFlight: broker.router.inFlightCount }), 500).unref();
+          stream.onClose(() => clearInterval(progress));
+        }
         return ok({ stopping: soft ? 'soft' : 'now', inFlight: broker.router.inFlightCount, softStopTimeout: broker.config.softStopTimeout });
       }
       case 'list':
