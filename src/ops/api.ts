@@ -6,10 +6,30 @@ import { unescapeId } from '../protocol/channel.js';
 import type { QueueStats } from './metrics.js';
 import type { QueueRates, RateWindow } from './rates.js';
 
+/** what the queue knows a handler by (the broker's `Subscriber`) */
+export interface SubscriberLike {
+  readonly clientName: string;
+  readonly mode: SubscriptionMode;
+  readonly prefetch: number;
+}
+
+/** One listen or consume handler as the management surface reads it (`Subscription` has these). */
+export interface ManagedSubscription extends SubscriberLike {
+  readonly sub: number;
+  readonly mode: SubscriptionMode;
+  readonly queue: string;
+  readonly ids: ReadonlySet<string>;
+  readonly prefetch: number;
+  /** deliveries handed to it so far */
+  readonly delivered: number;
+}
+
 /** One queue as the management surface reads it (`Queue` has these). */
 export interface ManagedQueue extends QueueStats {
   readonly settings: QueueSettings;
   listIds(): Map<string, number>;
+  /** the broker's own subscriber object: one of the sessions' subscriptions */
+  inFlightFor(subscription: SubscriberLike): number;
 }
 
 /** One connection as the management surface reads it (`Session` has these). */
@@ -17,7 +37,7 @@ export interface ManagedSession {
   readonly clientName: string;
   readonly node: string;
   readonly isReady: boolean;
-  readonly subscriptions: ReadonlyMap<number, { readonly sub: number; readonly mode: SubscriptionMode; readonly queue: string; readonly ids: ReadonlySet<string> }>;
+  readonly subscriptions: ReadonlyMap<number, ManagedSubscription>;
 }
 
 /**
@@ -77,18 +97,61 @@ export interface QueueView {
   depth: number;
   inFlight: number;
   size: number;
+  consumers: number;
+  listeners: number;
+  /** age of the oldest message waiting for a delivery; 0 when none waits */
+  oldestWaitingSeconds: number;
   counters: QueueStats['counters'];
   /** per second over the last ~10 s */
   rates: QueueRates;
 }
 
-function queueView(queue: ManagedQueue, rates: RateWindow, now: number): QueueView {
-  return { name: queue.name, depth: queue.depth, inFlight: queue.inFlightCount, size: queue.size, counters: { ...queue.counters }, rates: rates.rates(now, queue.name, queue.counters) };
+type Counts = ReadonlyMap<string, { consumers: number; listeners: number }>;
+
+function queueView(queue: ManagedQueue, rates: RateWindow, now: number, counts: Counts): QueueView {
+  const oldest = queue.oldestWaitingAcceptedAt();
+  return {
+    name: queue.name, depth: queue.depth, inFlight: queue.inFlightCount, size: queue.size,
+    consumers: counts.get(queue.name)?.consumers ?? 0, listeners: counts.get(queue.name)?.listeners ?? 0,
+    oldestWaitingSeconds: oldest === null ? 0 : Math.max(0, Math.round((now - oldest) / 100) / 10),
+    counters: { ...queue.counters }, rates: rates.rates(now, queue.name, queue.counters),
+  };
 }
 
 export function queuesView(broker: ManagedBroker, rates: RateWindow, now: number): { queues: QueueView[] } {
   const queues = [...broker.router.queues.values()].sort((a, b) => a.name.localeCompare(b.name));
-  return { queues: queues.map((q) => queueView(q, rates, now)) };
+  const counts = subscriberCounts(broker);
+  return { queues: queues.map((q) => queueView(q, rates, now, counts)) };
+}
+
+export interface ConsumerView {
+  client: string;
+  node: string;
+  sub: number;
+  mode: SubscriptionMode;
+  ids: string[];
+  /** null for listeners (no bound) */
+  prefetch: number | null;
+  inFlight: number;
+  delivered: number;
+  /** deliveries per second since the previous look at this handler */
+  rate: number;
+}
+
+/**
+ * Deliveries per second of each handler, from how many it had at the previous request: a
+ * WeakMap, so a closed subscription leaves nothing behind.
+ */
+export class HandlerRates {
+  readonly #seen = new WeakMap<ManagedSubscription, { at: number; delivered: number; rate: number }>();
+
+  rate(subscription: ManagedSubscription, now: number): number {
+    const seen = this.#seen.get(subscription);
+    if (seen && now - seen.at < 500) return seen.rate;
+    const rate = seen ? Math.round(((subscription.delivered - seen.delivered) / ((now - seen.at) / 1000)) * 10) / 10 : 0;
+    this.#seen.set(subscription, { at: now, delivered: subscription.delivered, rate });
+    return rate;
+  }
 }
 
 export interface QueueDetailView extends QueueView {
@@ -97,14 +160,27 @@ export interface QueueDetailView extends QueueView {
   ids: Array<{ id: string; count: number }>;
   idCount: number;
   truncated: boolean;
+  /** every listen and consume handler on the queue, busiest first */
+  handlers: ConsumerView[];
 }
 
 /** null for an unknown queue; at most `limit` ids */
-export function queueDetailView(broker: ManagedBroker, name: string, rates: RateWindow, now: number, limit: number): QueueDetailView | null {
+export function queueDetailView(broker: ManagedBroker, name: string, rates: RateWindow, now: number, limit: number, handlerRates: HandlerRates): QueueDetailView | null {
   const queue = broker.router.queues.get(name);
   if (!queue) return null;
   const all = [...queue.listIds()].map(([id, count]) => ({ id, count })).sort((a, b) => b.count - a.count || a.id.localeCompare(b.id));
-  return { ...queueView(queue, rates, now), settings: { ...queue.settings }, ids: all.slice(0, limit), idCount: all.length, truncated: all.length > limit };
+  const consumers: ConsumerView[] = [];
+  for (const session of broker.sessions) {
+    for (const s of session.subscriptions.values()) {
+      if (s.queue !== name) continue;
+      consumers.push({
+        client: session.clientName, node: session.node, sub: s.sub, mode: s.mode, ids: [...s.ids].map(unescapeId),
+        prefetch: Number.isFinite(s.prefetch) ? s.prefetch : null, inFlight: queue.inFlightFor(s), delivered: s.delivered, rate: handlerRates.rate(s, now),
+      });
+    }
+  }
+  consumers.sort((a, b) => b.inFlight - a.inFlight || b.delivered - a.delivered || a.client.localeCompare(b.client));
+  return { ...queueView(queue, rates, now, subscriberCounts(broker)), settings: { ...queue.settings }, ids: all.slice(0, limit), idCount: all.length, truncated: all.length > limit, handlers: consumers };
 }
 
 export interface ClientView {
