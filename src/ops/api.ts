@@ -37,6 +37,8 @@ export interface ManagedSession {
   readonly clientName: string;
   readonly node: string;
   readonly isReady: boolean;
+  /** a mirror broker's link (it follows; it has no subscriptions) */
+  readonly isPeer?: boolean;
   readonly subscriptions: ReadonlyMap<number, ManagedSubscription>;
 }
 
@@ -186,6 +188,8 @@ export function queueDetailView(broker: ManagedBroker, name: string, rates: Rate
 export interface ClientView {
   client: string;
   node: string;
+  /** `peer`: a mirror broker following or watching this one */
+  kind: 'client' | 'peer';
   subscriptions: Array<{ sub: number; mode: SubscriptionMode; queue: string; ids: string[] }>;
 }
 
@@ -211,7 +215,7 @@ export function clientsView(broker: ManagedBroker): { connections: number; clien
     const subscriptions = [...session.subscriptions.values()]
       .sort((a, b) => a.sub - b.sub)
       .map((s) => ({ sub: s.sub, mode: s.mode, queue: s.queue, ids: [...s.ids].map(unescapeId) }));
-    clients.push({ client: session.clientName, node: session.node, subscriptions });
+    clients.push({ client: session.clientName, node: session.node, kind: session.isPeer === true ? 'peer' : 'client', subscriptions });
   }
   clients.sort((a, b) => a.client.localeCompare(b.client) || a.node.localeCompare(b.node));
   return { connections: broker.sessions.size, clients };

@@ -71,7 +71,7 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
   // the whole block needs a restart (docs/operations.md#what-a-reload-applies)
   const expected = config.token;
   const handlerRates = new HandlerRates();
-  const ctx: RouteContext = { broker, metrics, rates, history, now };
+  const ctx: RouteContext = { broker, metrics, rates, history, now, actions: expected !== undefined };
   const gets = getRoutes(ctx);
   const posts = postRoutes(ctx);
 

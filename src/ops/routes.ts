@@ -33,6 +33,8 @@ export interface RouteContext {
   readonly rates: RateWindow;
   readonly history: RateHistory;
   readonly now: () => number;
+  /** a token is configured: the dead-letter actions are served */
+  readonly actions: boolean;
 }
 
 /** GET routes by exact path (docs/management.md#endpoints) */
@@ -48,8 +50,16 @@ export function getRoutes(ctx: RouteContext): Record<string, Route> {
     },
     '/api/queues': () => json(200, queuesView(broker, rates, now())),
     '/api/clients': () => json(200, clientsView(broker)),
-    '/api/history': () => json(200, { stepMs: history.stepMs, points: history.points(now(), broker.router.queues.values()) }),
-    '/api/dead-letters': (url) => operator(() => listDeadLetters(broker, url.searchParams.get('queue') ?? undefined, url.searchParams.get('limit') ?? undefined)),
+    // the total, and one queue's line when `?queue=` names it (the page shows one at a time)
+    '/api/history': (url) => {
+      const only = url.searchParams.get('queue');
+      const points = history.points(now(), broker.router.queues.values()).map((p) => ({ at: p.at, total: p.total, queues: only !== null && Object.hasOwn(p.queues, only) ? { [only]: p.queues[only] } : {} }));
+      return json(200, { stepMs: history.stepMs, points });
+    },
+    '/api/dead-letters': async (url) => {
+      const reply = await operator(async () => ({ ...(await listDeadLetters(broker, url.searchParams.get('queue') ?? undefined, url.searchParams.get('limit') ?? undefined)), actions: ctx.actions }));
+      return reply;
+    },
   };
 }
 
