@@ -178,7 +178,7 @@ describe.skipIf(!hasChromium)('operator dashboard in Chromium', () => {
     await page.goto(`http://127.0.0.1:${b.managementPort}/`);
     await page.locator('#dlq-rows tr').first().waitFor();
     expect(await page.locator('#dlq-actions-off').isVisible()).toBe(true);
-    expect(await page.locator('#dlq-rows button').evaluateAll((buttons) => buttons.map((x) => (x as HTMLButtonElement).disabled))).toEqual([true, true]);
+    expect(await page.locator('#dlq-rows button').evaluateAll((buttons) => buttons.map((x) => (x as unknown as { disabled: boolean }).disabled))).toEqual([true, true]);
     expect(await page.locator('#dlq-purge-all').isDisabled()).toBe(true);
     expect(b.router.queues.get('dead/v1')!.size).toBe(1);
     await page.close();

@@ -23,7 +23,8 @@ export const SCRIPT_PANELS = `
   };
   /** a line per series over the points; rates(point) is null where the queue has no value */
   function drawChart(svg, legend, points, rates) {
-    const W = 600, H = 170, L = 46, R = 10, T = 10, B = 20;
+    // drawn at the size it is shown, so text keeps its size and the lines fill the width
+    const W = Math.max(300, Math.round(svg.getBoundingClientRect().width) || 600), H = 170, L = 46, R = 10, T = 10, B = 20;
     svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
     const values = points.map(rates);
     let max = 0;
@@ -46,7 +47,11 @@ export const SCRIPT_PANELS = `
       const coords = [];
       points.forEach((p, i) => { if (values[i]) coords.push(x(p.at).toFixed(1) + ',' + y(values[i][s.key]).toFixed(1)); });
       if (coords.length === 0) continue;
-      if (coords.length === 1) coords.push(coords[0]);
+      if (coords.length === 1) {
+        const [cx, cy] = coords[0].split(',');
+        nodes.push(svgEl('circle', { cx, cy, r: 3, fill: s.colour, 'data-series': s.key }));
+        continue;
+      }
       nodes.push(svgEl('polyline', { points: coords.join(' '), fill: 'none', stroke: s.colour, 'stroke-width': 2, 'stroke-linejoin': 'round', 'data-series': s.key }));
     }
     svg.replaceChildren(...nodes);

@@ -69,7 +69,8 @@ export class RateHistory {
       };
       const perQueue: Record<string, HistoryRates> = {};
       for (const [name, counters] of after.queues) {
-        const previous = before.queues.get(name);
+        // not in the sample before: new since (it started from zero), unless the cap left it out
+        const previous = before.queues.get(name) ?? (before.queues.size < this.#maxQueues ? zero() : undefined);
         if (previous) perQueue[name] = rates(counters, previous);
       }
       points.push({ at: after.at, total: rates(after.total, before.total), queues: perQueue });
