@@ -1,5 +1,4 @@
-import type { QueueCounters } from '../broker/queue/queue.js';
-import type { StoredMessage } from '../broker/store/store.js';
+import type { QueueCounters, StoredMessage } from '../broker/api.js';
 import { canonicalIdSegment, unescapeId } from '../protocol/channel.js';
 import { type ManagedBroker, subscriberCounts } from './api.js';
 import { ControlError, type ControlRequest, type ControlResponse, type ControlStream } from './control.js';

@@ -1,4 +1,4 @@
-import type { QueueCounters } from '../broker/queue/queue.js';
+import type { QueueCounters } from '../broker/api.js';
 
 /** what a chart shows per point: per second since the point before */
 export interface HistoryRates {

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { MessageSummary } from '../broker/queue/queue.js';
-import type { StoredMessage } from '../broker/store/store.js';
-import type { PeerMessage, PublishedMessage, PublishResult } from '../protocol/frames.js';
+import type { MessageSummary, StoredMessage } from '../broker/api.js';
+import type { PublishedMessage, PublishResult } from '../protocol/frames.js';
 import { canonicalIdSegment, parseChannel, queueName, unescapeId } from '../protocol/channel.js';
 import { WhiskerError } from '../protocol/errors.js';
 
@@ -22,9 +21,10 @@ export interface InspectedBroker {
   readonly router: {
     readonly isMaster: boolean;
     readonly queues: ReadonlyMap<string, InspectedQueue>;
-    withBodies(messages: readonly StoredMessage[]): Promise<PeerMessage[]>;
-    publish(clientName: string, messages: readonly PublishedMessage[]): Promise<PublishResult[]>;
+    /** bodies the queues left on disk, in the order asked (undefined: gone) */
+    readBodies(messageIds: readonly string[]): Promise<unknown[]>;
   };
+  publish(clientName: string, messages: readonly PublishedMessage[]): Promise<PublishResult[]>;
 }
 
 export const PEEK_LIMIT = 20;
@@ -103,8 +103,10 @@ const encodeId = (raw: string): string => raw.replace(/[%/*]/g, (c) => encodeURI
 
 async function bodiesOf(broker: InspectedBroker, queue: InspectedQueue, messageIds: readonly string[]): Promise<Map<string, unknown>> {
   const held = messageIds.map((id) => queue.message(id)).filter((m): m is StoredMessage => m !== undefined);
-  const read = await broker.router.withBodies(held);
-  return new Map(read.map((m) => [m.messageId, m.data]));
+  const bodies = new Map<string, unknown>(held.filter((m) => m.data !== undefined).map((m) => [m.messageId, m.data]));
+  const cold = held.filter((m) => m.data === undefined).map((m) => m.messageId);
+  if (cold.length > 0) (await broker.router.readBodies(cold)).forEach((data, i) => data !== undefined && bodies.set(cold[i]!, data));
+  return bodies;
 }
 
 // ---- dead letters ------------------------------------------------------------------------
@@ -202,14 +204,13 @@ export async function replayDeadLetters(broker: InspectedBroker, name: unknown, 
       failed.push({ messageId: String(messageId), code: 'E_NOT_FOUND', reason: 'no such dead letter' });
       continue;
     }
-    const [read] = await broker.router.withBodies([held]);
-    const envelope = envelopeOf(read?.data);
+    const envelope = envelopeOf((await bodiesOf(broker, queue!, [held.messageId])).get(held.messageId));
     if (!envelope) {
       failed.push({ messageId: held.messageId, code: 'E_REFUSED', reason: 'not a dead-letter envelope: nothing to replay it to' });
       continue;
     }
     const newMessageId = randomBytes(16).toString('hex');
-    const [result] = await broker.router.publish(envelope.from, [{ messageId: newMessageId, channel: envelope.channel, data: envelope.data, created: envelope.created }]);
+    const [result] = await broker.publish(envelope.from, [{ messageId: newMessageId, channel: envelope.channel, data: envelope.data, created: envelope.created }]);
     if (result?.error) {
       failed.push({ messageId: held.messageId, code: result.error.code, reason: result.error.message });
       continue;

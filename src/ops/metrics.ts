@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { QueueCounters } from '../broker/queue/queue.js';
-import type { MessageStore } from '../broker/store/store.js';
+import type { MessageStore, QueueCounters } from '../broker/api.js';
 import { type GroupSeries, groupSeries, type PeerSeries, type QueueSeries, queueSeries, type QueueStats } from './series.js';
 
 export type { QueueStats } from './series.js';

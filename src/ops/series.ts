@@ -1,5 +1,4 @@
-import type { PeerStatus } from '../broker/mirror/peers.js';
-import type { QueueCounters } from '../broker/queue/queue.js';
+import type { PeerStatus, QueueCounters } from '../broker/api.js';
 import { unescapeId } from '../protocol/channel.js';
 
 /** One queue as the metrics see it (`Queue` has these). */
