@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { Done } from '../../src/client/subscription.js';
-import { broker, connect, Inbox, tempDir, until, type TestBroker } from '../support/harness.js';
+import { startBroker } from '../../src/broker/broker.js';
+import { broker, brokerConfig, connect, freePort, Inbox, tempDir, until, type TestBroker } from '../support/harness.js';
 import { run, start } from '../support/cli-process.js';
 
 /** `whisker pub/sub/tail/peek/stat/dlq` and `status` against a real broker (issue 17); needs `npm run build`. */
@@ -150,7 +151,38 @@ describe('dlq', () => {
   });
 });
 
-describe('status', () => {
+describe('status and soft-stop', () => {
+  test('a slave\'s status names its master: following, in step, its lag', async () => {
+    const [pa, pb] = await Promise.all([freePort(), freePort()]);
+    const start = (id: string, port: number, isMaster: boolean, peerId: string, peerPort: number) =>
+      startBroker(brokerConfig({ serviceId: id, isMaster, peers: [`127.0.0.1:${peerPort}@${peerId}`], socketServer: { host: '127.0.0.1', port } }, tempDir()));
+    const [master, slave] = await Promise.all([start('a', pa, true, 'b', pb), start('b', pb, false, 'a', pa)]);
+    try {
+      await until(() => slave.peers.status()[0]?.inStep === true, 10_000, 'the slave in step');
+      const status = await run(['status', '--socket', slave.controlSocketPath!]);
+      expect(status.stdout).toMatch(/^ {2}election +configured: isMaster: false in the config$/m);
+      expect(status.stdout).toContain(`  peer          a (127.0.0.1:${pa}@a): following, in step, lag 0 (0.0 s)\n`);
+      const onMaster = await run(['status', '--socket', master.controlSocketPath!]);
+      expect(onMaster.stdout).toContain(`  peer          b (127.0.0.1:${pb}@b): slave\n`);
+    } finally {
+      await Promise.all([master.stop(), slave.stop()]);
+    }
+  });
+
+  test('soft-stop says what is still in flight until it is done', async () => {
+    const b = await broker();
+    const [worker, producer] = await Promise.all([connect('worker', b.hostSpec), connect('producer', b.hostSpec)]);
+    const held: Done[] = [];
+    await worker.consume('jobs/v1/a', (_err, _msg, done) => void held.push(done!)).ready;
+    await producer.send('jobs/v1/a', 1);
+    await until(() => held.length === 1, 5000, 'a delivery');
+    const stopping = start(['soft-stop', ...socketOf(b)]);
+    await stopping.waitFor('stderr', /soft stop: 1 deliveries still in flight/);
+    held[0]!();
+    expect(await stopping.exited).toBe(0);
+    expect(stopping.stdout()).toMatch(/^broker stopped \(soft: 1 deliveries were in flight, \d+ ms\)$/m);
+  });
+
   test('shows store health and the election reason', async () => {
     const b = await broker();
     const status = await run(['status', ...socketOf(b)]);
