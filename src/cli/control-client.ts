@@ -117,3 +117,53 @@ function looseFields(text: string): Record<string, unknown> {
   }
   return {};
 }
+
+/**
+ * One request, its answer, then the events the broker writes after it (`whisker tail`, the
+ * progress of a soft stop) until the broker closes the connection or `stop` resolves. Resolves
+ * with the answer's result once done; a refusal is a CommandError.
+ */
+export async function follow(target: Target, request: ControlRequest, onEvent: (event: unknown) => void, options: { stop?: Promise<void>; onAnswer?: (result: unknown) => void; exitCode?: number } = {}): Promise<unknown> {
+  return new Promise<unknown>((resolvePromise, reject) => {
+    const socket = connect(target.socketPath);
+    let buffered = '';
+    let answer: ControlResponse | null = null;
+    let done = false;
+    const finish = (error: Error | null) => {
+      if (done) return;
+      done = true;
+      socket.destroy();
+      if (error) reject(error);
+      else resolvePromise(answer && answer.ok ? answer.result : undefined);
+    };
+    void options.stop?.then(() => finish(null));
+    socket.setEncoding('utf8');
+    socket.once('connect', () => socket.write(JSON.stringify(request) + '\n'));
+    socket.on('data', (chunk: string) => {
+      buffered += chunk;
+      let newline: number;
+      while (!done && (newline = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(line);
+        } catch {
+          return finish(new CommandError(`${target.socketPath} answered something that is not JSON`));
+        }
+        if (!answer) {
+          answer = parsed as ControlResponse;
+          if (!answer.ok) return finish(new CommandError(answer.error.message, options.exitCode ?? 1));
+          options.onAnswer?.(answer.result);
+        } else {
+          onEvent((parsed as { event: unknown }).event);
+        }
+      }
+    });
+    socket.once('close', () => finish(answer ? null : new CommandError(`the broker closed ${target.socketPath} without answering`)));
+    socket.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT' || error.code === 'ECONNREFUSED') finish(new CommandError(`no broker is running here: nothing answers on ${target.socketPath}`));
+      else finish(new CommandError(`cannot reach ${target.socketPath}: ${error.message}`));
+    });
+  });
+}

@@ -1,6 +1,8 @@
-/** A plain text table for the terminal: a header row, columns padded to their widest cell. */
+import { safe } from './text.js';
+
+/** A plain text table for the terminal: a header row, columns padded to their widest cell; every cell made safe. */
 export function table(header: readonly string[], rows: ReadonlyArray<readonly (string | number)[]>): string {
-  const cells = [header, ...rows.map((row) => row.map(String))];
+  const cells = [header, ...rows.map((row) => row.map((cell) => safe(String(cell))))];
   const widths = header.map((_, column) => Math.max(...cells.map((row) => (row[column] ?? '').length)));
   return cells.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  ')).join('\n') + '\n';
 }

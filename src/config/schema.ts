@@ -82,6 +82,10 @@ export const configSchema = {
         host: { type: 'string', minLength: 1, default: '127.0.0.1' },
         port: { ...port, default: 7781 },
         token: { type: 'string', minLength: 1 },
+        // docs/management.md#label-cardinality: every series a client can multiply has a bound
+        maxQueueSeries: { type: 'integer', minimum: 1, maximum: 100_000, default: 1000 },
+        groupSeries: { type: 'boolean', default: false },
+        maxGroupSeries: { type: 'integer', minimum: 1, maximum: 100_000, default: 200 },
       },
     },
     limits: {
@@ -95,6 +99,8 @@ export const configSchema = {
         maxBufferedBytesPerConnection: { type: 'integer', minimum: 1024, default: 8_388_608 },
       },
     },
+    // docs/management.md#peek: peek, tail and dead letters show message bodies only when asked to
+    showBodies: { type: 'boolean', default: false },
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
   },
 } as const;

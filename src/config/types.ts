@@ -51,12 +51,23 @@ export interface Config {
   readonly autoRegister: boolean;
   readonly channels: Readonly<Record<string, ChannelConfig>>;
   readonly peers: readonly string[];
-  readonly management?: { readonly host: string; readonly port: number; readonly token?: string };
+  readonly management?: {
+    readonly host: string;
+    readonly port: number;
+    readonly token?: string;
+    /** per-queue series for at most this many queues (by name); the rest add up under `queue="_other"` */
+    readonly maxQueueSeries: number;
+    /** opt-in: in flight per consumer group (one series per id pattern), at most `maxGroupSeries` */
+    readonly groupSeries: boolean;
+    readonly maxGroupSeries: number;
+  };
   readonly limits: {
     readonly maxPayloadBytes: number;
     readonly maxConnections: number;
     readonly maxSubscriptionsPerConnection: number;
     readonly maxBufferedBytesPerConnection: number;
   };
+  /** peek, tail and dead letters (dashboard, API, CLI) show message bodies; off by default: they are the users' data */
+  readonly showBodies: boolean;
   readonly logLevel: LogLevel;
 }

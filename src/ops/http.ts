@@ -3,10 +3,12 @@ import { isIP, type AddressInfo } from 'node:net';
 import { sameSecret } from './secret.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from './logger.js';
-import { clientsView, healthView, type ManagedBroker, queueDetailView, queuesView, uptimeSeconds } from './api.js';
-import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.js';
-import { BrokerMetrics } from './metrics.js';
+import { HandlerRates, type ManagedBroker, subscriberCounts, uptimeSeconds } from './api.js';
+import { RateHistory } from './history.js';
+import type { InspectedBroker } from './messages.js';
+import type { BrokerMetrics } from './metrics.js';
 import { RateWindow } from './rates.js';
+import { getRoutes, json, postRoutes, queueRoute, type Reply, type RouteContext } from './routes.js';
 
 export type ManagementConfig = NonNullable<Config['management']>;
 
@@ -25,16 +27,9 @@ export interface ManagementServer {
   close(): Promise<void>;
 }
 
-type Reply = { status: number; type: string; body: string; headers?: Record<string, string> };
-
-const JSON_TYPE = 'application/json; charset=utf-8';
-const IDS_LIMIT = 1000;
-const MAX_IDS_LIMIT = 100_000;
-
-const escapeChar = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
-/** `<`, `>` and `&` as \u escapes: the same JSON to a parser, inert if something renders it as HTML */
-const json = (status: number, value: unknown): Reply => ({ status, type: JSON_TYPE, body: JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, escapeChar) + '\n' });
 const notFound = (): Reply => json(404, { error: 'not found' });
+/** a POST body larger than this is refused: the actions take a queue and some message ids */
+const MAX_BODY_BYTES = 64 * 1024;
 
 /** headers on every answer: nothing is cached, sniffed, framed or sent a referrer */
 const COMMON_HEADERS: Record<string, string> = {
@@ -47,16 +42,23 @@ const COMMON_HEADERS: Record<string, string> = {
 
 /**
  * The management HTTP surface (SPEC §11, docs/management.md): metrics, health, a read-only
- * JSON API and the dashboard. GET only; a bearer token on everything but the static page
- * when `management.token` is set.
+ * JSON API and the dashboard. GET, and POST for the dashboard's dead-letter actions (only
+ * with a token); a bearer token on everything but the static page when `management.token` is set.
  */
-export async function startManagement(broker: ManagedBroker, config: ManagementConfig, options: ManagementOptions): Promise<ManagementServer> {
+export async function startManagement(broker: ManagedBroker & InspectedBroker, config: ManagementConfig, options: ManagementOptions): Promise<ManagementServer> {
   const { metrics, log } = options;
   const now = options.now ?? Date.now;
   const rates = new RateWindow();
-  const sample = () => rates.record(now(), broker.router.queues.values());
+  const history = new RateHistory();
+  const sample = () => {
+    rates.record(now(), broker.router.queues.values());
+    history.record(now(), broker.router.queues.values());
+  };
   metrics.bind({
     queues: () => broker.router.queues.values(),
+    subscriberCounts: () => subscriberCounts(broker),
+    peers: () => broker.peers?.status() ?? [],
+    now,
     get connections() { return broker.sessions.size; },
     get isMaster() { return broker.router.isMaster; },
     get reloadFailures() { return broker.reloadFailures ?? 0; },
@@ -64,38 +66,14 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
     get uptimeSeconds() { return uptimeSeconds(broker, now()); },
     get conflictingMasters() { return broker.peers?.conflict?.masters.length ?? 0; },
     get peersConnected() { return broker.peers?.status().filter((p) => p.connected).length ?? 0; },
-  });
+  }, config);
 
   // the whole block needs a restart (docs/operations.md#what-a-reload-applies)
   const expected = config.token;
-
-  const routes: Record<string, (url: URL) => Reply | Promise<Reply>> = {
-    '/': () => ({ status: 200, type: 'text/html; charset=utf-8', body: DASHBOARD_HTML, headers: { 'Content-Security-Policy': DASHBOARD_CSP } }),
-    '/metrics': async () => ({ status: 200, type: metrics.contentType, body: await metrics.text() }),
-    '/statistics': async () => ({ status: 200, type: metrics.contentType, body: await metrics.text() }),
-    '/health': () => {
-      const view = healthView(broker, now());
-      return json(view.status === 'ok' ? 200 : 503, view);
-    },
-    '/api/queues': () => json(200, queuesView(broker, rates, now())),
-    '/api/clients': () => json(200, clientsView(broker)),
-  };
-
-  function route(path: string): ((url: URL) => Reply | Promise<Reply>) | null {
-    if (Object.hasOwn(routes, path)) return routes[path]!;
-    if (!path.startsWith('/api/queues/')) return null;
-    let name: string;
-    try {
-      // `endpoint/version`, URL-encoded (`news%2Fv1`) or not (`news/v1`)
-      name = decodeURIComponent(path.slice('/api/queues/'.length));
-    } catch {
-      return () => json(400, { error: 'bad queue name encoding' });
-    }
-    return (url) => {
-      const detail = queueDetailView(broker, name, rates, now(), idsLimit(url));
-      return detail ? json(200, detail) : json(404, { error: 'unknown queue' });
-    };
-  }
+  const handlerRates = new HandlerRates();
+  const ctx: RouteContext = { broker, metrics, rates, history, now, actions: expected !== undefined };
+  const gets = getRoutes(ctx);
+  const posts = postRoutes(ctx);
 
   async function answer(req: IncomingMessage): Promise<Reply> {
     if (!hostAllowed(req.headers.host, config.host, expected !== undefined)) return json(403, { error: 'unexpected Host header' });
@@ -103,20 +81,30 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
     const target = req.url ?? '/';
     if (!target.startsWith('/')) return json(400, { error: 'bad request target' });
     const url = new URL(`http://management.invalid${target}`);
-    const handler = route(url.pathname);
-    if (!handler) return notFound();
-    if (req.method !== 'GET') return { ...json(405, { error: 'method not allowed' }), headers: { Allow: 'GET' } };
+    const path = url.pathname;
+    const get = Object.hasOwn(gets, path) ? gets[path]! : queueRoute(ctx, path, handlerRates);
+    const post = Object.hasOwn(posts, path) ? posts[path]! : null;
+    if (!get && !post) return notFound();
+    const handler = req.method === 'GET' ? get : req.method === 'POST' ? post : null;
+    if (!handler) return { ...json(405, { error: 'method not allowed' }), headers: { Allow: get ? 'GET' : 'POST' } };
     // the page holds no data; what it fetches needs the token
-    if (url.pathname !== '/' && expected !== undefined && !sameSecret(bearer(req.headers.authorization), expected)) {
+    if (path !== '/' && expected !== undefined && !sameSecret(bearer(req.headers.authorization), expected)) {
       return { ...json(401, { error: 'bearer token required' }), headers: { 'WWW-Authenticate': 'Bearer realm="whisker"' } };
     }
-    return handler(url);
+    if (req.method !== 'POST') return handler(url, undefined);
+    // actions change the broker: never without a token (a page elsewhere cannot send one)
+    if (expected === undefined) return json(403, { error: 'actions need management.token in the config' });
+    if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) return json(415, { error: 'a JSON body (Content-Type: application/json) is expected' });
+    const body = await readBody(req);
+    if (body === undefined) return json(400, { error: `the body is not a JSON object under ${MAX_BODY_BYTES} bytes` });
+    log.info('management action', { path, queue: (body as { queue?: unknown }).queue });
+    return handler(url, body);
   }
 
   const server: Server = createServer((req, res) => {
     answer(req).then(
-      // a request body is never read, so a connection that sent one is not reused
-      (reply) => send(res, reply, req.method !== 'GET'),
+      // a request body left unread: the connection is not reused
+      (reply) => send(res, reply, req.method !== 'GET' && !req.readableEnded),
       (error: unknown) => {
         log.error('management request failed', { path: req.url, error: (error as Error).message });
         send(res, json(500, { error: 'internal error' }), true);
@@ -164,9 +152,21 @@ function bearer(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
-function idsLimit(url: URL): number {
-  const asked = Number(url.searchParams.get('limit') ?? IDS_LIMIT);
-  return Number.isInteger(asked) && asked > 0 ? Math.min(asked, MAX_IDS_LIMIT) : IDS_LIMIT;
+/** the JSON object of a POST, or undefined when it is not one or too large */
+async function readBody(req: IncomingMessage): Promise<object | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) return undefined;
+    chunks.push(chunk);
+  }
+  try {
+    const value: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

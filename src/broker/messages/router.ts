@@ -47,6 +47,8 @@ export class Router {
   readonly #holders = new Map<string, Queue>();
   readonly #dedupe: DedupeWindow;
   readonly #appends = new Appends();
+  /** who watches messages enter their queues without being a recipient (`whisker tail`) */
+  readonly #taps = new Set<(message: StoredMessage) => void>();
   readonly #reservations = new Reservations();
   readonly #deadLetters: DeadLetters;
   /** what the queues see of the store: every state change also reaches the mirrors */
@@ -114,6 +116,12 @@ export class Router {
   }
 
   /** the role this broker acts in, decided by its config and its peers (src/broker/mirror/peers.ts) */
+  /** `listener` sees every message as it enters its queue, until the returned function is called */
+  tap(listener: (message: StoredMessage) => void): () => void {
+    this.#taps.add(listener);
+    return () => this.#taps.delete(listener);
+  }
+
   setMaster(isMaster: boolean): void {
     this.#isMaster = isMaster;
     for (const queue of this.#queues.values()) queue.setDelivering(isMaster);
@@ -198,6 +206,7 @@ export class Router {
       this.#holders.set(message.messageId, queue);
       queue.accept(message);
       this.#appends.admitted(message.messageId);
+      for (const tap of this.#taps) tap(message);
     }
     this.recordRemoved(finished);
   }
