@@ -11,6 +11,7 @@ import {
   type PublishResult,
 } from '../protocol/frames.js';
 import type { BrokerContext } from './context.js';
+import { Outbound } from './outbound.js';
 import { handleAck } from './handlers/ack.js';
 import { handleAuth } from './handlers/auth.js';
 import { handlePublish } from './handlers/publish.js';
@@ -21,6 +22,12 @@ type SessionState = 'handshake' | 'authenticating' | 'ready' | 'closed';
 
 const HANDSHAKE_TIMEOUT_MS = 5_000;
 const MAX_BATCH = 1_000;
+/** a client owing this many times maxBufferedBytesPerConnection (or maxPayloadBytes) is closed (docs/security.md#limits) */
+const HARD_BOUND_FACTOR = 4;
+/** `{"messageId":"…"},` around each id in a results frame */
+const RESULT_OVERHEAD_BYTES = 16;
+/** how long a connection closed for not reading may take to read its close frame */
+const CLOSE_GRACE_MS = 1_000;
 
 /**
  * One WebSocket connection, and the only writer to it. Nothing but the handshake is accepted
@@ -42,8 +49,9 @@ export class Session {
   #deliveries: string[] = [];
   #queuedBytes = 0;
   #results: PublishResult[] = [];
+  #resultBytes = 0;
+  readonly #outbound: Outbound;
   #flushScheduled = false;
-  #paused = false;
   #alive = true;
 
   constructor(ws: WebSocket, ctx: BrokerContext, nonce: string) {
@@ -51,6 +59,10 @@ export class Session {
     this.ctx = ctx;
     this.nonce = nonce;
     this.#handshakeTimer = setTimeout(() => this.fail(new WhiskerError('E_AUTH', 'Handshake timeout')), HANDSHAKE_TIMEOUT_MS);
+    this.#outbound = new Outbound(ws, () => this.#bounds(), {
+      drained: () => this.#resumeDeliveries(),
+      overflowed: (unsent, limit) => this.#overflowed(unsent, limit),
+    });
     ws.on('message', (data, isBinary) => this.#onMessage(data.toString(), isBinary));
     ws.on('close', () => this.#onClose());
     ws.on('error', () => this.#onClose());
@@ -100,7 +112,7 @@ export class Session {
 
   send(frame: BrokerFrame): void {
     if (this.#state === 'closed') return;
-    this.#ws.send(encodeFrame(frame));
+    this.#outbound.write(encodeFrame(frame));
   }
 
   /** an error frame, then close: for protocol and auth failures (docs/protocol.md#errors) */
@@ -112,22 +124,44 @@ export class Session {
     this.#onClose();
   }
 
+  /** bytes owed to this connection: held for the next flush, and in the socket's buffer */
+  get unsentBytes(): number {
+    return this.#outbound.unsentBytes;
+  }
+
   isWritable(): boolean {
-    const unsent = this.#ws.bufferedAmount + this.#queuedBytes;
-    const writable = this.#state === 'ready' && unsent < this.ctx.policy.config.limits.maxBufferedBytesPerConnection;
-    if (!writable) this.#paused = true;
-    return writable;
+    return this.#state === 'ready' && !this.#outbound.isFull;
   }
 
   queueDelivery(delivery: Delivery): void {
     const encoded = JSON.stringify(delivery);
     this.#deliveries.push(encoded);
     this.#queuedBytes += encoded.length;
+    this.#outbound.hold(encoded.length);
     this.#scheduleFlush();
   }
 
-  queueResults(results: PublishResult[]): void {
-    for (const result of results) this.#results.push(result);
+  /**
+   * The answers a publish will need, counted from the moment it is read: a publisher that reads
+   * no results is not read either (docs/security.md#limits). Returns what `queueResults` releases.
+   */
+  expectResults(messages: readonly { readonly messageId: string }[]): number {
+    let bytes = 0;
+    for (const m of messages) bytes += m.messageId.length + RESULT_OVERHEAD_BYTES;
+    this.#outbound.hold(bytes);
+    return bytes;
+  }
+
+  queueResults(results: PublishResult[], expectedBytes = 0): void {
+    this.#outbound.release(expectedBytes);
+    if (this.#state === 'closed') return;
+    let bytes = 0;
+    for (const result of results) {
+      this.#results.push(result);
+      bytes += result.error ? JSON.stringify(result).length : result.messageId.length + RESULT_OVERHEAD_BYTES;
+    }
+    this.#resultBytes += bytes;
+    this.#outbound.hold(bytes);
     this.#scheduleFlush();
   }
 
@@ -159,6 +193,8 @@ export class Session {
   #flush(): void {
     this.#flushScheduled = false;
     if (this.#state === 'closed') return;
+    this.#outbound.release(this.#resultBytes + this.#queuedBytes);
+    this.#resultBytes = 0;
     while (this.#results.length > 0) this.send({ type: 'results', results: this.#results.splice(0, MAX_BATCH) });
     if (this.#deliveries.length === 0) return;
     // frames stay near maxPayloadBytes so a client's frame limit holds: encode one by one
@@ -169,7 +205,7 @@ export class Session {
     let parts: string[] = [];
     let bytes = 0;
     const sendBatch = () => {
-      this.#ws.send(`{"type":"deliver","messages":[${parts.join(',')}]}`, () => this.#maybeResume());
+      this.#outbound.write(`{"type":"deliver","messages":[${parts.join(',')}]}`);
       parts = [];
       bytes = 0;
     };
@@ -181,11 +217,24 @@ export class Session {
     sendBatch();
   }
 
-  #maybeResume(): void {
-    if (!this.#paused || this.#state !== 'ready') return;
-    if (this.#ws.bufferedAmount >= this.ctx.policy.config.limits.maxBufferedBytesPerConnection / 2) return;
-    this.#paused = false;
+  #bounds(): { softBytes: number; hardBytes: number | null } {
+    const { maxBufferedBytesPerConnection: softBytes, maxPayloadBytes } = this.ctx.policy.config.limits;
+    // the answers to one frame may exceed the soft bound by a frame's worth
+    return { softBytes, hardBytes: this.#isPeer ? null : HARD_BOUND_FACTOR * Math.max(softBytes, maxPayloadBytes) };
+  }
+
+  #resumeDeliveries(): void {
+    if (this.#state !== 'ready') return;
     for (const subscription of this.subscriptions.values()) this.ctx.router.resume(subscription);
+  }
+
+  /** it reads nothing while it is owed more than the hard bound: closed, so it costs no more */
+  #overflowed(unsentBytes: number, limitBytes: number): void {
+    if (this.#state === 'closed') return;
+    this.ctx.log.warn('connection closed: it does not read what it is sent', { client: this.label, code: 'E_LIMIT', unsentBytes, limitBytes });
+    this.#ws.close(1008, 'E_LIMIT: not reading');
+    setTimeout(() => this.#ws.terminate(), CLOSE_GRACE_MS).unref();
+    this.#onClose();
   }
 
   #onMessage(text: string, isBinary: boolean): void {
@@ -282,6 +331,9 @@ export class Session {
     this.subscriptions.clear();
     this.#deliveries = [];
     this.#queuedBytes = 0;
+    this.#results = [];
+    this.#resultBytes = 0;
+    this.#outbound.clear();
     this.ctx.sessions.delete(this);
     if (this.#isPeer) {
       this.ctx.feed.unfollow(this);
