@@ -20,6 +20,13 @@ import type { Subscription } from './subscription.js';
 
 type SessionState = 'handshake' | 'authenticating' | 'ready' | 'closed';
 
+/** what the server that owns the slots hears of a session (src/broker/server.ts) */
+export interface SessionHooks {
+  /** the handshake succeeded: null to take a slot, or the refusal */
+  admitted(): WhiskerError | null;
+  closed(): void;
+}
+
 const HANDSHAKE_TIMEOUT_MS = 5_000;
 const MAX_BATCH = 1_000;
 /** a client owing this many times maxBufferedBytesPerConnection (or maxPayloadBytes) is closed (docs/security.md#limits) */
@@ -51,11 +58,13 @@ export class Session {
   #results: PublishResult[] = [];
   #resultBytes = 0;
   readonly #outbound: Outbound;
+  readonly #hooks: SessionHooks | null;
   #flushScheduled = false;
   #alive = true;
 
-  constructor(ws: WebSocket, ctx: BrokerContext, nonce: string) {
+  constructor(ws: WebSocket, ctx: BrokerContext, nonce: string, hooks: SessionHooks | null = null) {
     this.#ws = ws;
+    this.#hooks = hooks;
     this.ctx = ctx;
     this.nonce = nonce;
     this.#handshakeTimer = setTimeout(() => this.fail(new WhiskerError('E_AUTH', 'Handshake timeout')), HANDSHAKE_TIMEOUT_MS);
@@ -94,6 +103,11 @@ export class Session {
   /** the handshake succeeded: from now on this connection is `name` and nothing else */
   authenticated(clientName: string, key: KeyObject, isPeer = false): void {
     if (this.#state !== 'authenticating') return;
+    const refusal = this.#hooks?.admitted() ?? null;
+    if (refusal) {
+      this.fail(refusal, 1013);
+      return;
+    }
     this.#clientName = clientName;
     this.#isPeer = isPeer;
     this.#key = key;
@@ -116,11 +130,11 @@ export class Session {
   }
 
   /** an error frame, then close: for protocol and auth failures (docs/protocol.md#errors) */
-  fail(error: WhiskerError): void {
+  fail(error: WhiskerError, closeCode = error.code === 'E_PROTOCOL' ? 1002 : 1008): void {
     if (this.#state === 'closed') return;
     this.ctx.log.info('connection refused', { client: this.label, code: error.code, reason: error.message });
     this.send({ type: 'error', error: error.toJSON() });
-    this.#ws.close(error.code === 'E_PROTOCOL' ? 1002 : 1008, error.code);
+    this.#ws.close(closeCode, error.code);
     this.#onClose();
   }
 
@@ -335,6 +349,7 @@ export class Session {
     this.#resultBytes = 0;
     this.#outbound.clear();
     this.ctx.sessions.delete(this);
+    this.#hooks?.closed();
     if (this.#isPeer) {
       this.ctx.feed.unfollow(this);
       this.ctx.peers.observeIncoming(this, this.#clientName, undefined);

@@ -55,6 +55,11 @@ export interface Config {
     readonly maxConnections: number;
     readonly maxSubscriptionsPerConnection: number;
     readonly maxBufferedBytesPerConnection: number;
+    /** sockets not authenticated yet, raw TCP before the upgrade included */
+    readonly maxUnauthenticatedConnections: number;
+    readonly maxUnauthenticatedPerAddress: number;
+    /** seconds a TCP socket may take to complete its WebSocket upgrade */
+    readonly upgradeTimeout: number;
   };
   readonly logLevel: LogLevel;
 }
