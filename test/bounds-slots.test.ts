@@ -15,7 +15,10 @@ import { fdCount } from './support/proc.js';
 const opened: Array<Socket | WebSocket> = [];
 
 afterEach(() => {
-  for (const socket of opened.splice(0)) (socket instanceof WebSocket ? socket.terminate() : socket.destroy());
+  for (const socket of opened.splice(0)) {
+    if (socket instanceof WebSocket) socket.terminate();
+    else socket.destroy();
+  }
 });
 
 async function start(limits: Record<string, number>): Promise<{ broker: BrokerProcess; port: number }> {
