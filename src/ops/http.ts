@@ -7,6 +7,7 @@ import { clientsView, healthView, type ManagedBroker, queueDetailView, queuesVie
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.js';
 import { BrokerMetrics } from './metrics.js';
 import { RateWindow } from './rates.js';
+import { RenderCache } from './render-cache.js';
 
 export type ManagementConfig = NonNullable<Config['management']>;
 
@@ -25,11 +26,15 @@ export interface ManagementServer {
   close(): Promise<void>;
 }
 
-type Reply = { status: number; type: string; body: string; headers?: Record<string, string> };
+type Reply = { status: number; type: string; body: string | Buffer; headers?: Record<string, string> };
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const IDS_LIMIT = 1000;
 const MAX_IDS_LIMIT = 100_000;
+/** answers not yet read by their client hold at most this much; past it, data is 503 (docs/management.md) */
+const MAX_UNREAD_BYTES = 16 * 1_048_576;
+/** a connection that takes nothing for this long is closed, answer or not */
+const IDLE_TIMEOUT_MS = 10_000;
 
 const escapeChar = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 /** `<`, `>` and `&` as \u escapes: the same JSON to a parser, inert if something renders it as HTML */
@@ -69,16 +74,27 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
   // the whole block needs a restart (docs/operations.md#what-a-reload-applies)
   const expected = config.token;
 
+  const rendered = new RenderCache(() => metrics.text());
+  const unread = new UnreadAnswers();
+  const busy = (): Reply => ({ ...json(503, { error: 'busy: too many answers not read yet, retry' }), headers: { 'Retry-After': '1' } });
+  /** data views make new bodies: refused while unread answers hold too much (a fresh render costs nothing) */
+  const guarded = (make: (url: URL) => Reply | Promise<Reply>) => (url: URL) => (unread.bytes >= MAX_UNREAD_BYTES ? busy() : make(url));
+  const metricsReply = async (): Promise<Reply> => {
+    const fresh = rendered.fresh;
+    if (!fresh && unread.bytes >= MAX_UNREAD_BYTES) return busy();
+    return { status: 200, type: metrics.contentType, body: fresh ?? (await rendered.get()) };
+  };
+
   const routes: Record<string, (url: URL) => Reply | Promise<Reply>> = {
     '/': () => ({ status: 200, type: 'text/html; charset=utf-8', body: DASHBOARD_HTML, headers: { 'Content-Security-Policy': DASHBOARD_CSP } }),
-    '/metrics': async () => ({ status: 200, type: metrics.contentType, body: await metrics.text() }),
-    '/statistics': async () => ({ status: 200, type: metrics.contentType, body: await metrics.text() }),
+    '/metrics': metricsReply,
+    '/statistics': metricsReply,
     '/health': () => {
       const view = healthView(broker, now());
       return json(view.status === 'ok' ? 200 : 503, view);
     },
-    '/api/queues': () => json(200, queuesView(broker, rates, now())),
-    '/api/clients': () => json(200, clientsView(broker)),
+    '/api/queues': guarded(() => json(200, queuesView(broker, rates, now()))),
+    '/api/clients': guarded(() => json(200, clientsView(broker))),
   };
 
   function route(path: string): ((url: URL) => Reply | Promise<Reply>) | null {
@@ -91,10 +107,10 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
     } catch {
       return () => json(400, { error: 'bad queue name encoding' });
     }
-    return (url) => {
+    return guarded((url) => {
       const detail = queueDetailView(broker, name, rates, now(), idsLimit(url));
       return detail ? json(200, detail) : json(404, { error: 'unknown queue' });
-    };
+    });
   }
 
   async function answer(req: IncomingMessage): Promise<Reply> {
@@ -116,16 +132,17 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
   const server: Server = createServer((req, res) => {
     answer(req).then(
       // a request body is never read, so a connection that sent one is not reused
-      (reply) => send(res, reply, req.method !== 'GET'),
+      (reply) => send(res, reply, req.method !== 'GET', unread),
       (error: unknown) => {
         log.error('management request failed', { path: req.url, error: (error as Error).message });
-        send(res, json(500, { error: 'internal error' }), true);
+        send(res, json(500, { error: 'internal error' }), true, unread);
       },
     );
   });
   server.headersTimeout = 10_000;
   server.requestTimeout = 15_000;
   server.keepAliveTimeout = 5_000;
+  server.timeout = IDLE_TIMEOUT_MS;
   const address = await new Promise<AddressInfo>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {
@@ -137,7 +154,13 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
   const sampler = setInterval(sample, options.sampleIntervalMs ?? 1000);
   sampler.unref();
   sample();
-  log.info('management listening', { url: `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`, token: expected !== undefined });
+  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  log.info('management listening', { url, token: expected !== undefined });
+  if (expected === undefined) {
+    // the data views (queues, ids, client names) are then anyone's who can reach the port
+    const who = isLoopback(address.address) ? 'every local user of this host' : 'everyone who can reach this address';
+    log.warn(`management HTTP has no token: ${who} can read its metrics and API (set management.token)`, { url });
+  }
 
   let closed: Promise<void> | null = null;
   return {
@@ -154,9 +177,36 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
   };
 }
 
-function send(res: ServerResponse, reply: Reply, closeAfter: boolean): void {
+function send(res: ServerResponse, reply: Reply, closeAfter: boolean, unread: UnreadAnswers): void {
   res.writeHead(reply.status, { ...COMMON_HEADERS, 'Content-Type': reply.type, ...reply.headers, ...(closeAfter ? { Connection: 'close' } : {}) });
+  unread.track(res, reply.body);
   res.end(reply.body);
+}
+
+/** the bodies of answers still being written, each counted once however many sockets share it */
+class UnreadAnswers {
+  readonly #bodies = new Map<string | Buffer, number>();
+  #bytes = 0;
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  track(res: ServerResponse, body: string | Buffer): void {
+    const sharing = this.#bodies.get(body) ?? 0;
+    if (sharing === 0) this.#bytes += body.length;
+    this.#bodies.set(body, sharing + 1);
+    res.once('close', () => {
+      const left = this.#bodies.get(body)! - 1;
+      if (left > 0) return void this.#bodies.set(body, left);
+      this.#bodies.delete(body);
+      this.#bytes -= body.length;
+    });
+  }
+}
+
+function isLoopback(address: string): boolean {
+  return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
 }
 
 function bearer(header: string | undefined): string | undefined {
