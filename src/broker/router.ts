@@ -48,6 +48,9 @@ export class Router {
   #stopping = false;
   #draining = false;
   #seq = 0;
+  /** queues seen idle, since when: forgotten after idleQueueTimeout (SPEC §7) */
+  readonly #idleSince = new Map<string, number>();
+  #sweeper: NodeJS.Timeout | null = null;
 
   constructor(policy: Policy, store: MessageStore, log: Logger, now: () => number) {
     this.#policy = policy;
@@ -68,6 +71,38 @@ export class Router {
       isHealthy: () => store.isHealthy(),
       close: () => store.close(),
     };
+  }
+
+  /** forgets every queue idle (empty, unsubscribed) for idleQueueTimeout; returns how many */
+  forgetIdleQueues(): number {
+    const now = this.#now();
+    const timeoutMs = this.#policy.config.idleQueueTimeout * 1000;
+    let forgotten = 0;
+    for (const [name, queue] of this.#queues) {
+      if (!queue.isIdle) {
+        this.#idleSince.delete(name);
+        continue;
+      }
+      const since = this.#idleSince.get(name);
+      if (since === undefined) this.#idleSince.set(name, now);
+      else if (now - since >= timeoutMs) {
+        queue.close();
+        this.#queues.delete(name);
+        this.#idleSince.delete(name);
+        forgotten++;
+      }
+    }
+    return forgotten;
+  }
+
+  /** sweeps every half idleQueueTimeout (0.25 to 30 s), read again each time so a reload applies */
+  #armSweeper(): void {
+    const everyMs = Math.min(30_000, Math.max(250, (this.#policy.config.idleQueueTimeout * 1000) / 2));
+    this.#sweeper = setTimeout(() => {
+      this.forgetIdleQueues();
+      this.#armSweeper();
+    }, everyMs);
+    this.#sweeper.unref();
   }
 
   observe(observer: ReplicationObserver | null): void {
@@ -216,6 +251,7 @@ export class Router {
       this.#dedupe.addAt(item.message.messageId, item.message.acceptedAt);
     }
     for (const queue of this.#queues.values()) queue.finishRestore();
+    this.#armSweeper();
     return messages.length;
   }
 
@@ -262,6 +298,8 @@ export class Router {
     /** a frame may carry an id twice (a retry batched with its original): one is stored */
     const firstCopy = new Map<string, number>();
     const copies: Array<[index: number, first: number]> = [];
+    /** queues this batch would create: counted against limits.maxQueues before anything is stored */
+    const creates = new Set<string>();
     const now = this.#now();
     messages.forEach((m, index) => {
       try {
@@ -276,7 +314,7 @@ export class Router {
           return;
         }
         if (this.#dedupe.has(m.messageId)) return;
-        accepted.push({ index, message: this.#check(clientName, m, now) });
+        accepted.push({ index, message: this.#check(clientName, m, now, creates) });
         firstCopy.set(m.messageId, index);
       } catch (error) {
         results[index] = { messageId: m.messageId, error: toPayload(error) };
@@ -297,7 +335,7 @@ export class Router {
     return results;
   }
 
-  #check(clientName: string, m: PublishedMessage, now: number): StoredMessage {
+  #check(clientName: string, m: PublishedMessage, now: number, creates: Set<string>): StoredMessage {
     if (this.#stopping) throw new WhiskerError('E_STOPPING', 'Broker is stopping');
     if (!this.#store.isHealthy()) throw new WhiskerError('E_STORE', 'Message store unavailable');
     const channel = this.#channels.parse(m.channel);
@@ -314,6 +352,10 @@ export class Router {
     }
     const held = this.#queues.get(queue);
     held?.checkCapacity();
+    if (!held && !creates.has(queue)) {
+      this.#checkQueueLimit(creates.size);
+      creates.add(queue);
+    }
     // the queue's own name string, not one more copy per waiting message
     return { seq: ++this.#seq, messageId: m.messageId, queue: held?.name ?? queue, id: channel.id, data, created: m.created, acceptedAt: now, from: clientName };
   }
@@ -324,6 +366,7 @@ export class Router {
     const [endpoint, version] = subscription.queue.split('/') as [string, string];
     const rules = this.#policy.rules;
     let queue: Queue | undefined;
+    if (ids.length > 0 && !this.#queues.has(subscription.queue)) this.#checkQueueLimit(0);
     for (const id of ids) {
       if (subscription.ids.has(id)) continue;
       if (!rules.canRead(subscription.clientName, endpoint, version, id) || !this.#reserve(subscription, id)) {
@@ -358,7 +401,14 @@ export class Router {
   }
 
   close(): void {
+    if (this.#sweeper) clearTimeout(this.#sweeper);
     for (const queue of this.#queues.values()) queue.close();
+  }
+
+  /** a new queue past limits.maxQueues is refused: the client chooses queue names (SPEC §7) */
+  #checkQueueLimit(creating: number): void {
+    const limit = this.#policy.config.limits.maxQueues;
+    if (this.#queues.size + creating >= limit) throw new WhiskerError('E_LIMIT', `Too many queues (limit ${limit})`);
   }
 
   #reserve(subscription: Subscription, id: string): boolean {

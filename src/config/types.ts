@@ -44,6 +44,8 @@ export interface Config {
   readonly dedupeWindow: number;
   /** seconds */
   readonly softStopTimeout: number;
+  /** seconds an empty queue nobody subscribes to is kept before it is forgotten */
+  readonly idleQueueTimeout: number;
   readonly rules?: readonly RuleConfig[];
   readonly defaultPolicy: 'deny' | 'allow';
   readonly autoRegister: boolean;
@@ -60,6 +62,10 @@ export interface Config {
     readonly maxUnauthenticatedPerAddress: number;
     /** seconds a TCP socket may take to complete its WebSocket upgrade */
     readonly upgradeTimeout: number;
+    /** queues (endpoint/version), held or subscribed; a new one past it is E_LIMIT */
+    readonly maxQueues: number;
+    /** names auto-registration may bring to registeredClientsPath; past it E_LIMIT */
+    readonly maxRegisteredClients: number;
   };
   readonly logLevel: LogLevel;
 }
