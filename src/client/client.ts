@@ -186,7 +186,7 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
   #start(config: ClientConfig, cb: (err: WhiskerError | Error | null) => void): void {
     if (this.#connections.length > 0) throw new Error('connect() was already called');
     if (!Array.isArray(config?.hosts) || config.hosts.length === 0) throw new TypeError('hosts must list at least one broker');
-    if (typeof config.clientId !== 'string' || !/^(?!\.+$)[A-Za-z0-9._-]{1,128}$/.test(config.clientId)) throw new TypeError('clientId must match ^[A-Za-z0-9._-]{1,128}$');
+    if (typeof config.clientId !== 'string' || !/^(?!\.+$)[A-Za-z0-9._-]{1,128}$/.test(config.clientId)) throw new TypeError('clientId must match ^[A-Za-z0-9._-]{1,128}$ and not be dots only (., .., ...)');
     this.#config = { ...DEFAULTS, ...config };
     this.#processed = new DedupeWindow(this.#config.dedupeWindow! * 1000, Date.now);
     this.#keys = loadOrCreateKeys(resolve(config.keysDirectory ?? 'keys'), config.keysName ?? 'client');
