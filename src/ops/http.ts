@@ -87,6 +87,8 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
 
   const routes: Record<string, (url: URL) => Reply | Promise<Reply>> = {
     '/': () => ({ status: 200, type: 'text/html; charset=utf-8', body: DASHBOARD_HTML, headers: { 'Content-Security-Policy': DASHBOARD_CSP } }),
+    // browsers ask for it on every page load: an empty answer, not a 404 in the console
+    '/favicon.ico': () => ({ status: 204, type: 'image/x-icon', body: '' }),
     '/metrics': metricsReply,
     '/statistics': metricsReply,
     '/health': () => {
@@ -122,8 +124,8 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
     const handler = route(url.pathname);
     if (!handler) return notFound();
     if (req.method !== 'GET') return { ...json(405, { error: 'method not allowed' }), headers: { Allow: 'GET' } };
-    // the page holds no data; what it fetches needs the token
-    if (url.pathname !== '/' && expected !== undefined && !sameSecret(bearer(req.headers.authorization), expected)) {
+    // the page (and its icon) hold no data; what it fetches needs the token
+    if (url.pathname !== '/' && url.pathname !== '/favicon.ico' && expected !== undefined && !sameSecret(bearer(req.headers.authorization), expected)) {
       return { ...json(401, { error: 'bearer token required' }), headers: { 'WWW-Authenticate': 'Bearer realm="whisker"' } };
     }
     return handler(url);
