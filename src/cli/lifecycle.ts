@@ -1,5 +1,5 @@
 import { ask, CommandError, locate, resultOf } from './control-client.js';
-import { duration } from './table.js';
+import { duration, print, printJson, terminalSafe } from './table.js';
 
 /** what every command that talks to a running broker is given (docs/operations.md#commands) */
 export interface ControlOptions {
@@ -8,7 +8,6 @@ export interface ControlOptions {
   readonly json?: boolean | undefined;
 }
 
-const print = (text: string): void => void process.stdout.write(text);
 
 /** `whisker reload`: exit 0 applied, 2 refused (the running config stays), 1 no broker */
 export async function runReload(options: ControlOptions): Promise<void> {
@@ -19,7 +18,7 @@ export async function runReload(options: ControlOptions): Promise<void> {
     throw new CommandError(`config refused, the running one stays: ${response.error.message}${key}`, response.error.code === 'E_CONFIG' ? 2 : 1);
   }
   const { restartNeeded } = response.result as { restartNeeded: string[] };
-  if (options.json) return print(JSON.stringify(response.result) + '\n');
+  if (options.json) return printJson(response.result);
   print('config reloaded\n');
   if (restartNeeded.length > 0) print(`changed, applied only after a restart: ${restartNeeded.join(', ')}\n`);
 }
@@ -31,7 +30,7 @@ export async function runSoftStop(options: ControlOptions): Promise<void> {
   // the broker answers at once and closes the connection once stopped: wait past its own timeout
   const response = await ask(target, { command: 'soft-stop' }, { untilClosed: true, timeoutMs: (target.softStopTimeout + 30) * 1000 });
   const { inFlight } = resultOf(response) as { inFlight: number };
-  if (options.json) return print(JSON.stringify({ stopped: true, inFlightAtStart: inFlight, ms: Date.now() - started }) + '\n');
+  if (options.json) return printJson({ stopped: true, inFlightAtStart: inFlight, ms: Date.now() - started });
   print(`broker stopped (soft: ${inFlight} deliveries were in flight, ${Date.now() - started} ms)\n`);
 }
 
@@ -39,7 +38,7 @@ export async function runSoftStop(options: ControlOptions): Promise<void> {
 export async function runStop(options: ControlOptions): Promise<void> {
   const target = locate(options.config, options.socket);
   resultOf(await ask(target, { command: 'stop' }, { untilClosed: true }));
-  if (options.json) return print('{"stopped":true}\n');
+  if (options.json) return printJson({ stopped: true });
   print('broker stopped\n');
 }
 
@@ -64,7 +63,7 @@ interface Status {
 export async function runStatus(options: ControlOptions): Promise<void> {
   const target = locate(options.config, options.socket);
   const status = resultOf(await ask(target, { command: 'status' })) as Status;
-  if (options.json) return print(JSON.stringify(status) + '\n');
+  if (options.json) return printJson(status);
   const lines = [
     `${status.serviceId}: ${status.role}, ${status.state}, pid ${status.pid}, up ${duration(status.uptimeSeconds)}`,
     `  url           ${status.url}`,
@@ -72,7 +71,7 @@ export async function runStatus(options: ControlOptions): Promise<void> {
     `  queues        ${status.queues} (${status.waiting} messages waiting, ${status.inFlight} in flight)`,
     `  config        ${status.configPath ?? '(built-in default)'}`,
     `  data          ${status.dataDirectory}`,
-    `  reloads       ${status.reloadFailures} refused${status.lastReloadError ? `, last: ${status.lastReloadError}` : ''}`,
+    `  reloads       ${status.reloadFailures} refused${status.lastReloadError ? `, last: ${terminalSafe(status.lastReloadError)}` : ''}`,
   ];
   print(lines.join('\n') + '\n');
 }
