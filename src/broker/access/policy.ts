@@ -1,0 +1,57 @@
+import { ConfigError } from '../../config/load.js';
+import type { Config } from '../../config/types.js';
+import { parseChannel, WILDCARD } from '../../protocol/channel.js';
+import { type ChannelFormat, compileChannelFormat } from './formats/index.js';
+import type { QueueSettings } from '../queue/queue.js';
+import { compileRules, type Rules } from './rules.js';
+
+/**
+ * Everything a config means for message handling, compiled once per load: rules, channel
+ * formats and queue settings. A reload builds a new Policy and swaps it whole, or keeps the old.
+ */
+export interface Policy {
+  readonly config: Config;
+  readonly rules: Rules;
+  format(queue: string): ChannelFormat | null;
+  queueSettings(queue: string): QueueSettings;
+  mayRegister(name: string): boolean;
+}
+
+export function compilePolicy(config: Config): Policy {
+  const rules = compileRules(config.rules, config.defaultPolicy);
+  const formats = new Map<string, ChannelFormat | null>();
+  for (const [queue, settings] of Object.entries(config.channels)) {
+    formats.set(queue, compileChannelFormat(queue, settings));
+    if (settings.deadLetter !== undefined) {
+      try {
+        if (parseChannel(settings.deadLetter).id === WILDCARD) throw new Error('cannot be *');
+      } catch (error) {
+        throw new ConfigError(`channels.${queue}.deadLetter`, `not a channel: ${(error as Error).message}`);
+      }
+    }
+  }
+  const settingsCache = new Map<string, QueueSettings>();
+  return {
+    config,
+    rules,
+    format: (queue) => formats.get(queue) ?? null,
+    queueSettings(queue) {
+      let settings = settingsCache.get(queue);
+      if (!settings) {
+        const channel = config.channels[queue] ?? {};
+        settings = Object.freeze({
+          prefetch: channel.prefetch ?? 1,
+          ttlMs: channel.ttl === undefined ? null : channel.ttl * 1000,
+          maxItems: channel.maxItemsInQueue ?? config.maxItemsInQueue,
+          overflow: channel.overflow ?? config.overflow,
+          requeueLimit: channel.requeueLimit ?? config.requeueLimit,
+          requeueIntervalMs: (channel.requeueInterval ?? config.requeueInterval) * 1000,
+          deadLetter: channel.deadLetter ?? null,
+        });
+        settingsCache.set(queue, settings);
+      }
+      return settings;
+    },
+    mayRegister: (name) => config.autoRegister && rules.matchesAnyRule(name),
+  };
+}

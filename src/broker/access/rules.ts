@@ -1,0 +1,197 @@
+import { ConfigError } from '../../config/load.js';
+import type { RuleConfig } from '../../config/types.js';
+import { parseChannel, WILDCARD } from '../../protocol/channel.js';
+import { WhiskerError } from '../../protocol/errors.js';
+
+/**
+ * Rules (SPEC §5, docs/security.md): the config's `rules` compiled once into plain predicates.
+ * Pure: no I/O, no state that changes after compileRules; every table is a Map or a Set, so a
+ * client name or id such as `__proto__` or `constructor` is an ordinary key.
+ */
+export interface Rules {
+  /** may `client` send to this channel? id may be '*' (a send to * needs a pattern covering *: 'ep/ver/*' or 'ep/*') */
+  canWrite(client: string, endpoint: string, version: string, id: string): boolean;
+  /** may `client` listen/consume/addId this id ('*' subscribes to every id: needs 'ep/ver/*' or 'ep/*' read pattern) */
+  canRead(client: string, endpoint: string, version: string, id: string): boolean;
+  /** is this concrete id (never '*') under a `!` read pattern of ANY rule? (reserved ids: first subscriber owns it) */
+  isReserved(endpoint: string, version: string, id: string): boolean;
+  /** does this client name match at least one rule's client pattern (used for auto-registration, SPEC §4) */
+  matchesAnyRule(client: string): boolean;
+}
+
+// the same shapes as SPEC §2 and src/protocol/channel.ts; a client pattern is a name (SPEC §4)
+// or a prefix of one followed by `*`
+const ENDPOINT = /^[A-Za-z0-9_-]{1,64}$/;
+const VERSION = /^[A-Za-z0-9._-]{1,32}$/;
+const CLIENT_PATTERN = /^(?:[A-Za-z0-9._-]{1,128}|[A-Za-z0-9._-]{0,127}\*)$/;
+const RESERVED_MARK = '!';
+
+/** One parsed channel pattern: `ep/*` has version and id `*`, `ep/ver/*` has id `*`. */
+interface ChannelPattern {
+  readonly endpoint: string;
+  readonly version: string;
+  readonly id: string;
+}
+
+interface VersionGrants {
+  everyId: boolean;
+  readonly ids: Set<string>;
+}
+
+interface EndpointGrants {
+  everyVersion: boolean;
+  readonly versions: Map<string, VersionGrants>;
+}
+
+/** A set of channel patterns, answering "is this channel covered?" with Map lookups only. */
+class ChannelGrants {
+  readonly #endpoints = new Map<string, EndpointGrants>();
+
+  add(pattern: ChannelPattern): void {
+    let endpoint = this.#endpoints.get(pattern.endpoint);
+    if (!endpoint) {
+      endpoint = { everyVersion: false, versions: new Map() };
+      this.#endpoints.set(pattern.endpoint, endpoint);
+    }
+    if (pattern.version === WILDCARD) {
+      endpoint.everyVersion = true;
+      return;
+    }
+    let version = endpoint.versions.get(pattern.version);
+    if (!version) {
+      version = { everyId: false, ids: new Set() };
+      endpoint.versions.set(pattern.version, version);
+    }
+    if (pattern.id === WILDCARD) version.everyId = true;
+    else version.ids.add(pattern.id);
+  }
+
+  /** id `*` is covered only by `ep/*` or `ep/ver/*`, never by the concrete ids listed. */
+  covers(endpointName: string, versionName: string, id: string): boolean {
+    const endpoint = this.#endpoints.get(endpointName);
+    if (!endpoint) return false;
+    if (endpoint.everyVersion) return true;
+    const version = endpoint.versions.get(versionName);
+    if (!version) return false;
+    if (version.everyId) return true;
+    return id !== WILDCARD && version.ids.has(id);
+  }
+}
+
+interface CompiledRule {
+  /** undefined: the rule has no `read` key, so it says nothing about reading */
+  readonly read: ChannelGrants | undefined;
+  readonly write: ChannelGrants | undefined;
+}
+
+type Table = 'read' | 'write';
+
+/** Parses `ep/ver/id`, `ep/ver/*` or `ep/*` (without `!`); the id is canonicalised. */
+function parsePattern(text: string, key: string): ChannelPattern {
+  const parts = text.split('/');
+  if (parts.length !== 2 && parts.length !== 3) {
+    throw new ConfigError(key, `"${text}" must be "endpoint/version/id", "endpoint/version/*" or "endpoint/*"`);
+  }
+  const [endpoint = '', version = '', id] = parts;
+  if (endpoint === WILDCARD) throw new ConfigError(key, `"${text}": the endpoint cannot be *`);
+  if (!ENDPOINT.test(endpoint)) throw new ConfigError(key, `"${text}": bad endpoint`);
+  if (id === undefined) {
+    if (version !== WILDCARD) {
+      throw new ConfigError(key, `"${text}" needs an id: "endpoint/version/id" or "endpoint/version/*"`);
+    }
+    return { endpoint, version: WILDCARD, id: WILDCARD };
+  }
+  if (version === WILDCARD) throw new ConfigError(key, `"${text}": the version cannot be *`);
+  if (!VERSION.test(version)) throw new ConfigError(key, `"${text}": bad version`);
+  try {
+    return { endpoint, version, id: parseChannel(`${endpoint}/${version}/${id}`).id };
+  } catch (error) {
+    if (error instanceof WhiskerError) throw new ConfigError(key, `"${text}": bad id (encode / * % as %2F %2A %25)`);
+    throw error;
+  }
+}
+
+function compileTable(
+  patterns: readonly string[] | undefined,
+  table: Table,
+  key: string,
+  reserved: ChannelGrants,
+): ChannelGrants | undefined {
+  if (patterns === undefined) return undefined;
+  const grants = new ChannelGrants();
+  patterns.forEach((raw, index) => {
+    const patternKey = `${key}.${index}`;
+    const isReservation = raw.startsWith(RESERVED_MARK);
+    if (isReservation && table === 'write') {
+      throw new ConfigError(patternKey, `"${raw}": "!" (reserved) is only allowed in read patterns`);
+    }
+    const pattern = parsePattern(isReservation ? raw.slice(RESERVED_MARK.length) : raw, patternKey);
+    grants.add(pattern); // a reserving pattern grants read too
+    if (isReservation) reserved.add(pattern);
+  });
+  return grants;
+}
+
+function allowEverything(): Rules {
+  return {
+    canWrite: () => true,
+    canRead: () => true,
+    isReserved: () => false,
+    // SPEC §4: without a `rules` key auto-registration is not narrowed by client patterns
+    matchesAnyRule: () => true,
+  };
+}
+
+/** rules undefined = no `rules` key: everything allowed for every authenticated client (compat), nothing reserved. */
+export function compileRules(rules: readonly RuleConfig[] | undefined, defaultPolicy: 'deny' | 'allow'): Rules {
+  if (rules === undefined) return allowEverything();
+
+  const reserved = new ChannelGrants();
+  const byName = new Map<string, CompiledRule[]>();
+  const byPrefix: { readonly prefix: string; readonly rule: CompiledRule }[] = [];
+
+  rules.forEach((config, index) => {
+    const key = `rules.${index}`;
+    if (!CLIENT_PATTERN.test(config.client)) {
+      throw new ConfigError(`${key}.client`, `"${config.client}" must be a client name, a name prefix ending in *, or *`);
+    }
+    const rule: CompiledRule = {
+      read: compileTable(config.read, 'read', `${key}.read`, reserved),
+      write: compileTable(config.write, 'write', `${key}.write`, reserved),
+    };
+    if (config.client.endsWith(WILDCARD)) {
+      byPrefix.push({ prefix: config.client.slice(0, -WILDCARD.length), rule });
+    } else {
+      const list = byName.get(config.client) ?? [];
+      list.push(rule);
+      byName.set(config.client, list);
+    }
+  });
+
+  function rulesOf(client: string): CompiledRule[] {
+    const matching = [...(byName.get(client) ?? [])];
+    for (const { prefix, rule } of byPrefix) if (client.startsWith(prefix)) matching.push(rule);
+    return matching;
+  }
+
+  // defaultPolicy 'allow' is the reference's reading: each table restricts per client. A client
+  // that no rule with a `read` list matches reads everything (likewise write, even channels listed
+  // for others); one that does gets exactly its lists. Prefix rules restrict like exact ones.
+  function isAllowed(table: Table, client: string, endpoint: string, version: string, id: string): boolean {
+    let restricted = false;
+    for (const rule of rulesOf(client)) {
+      const grants = rule[table];
+      if (grants === undefined) continue;
+      if (grants.covers(endpoint, version, id)) return true;
+      restricted = true;
+    }
+    return !restricted && defaultPolicy === 'allow';
+  }
+
+  return {
+    canWrite: (client, endpoint, version, id) => isAllowed('write', client, endpoint, version, id),
+    canRead: (client, endpoint, version, id) => isAllowed('read', client, endpoint, version, id),
+    isReserved: (endpoint, version, id) => id !== WILDCARD && reserved.covers(endpoint, version, id),
+    matchesAnyRule: (client) => byName.has(client) || byPrefix.some(({ prefix }) => client.startsWith(prefix)),
+  };
+}

@@ -1,0 +1,45 @@
+import type { StoredMessage } from '../store/store.js';
+
+/**
+ * Store appends under way, by message id: a second copy of an id waits for the first one's
+ * append (SPEC §7), and on a slave an ack that overtook its message waits until the message is
+ * queued (docs/protocol.md#peers).
+ */
+export class Appends {
+  readonly #underWay = new Map<string, Promise<void>>();
+  readonly #afterAdmit = new Map<string, Array<() => void>>();
+
+  /** the append under way for this id, if any */
+  of(messageId: string): Promise<void> | undefined {
+    return this.#underWay.get(messageId);
+  }
+
+  /** appends with `append`, then `admit` (queues them): ids are under way until both are done */
+  async run(messages: readonly StoredMessage[], append: (messages: readonly StoredMessage[]) => Promise<void>, admit: () => void): Promise<void> {
+    const stored = append(messages);
+    for (const message of messages) this.#underWay.set(message.messageId, stored);
+    try {
+      await stored;
+      admit();
+    } finally {
+      for (const message of messages) {
+        this.#underWay.delete(message.messageId);
+        this.#afterAdmit.delete(message.messageId);
+      }
+    }
+  }
+
+  /** runs `then` once this id is admitted; false (and nothing kept) when no append is under way */
+  afterAdmit(messageId: string, then: () => void): boolean {
+    if (!this.#underWay.has(messageId)) return false;
+    const waiting = this.#afterAdmit.get(messageId);
+    if (waiting) waiting.push(then);
+    else this.#afterAdmit.set(messageId, [then]);
+    return true;
+  }
+
+  /** called by `admit` for each message it queued */
+  admitted(messageId: string): void {
+    for (const then of this.#afterAdmit.get(messageId) ?? []) then();
+  }
+}

@@ -1,0 +1,335 @@
+import { WhiskerError } from '../../protocol/errors.js';
+import type { RefusedId } from '../../protocol/frames.js';
+import { DedupeWindow } from '../../protocol/dedupe.js';
+import type { Logger } from '../../ops/logger.js';
+import type { Policy } from '../access/policy.js';
+import type { Lifecycle } from '../lifecycle.js';
+import { Queue } from '../queue/queue.js';
+import type { Subscription } from '../queue/subscription.js';
+import type { MessageStore, StoreEvent, StoredMessage } from '../store/store.js';
+import { Appends } from './appends.js';
+import { DeadLetters } from './dead-letters.js';
+import { IdleQueues } from './idle-queues.js';
+import { Reservations } from './reservations.js';
+
+const forbidden = () => new WhiskerError('E_FORBIDDEN', 'Not allowed');
+
+/** what the mirrors learn of this broker's messages (src/broker/mirror/, docs/protocol.md#peers) */
+export interface MirrorHooks {
+  /** state changes the queues record: a master's feed carries them */
+  settled(events: readonly StoreEvent[]): void;
+  /** a message this master now holds: accepted from a client, or a dead letter it made */
+  made(message: StoredMessage): void;
+  /** a slave stored a client's message: its master's feed should name it soon */
+  storedFromClient(message: StoredMessage): void;
+}
+
+export interface RouterOptions {
+  readonly policy: Policy;
+  readonly store: MessageStore;
+  readonly log: Logger;
+  readonly now: () => number;
+  readonly lifecycle: Lifecycle;
+}
+
+/**
+ * The broker's queues (SPEC §7): which queue holds each message, the ids recently settled
+ * (dedupe), the appends under way, subscriptions and reserved ids, and the role (only a master
+ * delivers). Messages come in through `Intake` (a client) or `Replica` (a master), both by `store`.
+ */
+export class Router {
+  #policy: Policy;
+  readonly #store: MessageStore;
+  readonly log: Logger;
+  readonly now: () => number;
+  readonly #lifecycle: Lifecycle;
+  readonly #queues = new Map<string, Queue>();
+  /** message id -> the queue holding it; a queue tells when it forgets one */
+  readonly #holders = new Map<string, Queue>();
+  readonly #dedupe: DedupeWindow;
+  readonly #appends = new Appends();
+  readonly #reservations = new Reservations();
+  readonly #deadLetters: DeadLetters;
+  readonly #idleQueues: IdleQueues;
+  /** what the queues see of the store: every state change also reaches the mirrors */
+  readonly #queueStore: MessageStore;
+  #hooks: MirrorHooks | null = null;
+  #isMaster: boolean;
+  #seq = 0;
+  /** soft-stop waits for deliveries in flight to end: resolved when none is left */
+  #idleWaiters: Array<() => void> = [];
+
+  constructor(options: RouterOptions) {
+    const { policy, store } = options;
+    this.#policy = policy;
+    this.#store = store;
+    this.log = options.log;
+    this.now = options.now;
+    this.#lifecycle = options.lifecycle;
+    this.#isMaster = policy.config.isMaster;
+    this.#dedupe = new DedupeWindow(policy.config.dedupeWindow * 1000, options.now);
+    this.#queueStore = {
+      load: () => store.load(),
+      append: (messages) => store.append(messages),
+      record: (events) => {
+        store.record(events);
+        this.#hooks?.settled(events);
+      },
+      readsBodies: store.readsBodies,
+      readBodies: (messageIds) => store.readBodies(messageIds),
+      isHealthy: () => store.isHealthy(),
+      close: () => store.close(),
+    };
+    this.#deadLetters = new DeadLetters({
+      append: (messages) => store.append(messages),
+      readBodies: (ids) => store.readBodies(ids),
+      accept: (message) => {
+        this.#dedupe.add(message.messageId);
+        this.#hooks?.made(message); // before the queue may drop its body
+        const queue = this.#queue(message.queue);
+        this.#holders.set(message.messageId, queue);
+        queue.accept(message);
+      },
+      nextSeq: () => this.nextSeq(),
+      now: this.now,
+      log: this.log,
+    });
+    this.#lifecycle.observe(() => {
+      if (this.#lifecycle.isStopping) this.#checkIdle();
+    });
+    this.#idleQueues = new IdleQueues({ queues: this.#queues, timeoutSeconds: () => this.#policy.config.idleQueueTimeout, now: this.now });
+  }
+
+  /** forgets queues idle for idleQueueTimeout now (the sweep does it on its own); returns how many */
+  forgetIdleQueues(): number {
+    return this.#idleQueues.sweep();
+  }
+
+  /**
+   * A new queue past limits.maxQueues is refused: clients choose queue names (SPEC §7).
+   * `creating`: queues the caller is about to make besides this one.
+   */
+  checkQueueLimit(creating = 0): void {
+    const limit = this.#policy.config.limits.maxQueues;
+    if (this.#queues.size + creating >= limit) throw new WhiskerError('E_LIMIT', `Too many queues (limit ${limit})`);
+  }
+
+  observe(hooks: MirrorHooks | null): void {
+    this.#hooks = hooks;
+  }
+
+  get queues(): ReadonlyMap<string, Queue> {
+    return this.#queues;
+  }
+
+  get policy(): Policy {
+    return this.#policy;
+  }
+
+  get isMaster(): boolean {
+    return this.#isMaster;
+  }
+
+  /** the role this broker acts in, decided by its config and its peers (src/broker/mirror/peers.ts) */
+  setMaster(isMaster: boolean): void {
+    this.#isMaster = isMaster;
+    for (const queue of this.#queues.values()) queue.setDelivering(isMaster);
+  }
+
+  get isStoreHealthy(): boolean {
+    return this.#store.isHealthy();
+  }
+
+  nextSeq(): number {
+    return ++this.#seq;
+  }
+
+  // ---- messages held --------------------------------------------------------------------
+
+  /** the queue holding this message, if any */
+  holding(messageId: string): Queue | undefined {
+    return this.#holders.get(messageId);
+  }
+
+  /** held, or settled within the dedupe window: a copy of it is not queued again (SPEC §7) */
+  isKnown(messageId: string): boolean {
+    return this.#dedupe.has(messageId);
+  }
+
+  /** a copy of this message arriving later (from a client or a peer) is not queued */
+  remember(messageId: string): void {
+    this.#dedupe.add(messageId);
+  }
+
+  /** ids held or settled within the dedupe window, oldest first */
+  recentIds(): Iterable<string> {
+    return this.#dedupe.ids();
+  }
+
+  get dedupeWindowMs(): number {
+    return this.#dedupe.windowMs;
+  }
+
+  /** the store append under way for this id, if any: a second copy waits for it */
+  appendUnderWay(messageId: string): Promise<void> | undefined {
+    return this.#appends.of(messageId);
+  }
+
+  /** appends the messages, then queues them: rejects when the store refused them */
+  store(messages: readonly StoredMessage[], fromClient: boolean): Promise<void> {
+    return this.#appends.run(messages, (ms) => this.#store.append(ms), () => this.#admit(messages, fromClient));
+  }
+
+  /** reads back bodies a queue left on disk, in the order asked */
+  readBodies(messageIds: readonly string[]): Promise<unknown[]> {
+    return this.#store.readBodies(messageIds);
+  }
+
+  /** records that the message is gone for good */
+  recordRemoved(messageIds: readonly string[]): void {
+    if (messageIds.length > 0) this.#store.record(messageIds.map((messageId) => ({ kind: 'remove', messageId })));
+  }
+
+  /** a slave can hear of an ack before the message's own append completed: applied after it */
+  whenStored(messageId: string, settle: () => void): void {
+    if (!this.#isMaster) this.#appends.afterAdmit(messageId, settle);
+  }
+
+  /**
+   * Stored: queued, unless a master finished with it while it was being written (it is then in
+   * the dedupe window already: only a replica puts an id there during its append).
+   */
+  #admit(messages: readonly StoredMessage[], fromClient: boolean): void {
+    const finished: string[] = [];
+    for (const message of messages) {
+      if (this.#dedupe.has(message.messageId)) {
+        if (!this.#holders.has(message.messageId)) finished.push(message.messageId);
+        continue;
+      }
+      this.#dedupe.add(message.messageId);
+      // a mirror may not hear it from the client (not reconnected yet): it hears it from us,
+      // before the queue takes it (a queue past its window of bodies drops this one's body)
+      if (this.#isMaster) this.#hooks?.made(message);
+      else if (fromClient) this.#hooks?.storedFromClient(message);
+      const queue = this.#queue(message.queue);
+      this.#holders.set(message.messageId, queue);
+      queue.accept(message);
+      this.#appends.admitted(message.messageId);
+    }
+    this.recordRemoved(finished);
+  }
+
+  async restore(): Promise<number> {
+    const { messages, recent } = await this.#store.load();
+    for (const { messageId, acceptedAt } of recent) this.#dedupe.addAt(messageId, acceptedAt);
+    for (const item of messages) {
+      this.#seq = Math.max(this.#seq, item.message.seq);
+      const queue = this.#queue(item.message.queue);
+      this.#holders.set(item.message.messageId, queue);
+      queue.restore(item);
+      this.#dedupe.addAt(item.message.messageId, item.message.acceptedAt);
+    }
+    for (const queue of this.#queues.values()) queue.finishRestore();
+    this.#idleQueues.start();
+    return messages.length;
+  }
+
+  applyPolicy(policy: Policy): void {
+    this.#policy = policy;
+    this.#dedupe.windowMs = policy.config.dedupeWindow * 1000;
+    for (const queue of this.#queues.values()) queue.updateSettings(policy.queueSettings(queue.name));
+  }
+
+  // ---- subscriptions -------------------------------------------------------------------
+
+  /** adds ids to a subscription; each refused id comes back with its error (SPEC §5: id by id) */
+  subscribe(subscription: Subscription, ids: readonly string[]): RefusedId[] {
+    const refused: RefusedId[] = [];
+    const [endpoint, version] = subscription.queue.split('/') as [string, string];
+    const rules = this.#policy.rules;
+    let queue: Queue | undefined;
+    if (ids.length > 0 && !this.#queues.has(subscription.queue)) this.checkQueueLimit();
+    for (const id of ids) {
+      if (subscription.ids.has(id)) continue;
+      if (!rules.canRead(subscription.clientName, endpoint, version, id) || !this.#reservations.reserve(rules, subscription, id)) {
+        refused.push({ id, error: forbidden().toJSON() });
+        continue;
+      }
+      subscription.ids.add(id);
+      queue ??= this.#queue(subscription.queue);
+      queue.subscribe(subscription, id);
+    }
+    return refused;
+  }
+
+  unsubscribe(subscription: Subscription, ids: Iterable<string> = [...subscription.ids]): void {
+    const queue = this.#queues.get(subscription.queue);
+    for (const id of ids) {
+      if (!subscription.ids.delete(id)) continue;
+      this.#reservations.release(subscription, id);
+      queue?.unsubscribe(subscription, id);
+    }
+  }
+
+  /** a client's ack or nack: on a slave it may come before the message itself is stored */
+  ack(subscription: Subscription, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
+    if (!subscription.ids.has(via)) return;
+    const queue = this.#queues.get(subscription.queue);
+    if (queue?.has(messageId)) queue.ack(subscription, messageId, via, ok, delaySeconds);
+    else this.whenStored(messageId, () => this.#queues.get(subscription.queue)?.ack(subscription, messageId, via, ok, delaySeconds));
+  }
+
+  resume(subscription: Subscription): void {
+    this.#queues.get(subscription.queue)?.resume(subscription);
+  }
+
+  // ---- deliveries in flight ------------------------------------------------------------
+
+  /** deliveries handed out and not yet acked, nacked or timed out, over every queue */
+  get inFlightCount(): number {
+    let count = 0;
+    for (const queue of this.#queues.values()) count += queue.inFlightCount;
+    return count;
+  }
+
+  /** resolves once no delivery is in flight (soft-stop, SPEC §9) */
+  whenIdle(): Promise<void> {
+    if (this.inFlightCount === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  #checkIdle(): void {
+    if (this.#idleWaiters.length === 0 || this.inFlightCount > 0) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  close(): void {
+    this.#idleQueues.stop();
+    for (const queue of this.#queues.values()) queue.close();
+  }
+
+  #queue(name: string): Queue {
+    let queue = this.#queues.get(name);
+    if (!queue) {
+      queue = new Queue(name, this.#policy.queueSettings(name), {
+        now: this.now,
+        store: this.#queueStore,
+        warn: (msg, fields) => this.log.warn(msg, fields),
+        discard: (target, message, group, nbDeliveries, reason) => {
+          if (target) this.#deadLetters.send(target, message, group, nbDeliveries, reason);
+          else this.log.warn('message dropped after its last delivery', { queue: message.queue, messageId: message.messageId, group, nbDeliveries, reason });
+        },
+        isDraining: () => this.#lifecycle.isStopping,
+        forgotten: (messageId) => {
+          if (this.#holders.get(messageId) === queue) this.#holders.delete(messageId);
+        },
+        flightEnded: () => this.#checkIdle(),
+      });
+      queue.setDelivering(this.#isMaster);
+      this.#queues.set(name, queue);
+    }
+    return queue;
+  }
+}

@@ -1,0 +1,135 @@
+import type { BrokerFrame, PeerMessage, PeerSettlement } from '../../protocol/frames.js';
+import type { Logger } from '../../ops/logger.js';
+import { type Replica, toPeerMessage } from './replica.js';
+import type { StoreEvent, StoredMessage } from '../store/store.js';
+
+/** what one peer session can be handed: the feed writes through it, nothing else */
+export interface Follower {
+  send(frame: BrokerFrame): void;
+}
+
+const CHUNK_MESSAGES = 1_000;
+const CHUNK_BYTES = 4 * 1_048_576;
+
+/**
+ * The master's side of mirroring (SPEC §9): a mirror that follows gets a `sync` of what this
+ * broker holds and of the recent ids it settled, then a `feed` of every settlement and every
+ * message this broker accepts or makes (dead letters), once per tick: a client that has not
+ * reconnected to the mirror yet cannot leave it behind. Only while this broker is master.
+ */
+export class PeerFeed {
+  readonly #replica: Replica;
+  readonly #followers = new Set<Follower>();
+  /** followers still getting their sync, with the feed frames that come after it */
+  readonly #syncing = new Map<Follower, BrokerFrame[]>();
+  #settled: PeerSettlement[] = [];
+  #removed: string[] = [];
+  #messages: PeerMessage[] = [];
+  #scheduled = false;
+
+  readonly #log: Logger;
+
+  constructor(replica: Replica, log: Logger) {
+    this.#replica = replica;
+    this.#log = log;
+  }
+
+  get followerCount(): number {
+    return this.#followers.size;
+  }
+
+  /**
+   * A mirror asks to follow: only a master answers, with its state first. Bodies left on disk
+   * are read a chunk at a time; the feed of what happens meanwhile waits behind the sync.
+   */
+  follow(follower: Follower): void {
+    if (!this.#replica.isMaster || this.#followers.has(follower) || this.#syncing.has(follower)) return;
+    this.#flush(); // what happened before the snapshot reaches the older followers first
+    const { messages, removed } = this.#replica.snapshot();
+    const backlog: BrokerFrame[] = [];
+    this.#syncing.set(follower, backlog);
+    void this.#sync(follower, backlog, messages, removed);
+  }
+
+  async #sync(follower: Follower, backlog: BrokerFrame[], messages: readonly StoredMessage[], removed: readonly string[]): Promise<void> {
+    let chunk: PeerMessage[] = [];
+    let bytes = 0;
+    for (let i = 0; i < messages.length; i += CHUNK_MESSAGES) {
+      const part = messages.slice(i, i + CHUNK_MESSAGES);
+      // a store that cannot read now: the mirror gets what is in memory (the master keeps the rest)
+      const read = await this.#replica.withBodies(part).catch((error: unknown) => {
+        const inMemory = part.filter((m) => m.data !== undefined);
+        this.#log.error('sync to a mirror: bodies on disk could not be read, those messages left out of it', { messages: part.length - inMemory.length, error: (error as Error).message });
+        return inMemory.map(toPeerMessage);
+      });
+      if (this.#syncing.get(follower) !== backlog) return; // gone, or this broker was demoted
+      for (const message of read) {
+        chunk.push(message);
+        bytes += approximateBytes(message);
+        if (chunk.length >= CHUNK_MESSAGES || bytes >= CHUNK_BYTES) {
+          follower.send({ type: 'sync', messages: chunk, removed: [], done: false });
+          chunk = [];
+          bytes = 0;
+        }
+      }
+    }
+    for (let i = 0; i < removed.length; i += 10 * CHUNK_MESSAGES) {
+      follower.send({ type: 'sync', messages: chunk, removed: removed.slice(i, i + 10 * CHUNK_MESSAGES), done: false });
+      chunk = [];
+    }
+    follower.send({ type: 'sync', messages: chunk, removed: [], done: true });
+    this.#syncing.delete(follower);
+    for (const frame of backlog) follower.send(frame);
+    this.#followers.add(follower);
+  }
+
+  unfollow(follower: Follower): void {
+    this.#followers.delete(follower);
+    this.#syncing.delete(follower);
+  }
+
+  /** this broker stopped acting as master: followers will ask again when it is one */
+  demoted(): void {
+    this.#followers.clear();
+    this.#syncing.clear();
+    this.#settled = [];
+    this.#removed = [];
+    this.#messages = [];
+  }
+
+  settled(events: readonly StoreEvent[]): void {
+    if (this.#followers.size === 0 && this.#syncing.size === 0) return;
+    for (const event of events) {
+      if (event.kind === 'settle') this.#settled.push({ messageId: event.messageId, group: event.group });
+      else if (event.kind === 'remove') this.#removed.push(event.messageId);
+    }
+    this.#schedule();
+  }
+
+  made(message: StoredMessage): void {
+    if (this.#followers.size === 0 && this.#syncing.size === 0) return;
+    this.#messages.push(toPeerMessage(message));
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => this.#flush());
+  }
+
+  #flush(): void {
+    this.#scheduled = false;
+    if (this.#settled.length === 0 && this.#removed.length === 0 && this.#messages.length === 0) return;
+    const frame = { type: 'feed' as const, settled: this.#settled, removed: this.#removed, messages: this.#messages };
+    this.#settled = [];
+    this.#removed = [];
+    this.#messages = [];
+    for (const follower of this.#followers) follower.send(frame);
+    for (const backlog of this.#syncing.values()) backlog.push(frame);
+  }
+}
+
+function approximateBytes(message: PeerMessage): number {
+  return 200 + message.queue.length + message.id.length + (typeof message.data === 'string' ? message.data.length : JSON.stringify(message.data).length);
+}

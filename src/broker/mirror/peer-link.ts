@@ -1,0 +1,184 @@
+import { Connection, type ConnectionOwner } from '../../link/connection.js';
+import type { HostTarget } from '../../link/hosts.js';
+import type { BrokerFrame, FeedFrame, PeerMessage, SyncFrame } from '../../protocol/frames.js';
+import type { LinkDeps, LinkOwner, PeerStatus, PeerView } from './types.js';
+
+/** messages per `offer` frame at most (and under the master's frame limit) */
+const OFFER_CHUNK = 1_000;
+/** a client message the master's feed has not named after this long never reached the master */
+const UNCONFIRMED_AFTER_MS = 2_000;
+
+/**
+ * Our link to one peer: a client connection that logs in with the broker's key pair as
+ * `role: 'peer'`, tells our role, and follows the peer while it is the master.
+ */
+export class PeerLink {
+  readonly target: HostTarget;
+  readonly #peers: LinkOwner;
+  readonly #connection: Connection;
+  view: PeerView | null = null;
+  #following = false;
+  #told = '';
+  /** sync and feed frames are applied one after the other: a store append may come between */
+  #applying: Promise<void> = Promise.resolve();
+  /** the ids the master's current sync named: what we hold beyond them may be ours alone */
+  #named: Set<string> | null = null;
+  /** while in step with the master: offers what only we got from clients, once a second */
+  #offerTimer: NodeJS.Timeout | null = null;
+
+  readonly #deps: LinkDeps;
+
+  constructor(target: HostTarget, peers: LinkOwner, deps: LinkDeps) {
+    this.target = target;
+    this.#peers = peers;
+    this.#deps = deps;
+    const { serviceId, keys } = deps;
+    const owner: ConnectionOwner = {
+      clientId: serviceId,
+      keys,
+      role: 'peer',
+      tls: undefined,
+      reconnect: { initialMs: 200, maxMs: 5_000, factor: 1.5 },
+      onReady: () => {
+        this.#told = '';
+        this.refresh();
+      },
+      onDown: (_connection, error) => {
+        if (error) deps.log.warn('peer refused our link', { peer: target.spec, code: error.code, reason: error.message });
+        this.view = null;
+        this.#stopFollowing();
+        peers.update();
+      },
+      onFrame: (_connection, frame) => this.#onFrame(frame),
+    };
+    this.#connection = new Connection(target, owner);
+  }
+
+  start(): void {
+    this.#connection.start();
+  }
+
+  close(): Promise<void> {
+    this.#stopFollowing();
+    return this.#connection.close();
+  }
+
+  status(): PeerStatus {
+    const role = this.view ? (this.view.isMaster ? 'master' : 'slave') : 'unknown';
+    return { serviceId: this.target.serviceId!, spec: this.target.spec, connected: this.#connection.isReady, role, following: this.#following };
+  }
+
+  /** tells the peer our role when it changed, and follows it when it is the master and we are not */
+  refresh(): void {
+    if (!this.#connection.isReady) return;
+    const state = this.#peers.state();
+    const told = JSON.stringify(state);
+    if (told !== this.#told) {
+      this.#told = told;
+      this.#connection.send(state);
+    }
+    const shouldFollow = this.view?.isMaster === true && !this.#peers.isMaster;
+    if (shouldFollow && !this.#following) {
+      this.#following = true;
+      this.#connection.send({ type: 'follow' });
+    } else if (!shouldFollow) {
+      this.#stopFollowing();
+    }
+  }
+
+  #onFrame(frame: BrokerFrame): void {
+    switch (frame.type) {
+      case 'peerState':
+        this.view = { configuredMaster: frame.configuredMaster, isMaster: frame.isMaster };
+        if (!frame.isMaster) this.#stopFollowing();
+        this.#peers.update();
+        return;
+      case 'sync':
+      case 'feed':
+        // a master sends these to those that asked, also while it drains at soft-stop
+        if (!this.#peers.isMaster) this.#apply(frame);
+        return;
+      default:
+        return;
+    }
+  }
+
+  #apply(frame: SyncFrame | FeedFrame): void {
+    const { replica, log } = this.#deps;
+    this.#applying = this.#applying
+      .then(async () => {
+        if (frame.type === 'sync') {
+          const named = (this.#named ??= new Set());
+          for (const m of frame.messages) named.add(m.messageId);
+          for (const messageId of frame.removed) named.add(messageId);
+          await replica.applyMessages(frame.messages);
+          replica.applySettled([], frame.removed);
+          if (frame.done && this.#following) {
+            this.#named = null;
+            // tracking first: a client message stored while the offer reads bodies is not missed
+            this.#inStep();
+            await this.#offerHeldOnlyHere(named);
+            log.info('in step with the master', { master: this.target.serviceId });
+          }
+        } else {
+          if (frame.messages.length > 0) await replica.applyMessages(frame.messages);
+          replica.applySettled(frame.settled, frame.removed);
+        }
+      })
+      .catch((error: unknown) => log.error('could not apply what the master sent', { master: this.target.serviceId, error: (error as Error).message }));
+  }
+
+  #stopFollowing(): void {
+    this.#following = false;
+    this.#named = null;
+    if (!this.#offerTimer) return; // not in step with this peer: another link may be
+    clearInterval(this.#offerTimer);
+    this.#offerTimer = null;
+    this.#deps.replica.stopTracking();
+  }
+
+  /** synced: from now on the master's feed names every message it gets */
+  #inStep(): void {
+    const { replica } = this.#deps;
+    replica.startTracking();
+    this.#offerTimer ??= setInterval(() => {
+      replica.takeUnconfirmed(UNCONFIRMED_AFTER_MS).then(
+        (messages) => messages.length > 0 && this.#offer(messages, 'only this broker got from clients'),
+        (error: unknown) => this.#deps.log.error('could not read what to offer the master', { master: this.target.serviceId, error: (error as Error).message }),
+      );
+    }, 1_000).unref();
+  }
+
+  /** after a sync: what we hold that the master did not name and would remember (docs/protocol.md#peers) */
+  async #offerHeldOnlyHere(named: ReadonlySet<string>): Promise<void> {
+    const { replica, log } = this.#deps;
+    const { messages, older } = await replica.heldOnlyHere(named);
+    if (older > 0) log.warn('holding messages the master did not name, older than the dedupe window: kept here, delivered if this broker is promoted', { master: this.target.serviceId, messages: older });
+    if (messages.length > 0) this.#offer(messages, 'only this broker stored');
+  }
+
+  /** hands the master messages, in frames its limit takes */
+  #offer(messages: readonly PeerMessage[], what: string): void {
+    const { log } = this.#deps;
+    const maxBytes = this.#connection.maxPayloadBytes * 0.9;
+    let chunk: PeerMessage[] = [];
+    let bytes = 0;
+    let skipped = 0;
+    for (const message of messages) {
+      const size = Buffer.byteLength(JSON.stringify(message));
+      if (size > maxBytes) {
+        skipped++;
+        continue;
+      }
+      if (bytes + size > maxBytes || chunk.length >= OFFER_CHUNK) {
+        this.#connection.send({ type: 'offer', messages: chunk });
+        chunk = [];
+        bytes = 0;
+      }
+      chunk.push(message);
+      bytes += size;
+    }
+    if (chunk.length > 0) this.#connection.send({ type: 'offer', messages: chunk });
+    log.info(`offered the master what ${what}`, { master: this.target.serviceId, messages: messages.length - skipped, tooLargeForThePeerLink: skipped });
+  }
+}

@@ -1,0 +1,132 @@
+import { type HostTarget, parseHost } from '../../link/hosts.js';
+import type { PeerStateFrame } from '../../protocol/frames.js';
+import type { Lifecycle } from '../lifecycle.js';
+import { PeerLink } from './peer-link.js';
+import type { LinkDeps, LinkOwner, MasterConflict, PeersOptions, PeerStatus, PeerView } from './types.js';
+
+export type { MasterConflict, PeerStatus } from './types.js';
+
+/**
+ * The mirror brokers this one knows (SPEC §9): a link to each peer in `peers`, what role each
+ * plays, and so the role this broker acts in. Configured master is not enough: of two
+ * masters that see each other, the one with the higher serviceId yields and follows the other.
+ * A slave follows the master: its `sync`, then its `feed` of settlements (docs/protocol.md#peers).
+ */
+export class Peers implements LinkOwner {
+  readonly #options: PeersOptions;
+  readonly #links = new Map<string, PeerLink>();
+  /** links peers opened to us, by link: a peer may have a new one before the old one closed */
+  readonly #incoming = new Map<object, PeerView & { serviceId: string }>();
+  #configuredMaster = false;
+  #stopping = false;
+  #isMaster = false;
+  #conflict: MasterConflict | null = null;
+  #told = '';
+
+  readonly #deps: LinkDeps;
+
+  constructor(options: PeersOptions, lifecycle: Lifecycle) {
+    this.#options = options;
+    const { serviceId, keys, log, replica } = options;
+    this.#deps = { serviceId, keys, log, replica };
+    // soft-stop: this broker delivers nothing new, so its peers no longer count it as a master
+    // (a slave promoted meanwhile does not yield to it); its in-flight deliveries still finish here
+    lifecycle.observe(() => {
+      if (lifecycle.isStopping && !this.#stopping) {
+        this.#stopping = true;
+        this.update();
+      }
+    });
+  }
+
+  get isMaster(): boolean {
+    return this.#isMaster;
+  }
+
+  get configuredMaster(): boolean {
+    return this.#configuredMaster;
+  }
+
+  get conflict(): MasterConflict | null {
+    return this.#conflict;
+  }
+
+  isPeer(serviceId: string): boolean {
+    return this.#links.has(serviceId);
+  }
+
+  /** what this broker tells its peers about itself: a broker stopping counts as a master no more */
+  state(): PeerStateFrame {
+    const leaving = this.#stopping;
+    return { type: 'peerState', serviceId: this.#options.serviceId, configuredMaster: this.#configuredMaster && !leaving, isMaster: this.#isMaster && !leaving };
+  }
+
+  /** at start and at every reload: links follow `peers`, the role follows `isMaster` */
+  configure(peers: readonly string[], configuredMaster: boolean): void {
+    const wanted = new Map<string, HostTarget>();
+    for (const spec of peers) {
+      const target = parseHost(spec);
+      if (target.serviceId && target.serviceId !== this.#options.serviceId) wanted.set(target.serviceId, target);
+    }
+    for (const [serviceId, link] of this.#links) {
+      if (wanted.get(serviceId)?.spec === link.target.spec) continue;
+      void link.close();
+      this.#links.delete(serviceId);
+    }
+    for (const [serviceId, target] of wanted) {
+      if (!this.#links.has(serviceId)) {
+        const link = new PeerLink(target, this, this.#deps);
+        this.#links.set(serviceId, link);
+        link.start();
+      }
+    }
+    this.#configuredMaster = configuredMaster;
+    this.update();
+  }
+
+  /** a peer that dialed us told its role (undefined: its link closed) */
+  observeIncoming(link: object, serviceId: string, view: PeerView | undefined): void {
+    if (view) this.#incoming.set(link, { ...view, serviceId });
+    else this.#incoming.delete(link);
+    this.update();
+  }
+
+  status(): PeerStatus[] {
+    return [...this.#links.values()].map((link) => link.status());
+  }
+
+  async close(): Promise<void> {
+    const links = [...this.#links.values()];
+    this.#links.clear();
+    await Promise.all(links.map((link) => link.close()));
+  }
+
+  /** recomputes the role: called whenever anything it depends on changed */
+  update(): void {
+    const masters = new Set<string>();
+    if (this.#configuredMaster && !this.#stopping) masters.add(this.#options.serviceId);
+    for (const view of this.#incoming.values()) if (view.configuredMaster) masters.add(view.serviceId);
+    for (const [serviceId, link] of this.#links) if (link.view?.configuredMaster) masters.add(serviceId);
+    const sorted = [...masters].sort();
+    const conflict = sorted.length > 1 && masters.has(this.#options.serviceId) ? { masters: sorted, delivering: sorted[0]! } : null;
+    if (JSON.stringify(conflict) !== JSON.stringify(this.#conflict)) {
+      if (conflict) this.#options.log.error('two brokers are configured as master: the lowest serviceId keeps delivering', { ...conflict });
+      else if (this.#conflict) this.#options.log.warn('master conflict over', { masters: this.#conflict.masters });
+      this.#conflict = conflict;
+    }
+    const isMaster = this.#configuredMaster && (!conflict || conflict.delivering === this.#options.serviceId);
+    if (isMaster !== this.#isMaster) {
+      this.#isMaster = isMaster;
+      this.#options.log.info(isMaster ? 'delivering: this broker acts as master' : 'not delivering: this broker acts as slave', { configuredMaster: this.#configuredMaster });
+      this.#options.onRoleChange(isMaster);
+    }
+    const state = this.state();
+    const told = JSON.stringify(state);
+    if (told !== this.#told) {
+      this.#told = told;
+      this.#options.onStateChange(state);
+    }
+    for (const link of this.#links.values()) link.refresh();
+  }
+}
+

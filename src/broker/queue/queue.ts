@@ -1,0 +1,684 @@
+import { unescapeId } from '../../protocol/channel.js';
+import { WhiskerError } from '../../protocol/errors.js';
+import { addRecordTo, type DeliveryRecord, type Entry, Group, groupKey, NO_RECORDS, parseGroupKey, recordOf, removeRecordFrom, type Subscriber } from './group.js';
+import { LOAD_RETRY_MS, QueueBodies } from './bodies.js';
+import { EntryList } from './entry-list.js';
+import { InFlight } from './in-flight.js';
+import { MinHeap } from './heap.js';
+import type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './types.js';
+import { WakeTimer } from './wake-timer.js';
+import type { RecoveredMessage, Settlement, StoredMessage, StoreEvent } from '../store/store.js';
+
+export type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './types.js';
+
+/** waiting messages a new group adopts per event-loop turn: a large backlog never stalls the loop */
+const ADOPT_SLICE = 5_000;
+
+/**
+ * Why this file is long: a queue's waiting messages, deliveries in flight, requeues, ttl and
+ * limits change together and have one owner (STYLE habit 1); the parts that stand alone are
+ * beside it (group, in-flight, bodies, entry-list, heap, wake-timer).
+ *
+ * One `endpoint/version` queue (SPEC §7): waiting messages per id, recipient groups, in-flight
+ * deliveries, requeues, ttl and limits. One timer per queue, never one per message.
+ */
+export class Queue {
+  readonly name: string;
+  #settings: QueueSettings;
+  readonly #env: QueueEnvironment;
+  #delivering = false;
+
+  readonly #entries = new Map<string, Entry>();
+  readonly #byId = new Map<string, EntryList>();
+  readonly #unassigned = new EntryList((entry) => entry.unassigned);
+  readonly #isHeld = (entry: Entry): boolean => this.#entries.get(entry.message.messageId) === entry;
+  readonly #groups = new Map<string, Group>();
+  readonly #inFlight = new InFlight();
+  readonly #groupsOf = new Map<Subscriber, Set<Group>>();
+  readonly #delayed = new MinHeap<{ record: DeliveryRecord; at: number }>((d) => d.at);
+  #ttlOrder: Entry[] = [];
+  #ttlHead = 0;
+  #depth = 0;
+  readonly #bodies: QueueBodies;
+  /** a read failed: groups waiting for bodies are pumped again at this time (ms epoch) */
+  #loadRetryAt = 0;
+  /** where adoption of waiting messages by new groups has got to; null: none under way */
+  #adoptCursor: (() => Entry | undefined) | null = null;
+  #adoptScheduled = false;
+  #closed = false;
+  readonly #timer: WakeTimer;
+  readonly counters: QueueCounters = { received: 0, delivered: 0, acked: 0, requeued: 0, timedOut: 0, deadLettered: 0, dropped: 0, expired: 0 };
+
+  constructor(name: string, settings: QueueSettings, env: QueueEnvironment) {
+    this.name = name;
+    this.#settings = settings;
+    this.#env = env;
+    this.#bodies = new QueueBodies(
+      {
+        name,
+        store: env.store,
+        isHeld: (entry) => this.#entries.get(entry.message.messageId) === entry,
+        pump: (group) => this.#pump(group),
+        lost: (entry) => this.#lose(entry),
+        retryLater: () => {
+          this.#loadRetryAt = env.now() + LOAD_RETRY_MS;
+          this.#timer.armAt(this.#loadRetryAt);
+        },
+        warn: env.warn,
+      },
+      env.bodyWindow,
+    );
+    this.#timer = new WakeTimer(env.now, () => this.#wake());
+  }
+
+  get settings(): QueueSettings {
+    return this.#settings;
+  }
+
+  /** messages not yet delivered to every group (waiting, requeued or delayed) */
+  get depth(): number {
+    return this.#depth;
+  }
+
+  get inFlightCount(): number {
+    return this.#inFlight.size;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** messages held whose body is in memory; the others are read back from the store */
+  get bodiesInMemory(): number {
+    return this.#bodies.held;
+  }
+
+  /** nothing held, nobody subscribed: the router may forget it (docs/configuration.md, idleQueueTimeout) */
+  get isIdle(): boolean {
+    return this.#entries.size === 0 && this.#groups.size === 0 && this.#inFlight.size === 0 && this.#delayed.size === 0;
+  }
+
+  has(messageId: string): boolean {
+    return this.#entries.has(messageId);
+  }
+
+  /** a held message (its body may be on disk only: `data` undefined) */
+  message(messageId: string): StoredMessage | undefined {
+    return this.#entries.get(messageId)?.message;
+  }
+
+  updateSettings(settings: QueueSettings): void {
+    const shift = settings.requeueIntervalMs - this.#settings.requeueIntervalMs;
+    this.#settings = settings;
+    if (shift !== 0 && this.#inFlight.size > 0) {
+      // deliveries in flight follow the new interval too, so the set stays in deadline order
+      // (#wake stops at the first one not due)
+      this.#inFlight.shift(shift);
+      this.#timer.armAt(this.#inFlight.first()!.deadline);
+    }
+    this.#pumpAll();
+  }
+
+  /** only the master delivers (SPEC §9); a slave keeps the same state and stays silent */
+  setDelivering(delivering: boolean): void {
+    this.#delivering = delivering;
+    if (delivering) this.#pumpAll();
+  }
+
+  /** E_QUEUE_FULL when the queue is full and its overflow policy is `reject` */
+  checkCapacity(): void {
+    if (this.#settings.overflow === 'reject' && this.#depth >= this.#settings.maxItems) {
+      throw new WhiskerError('E_QUEUE_FULL', 'Queue is full');
+    }
+  }
+
+  /** a stored message enters the queue: one record per matching group, or it waits */
+  accept(message: StoredMessage): void {
+    if (this.#entries.has(message.messageId)) return;
+    this.counters.received++;
+    // with `reject` the check came before storing; a stored message is never dropped for it
+    if (this.#depth >= this.#settings.maxItems && this.#settings.overflow === 'drop-oldest') this.#dropOldest(message.id);
+    // while older waiting messages are being adopted, a new one queues behind them (order per id)
+    const groups = this.#adoptCursor ? [] : this.#matchingGroups(message.id);
+    const entry = this.#addEntry(message);
+    if (groups.length === 0) {
+      this.#markUnassigned(entry);
+    } else {
+      for (const group of groups) this.#addRecord(entry, group, 0, 0);
+      this.#env.store.record([{ kind: 'assign', messageId: message.messageId, groups: groups.map((g) => g.key) }]);
+      for (const group of groups) this.#pump(group);
+    }
+    this.#armTtl(entry);
+    // far from delivery (not handed out at once, the window full): its body stays on disk only
+    if (entry.pending > 0 || entry.unassigned) this.#bodies.accepted(entry);
+  }
+
+  /** rebuilds state from the store on start, before any subscriber exists */
+  restore(recovered: RecoveredMessage): void {
+    const { message, records } = recovered;
+    if (this.#entries.has(message.messageId)) return;
+    const entry = this.#addEntry(message);
+    if (records.length === 0) this.#markUnassigned(entry);
+    for (const r of records) {
+      const group = this.#groupFor(r.group);
+      if (group) this.#addRecord(entry, group, r.nbRequeues, r.notBefore);
+    }
+    if (entry.records.length === 0 && !entry.unassigned) {
+      // every record named a group this version cannot read: nothing can deliver it
+      this.#forget(entry);
+      this.#env.store.record([{ kind: 'remove', messageId: message.messageId }]);
+    } else {
+      this.#armTtl(entry);
+    }
+  }
+
+  /**
+   * After every message is restored: one that came back without records lost its assign record
+   * to the crash (it was accepted while a group already matched it). The groups the other
+   * records brought back take it, as `accept` would have; else it waits for a subscriber.
+   */
+  finishRestore(): void {
+    const assigned: StoreEvent[] = [];
+    for (const entry of [...this.#unassigned]) {
+      const groups = this.#matchingGroups(entry.message.id);
+      if (groups.length === 0) continue;
+      this.#unmarkUnassigned(entry);
+      for (const group of groups) this.#addRecord(entry, group, 0, 0);
+      assigned.push({ kind: 'assign', messageId: entry.message.messageId, groups: groups.map((g) => g.key) });
+    }
+    if (assigned.length > 0) this.#env.store.record(assigned);
+  }
+
+  subscribe(subscriber: Subscriber, pattern: string): void {
+    const key = groupKey(subscriber.mode, subscriber.clientName, pattern);
+    let group = this.#groups.get(key);
+    const isNew = !group;
+    if (!group) {
+      group = new Group(subscriber.mode, subscriber.clientName, pattern);
+      this.#groups.set(key, group);
+    }
+    group.addMember(subscriber);
+    let groups = this.#groupsOf.get(subscriber);
+    if (!groups) this.#groupsOf.set(subscriber, (groups = new Set()));
+    groups.add(group);
+    if (isNew && this.#unassigned.size > 0) {
+      // from the first waiting message again: those passed over may match this group
+      this.#adoptCursor = this.#unassigned.cursor();
+      this.#adoptSome();
+    }
+    this.#pump(group);
+  }
+
+  /** in-flight deliveries to this subscriber through this pattern are requeued at once */
+  unsubscribe(subscriber: Subscriber, pattern: string): void {
+    const key = groupKey(subscriber.mode, subscriber.clientName, pattern);
+    const group = this.#groups.get(key);
+    if (!group) return;
+    group.removeMember(subscriber);
+    for (const record of [...this.#inFlight]) {
+      if (record.deliveredTo === subscriber && record.group === group) this.#failDelivery(record, 0, 'unsubscribed');
+    }
+    const groups = this.#groupsOf.get(subscriber);
+    groups?.delete(group);
+    if (!groups || groups.size === 0) {
+      this.#groupsOf.delete(subscriber);
+      this.#inFlight.forget(subscriber);
+    }
+    this.#dropGroupIfEmpty(group);
+    this.#pump(group);
+  }
+
+  /**
+   * Where an ack or nack goes: on the master to the delivery it answers, on a slave to the record
+   * it holds of the master's delivery (acks go to every broker, docs/protocol.md#ack).
+   */
+  ack(subscriber: Subscriber, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
+    if (this.#delivering) this.ackDelivery(subscriber, messageId, via, ok, delaySeconds);
+    else this.ackReplayed(subscriber, messageId, via, ok, delaySeconds);
+  }
+
+  /** master: an ack counts only from the connection the message was delivered to */
+  ackDelivery(subscriber: Subscriber, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
+    const record = this.#recordFor(subscriber, messageId, via);
+    if (!record || record.state !== 'inflight' || record.deliveredTo !== subscriber) return;
+    this.#answer(record, ok, delaySeconds);
+    this.resume(subscriber);
+  }
+
+  /** slave: a client's answer to the master's delivery, applied to the record held here */
+  ackReplayed(subscriber: Subscriber, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
+    const record = this.#recordFor(subscriber, messageId, via);
+    // in flight here: this broker delivered it itself (it was master), only that delivery answers
+    if (!record || record.state === 'inflight') return;
+    this.#answer(record, ok, delaySeconds);
+  }
+
+  #recordFor(subscriber: Subscriber, messageId: string, via: string): DeliveryRecord | undefined {
+    const entry = this.#entries.get(messageId);
+    const record = entry && recordOf(entry, groupKey(subscriber.mode, subscriber.clientName, via));
+    return record && record.state !== 'settled' ? record : undefined;
+  }
+
+  #answer(record: DeliveryRecord, ok: boolean, delaySeconds: number): void {
+    if (ok) {
+      this.counters.acked++;
+      this.#settle(record, 'acked');
+    } else {
+      this.#failDelivery(record, delaySeconds * 1000, 'requeued by consumer');
+    }
+  }
+
+  /** the master settled this record (docs/protocol.md#peers): a slave forgets it too */
+  settleFromPeer(messageId: string, group: string): void {
+    const entry = this.#entries.get(messageId);
+    const record = entry && recordOf(entry, group);
+    if (!record || record.state === 'settled') return;
+    this.counters.acked++;
+    this.#settle(record, 'acked');
+  }
+
+  /** the master is done with the message in every group: so is this broker */
+  forgetFromPeer(messageId: string): void {
+    const entry = this.#entries.get(messageId);
+    if (entry) this.#drop(entry, 'acked', true);
+  }
+
+  /** every message held, in acceptance order (a sync to a mirror) */
+  heldMessages(): IterableIterator<StoredMessage> {
+    return (function* (entries: Map<string, Entry>) {
+      for (const entry of entries.values()) yield entry.message;
+    })(this.#entries);
+  }
+
+  /** a connection that can write again: its subscribers may take more */
+  resume(subscriber: Subscriber): void {
+    for (const group of this.#groupsOf.get(subscriber) ?? []) this.#pump(group);
+  }
+
+  /** empties the queue (or one id) without touching subscriptions (`whisker delete`) */
+  purge(id?: string): number {
+    const victims = id === undefined ? [...this.#entries.values()] : [...(this.#byId.get(id) ?? [])];
+    for (const entry of victims) this.#drop(entry, 'dropped', true);
+    return victims.length;
+  }
+
+  /** ids in their canonical escaped form, as in channel strings (`whisker list`) */
+  idCounts(): Map<string, number> {
+    const ids = new Map<string, number>();
+    for (const [id, entries] of this.#byId) ids.set(id, entries.size);
+    return ids;
+  }
+
+  /** what `whisker list -m` shows of the messages held, oldest first: never their bodies */
+  messages(id?: string, limit = Infinity): MessageSummary[] {
+    const entries = id === undefined ? this.#entries.values() : (this.#byId.get(id) ?? [])[Symbol.iterator]();
+    const summaries: MessageSummary[] = [];
+    for (const { message, records, unassigned } of entries) {
+      if (summaries.length >= limit) break;
+      const groups = records.map((r) => ({ group: r.group.key, state: r.state, nbRequeues: r.nbRequeues }));
+      summaries.push({ messageId: message.messageId, id: message.id, created: message.created, acceptedAt: message.acceptedAt, from: message.from, waitingForSubscriber: unassigned, groups });
+    }
+    return summaries;
+  }
+
+  /** ids as users mean them (`a/b`), for the management API */
+  listIds(): Map<string, number> {
+    return new Map([...this.idCounts()].map(([id, count]) => [unescapeId(id), count]));
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#timer.cancel();
+  }
+
+  // ---- entries and records ----------------------------------------------------------
+
+  #addEntry(message: StoredMessage): Entry {
+    const entry: Entry = { message, records: NO_RECORDS, unassigned: false, pending: 0 };
+    this.#bodies.added(entry);
+    this.#entries.set(message.messageId, entry);
+    let ofId = this.#byId.get(message.id);
+    if (!ofId) this.#byId.set(message.id, (ofId = new EntryList(this.#isHeld)));
+    ofId.add(entry);
+    return entry;
+  }
+
+  #addRecord(entry: Entry, group: Group, nbRequeues: number, notBefore: number): void {
+    const record: DeliveryRecord = { entry, group, state: 'ready', slot: null, nbRequeues, notBefore, deliveredTo: null, deadline: 0 };
+    addRecordTo(entry, record);
+    group.recordCount++;
+    this.#adjustPending(entry, 1);
+    if (notBefore > this.#env.now()) {
+      this.#delay(record);
+    } else if (nbRequeues > 0) {
+      group.pushRetry(record);
+    } else {
+      group.pushFresh(record);
+    }
+  }
+
+  #adjustPending(entry: Entry, delta: number): void {
+    const before = entry.pending > 0 || entry.unassigned;
+    entry.pending += delta;
+    const after = entry.pending > 0 || entry.unassigned;
+    if (before !== after) this.#depth += after ? 1 : -1;
+  }
+
+  #markUnassigned(entry: Entry): void {
+    const before = entry.pending > 0;
+    entry.unassigned = true;
+    this.#unassigned.add(entry);
+    if (!before) this.#depth++;
+  }
+
+  #unmarkUnassigned(entry: Entry): void {
+    entry.unassigned = false;
+    this.#unassigned.removed();
+    if (entry.pending === 0) this.#depth--;
+  }
+
+  #settle(record: DeliveryRecord, outcome: Settlement): void {
+    const { entry } = record;
+    if (record.state === 'inflight') this.#endFlight(record);
+    else if (record.state === 'ready' || record.state === 'delayed') this.#adjustPending(entry, -1);
+    record.state = 'settled';
+    record.slot = null;
+    removeRecordFrom(entry, record);
+    record.group.recordCount--;
+    this.#env.store.record([{ kind: 'settle', messageId: entry.message.messageId, group: record.group.key, outcome }]);
+    this.#dropGroupIfEmpty(record.group);
+    this.#forgetIfDone(entry);
+  }
+
+  #forgetIfDone(entry: Entry): void {
+    if (entry.records.length === 0 && !entry.unassigned && this.#entries.get(entry.message.messageId) === entry) {
+      this.#forget(entry);
+      this.#env.store.record([{ kind: 'remove', messageId: entry.message.messageId }]);
+    }
+  }
+
+  /**
+   * Every record of the entry settled with `outcome` (those in flight too, or left to finish),
+   * and it is forgotten once none is left. True when it was still waiting anywhere.
+   */
+  #drop(entry: Entry, outcome: Settlement, inFlightToo: boolean): boolean {
+    let waited = false;
+    if (entry.unassigned) {
+      this.#unmarkUnassigned(entry);
+      waited = true;
+    }
+    for (const record of [...entry.records]) {
+      if (record.state === 'inflight' && !inFlightToo) continue;
+      this.#settle(record, outcome);
+      waited = true;
+    }
+    this.#forgetIfDone(entry);
+    return waited;
+  }
+
+  #forget(entry: Entry): void {
+    this.#entries.delete(entry.message.messageId);
+    this.#env.forgotten?.(entry.message.messageId);
+    this.#bodies.forgotten(entry);
+    const ofId = this.#byId.get(entry.message.id);
+    ofId?.removed();
+    if (ofId?.size === 0) this.#byId.delete(entry.message.id);
+  }
+
+  #endFlight(record: DeliveryRecord): void {
+    this.#inFlight.remove(record);
+    record.deliveredTo = null;
+    this.#env.flightEnded?.();
+  }
+
+  /** a delivery that ended without an ack: requeue, or dead-letter past `requeueLimit` */
+  #failDelivery(record: DeliveryRecord, delayMs: number, reason: string): void {
+    const { entry } = record;
+    if (record.state === 'inflight') {
+      this.#endFlight(record);
+      record.state = 'ready';
+      record.slot = null;
+      this.#adjustPending(entry, 1);
+    }
+    const nbDeliveries = record.nbRequeues + 1;
+    if (nbDeliveries >= this.#settings.requeueLimit) {
+      const target = this.#settings.deadLetter;
+      if (target) this.counters.deadLettered++;
+      else this.counters.dropped++;
+      this.#env.discard(target, entry.message, record.group.key, nbDeliveries, reason);
+      this.#settle(record, target ? 'dead-lettered' : 'dropped');
+      return;
+    }
+    const now = this.#env.now();
+    if (this.#isExpired(entry, now)) {
+      this.counters.expired++;
+      this.#settle(record, 'expired');
+      return;
+    }
+    this.counters.requeued++;
+    record.nbRequeues = nbDeliveries;
+    record.notBefore = delayMs > 0 ? now + delayMs : 0;
+    this.#env.store.record([{ kind: 'requeue', messageId: entry.message.messageId, group: record.group.key, nbRequeues: record.nbRequeues, notBefore: record.notBefore }]);
+    if (delayMs > 0) {
+      this.#delay(record);
+    } else {
+      record.group.pushRetry(record);
+      this.#pump(record.group);
+    }
+  }
+
+  #delay(record: DeliveryRecord): void {
+    record.state = 'delayed';
+    record.slot = null;
+    this.#delayed.push({ record, at: record.notBefore });
+    this.#timer.armAt(record.notBefore);
+  }
+
+  // ---- groups and delivery ----------------------------------------------------------
+
+  #matchingGroups(id: string): Group[] {
+    const groups: Group[] = [];
+    for (const group of this.#groups.values()) if (group.matches(id)) groups.push(group);
+    return groups;
+  }
+
+  #groupFor(key: string): Group | undefined {
+    const existing = this.#groups.get(key);
+    if (existing) return existing;
+    const parsed = parseGroupKey(key);
+    if (!parsed) return undefined;
+    const group = new Group(parsed.mode, parsed.clientName, parsed.pattern);
+    this.#groups.set(key, group);
+    return group;
+  }
+
+  /**
+   * New groups take the messages that were waiting for a subscriber of their ids, in
+   * acceptance order, a slice per turn; the rest continues on the next turn.
+   */
+  #adoptSome(): void {
+    const cursor = this.#adoptCursor;
+    if (!cursor || this.#closed) return;
+    const events: StoreEvent[] = [];
+    const touched = new Set<Group>();
+    let done = false;
+    for (let n = 0; n < ADOPT_SLICE; n++) {
+      const entry = cursor();
+      if (!entry) {
+        done = true;
+        break;
+      }
+      const groups = this.#matchingGroups(entry.message.id);
+      if (groups.length === 0) continue;
+      this.#unmarkUnassigned(entry);
+      for (const group of groups) {
+        this.#addRecord(entry, group, 0, 0);
+        touched.add(group);
+      }
+      events.push({ kind: 'assign', messageId: entry.message.messageId, groups: groups.map((g) => g.key) });
+    }
+    if (events.length > 0) this.#env.store.record(events);
+    if (done) this.#adoptCursor = null;
+    else this.#scheduleAdoption();
+    for (const group of touched) this.#pump(group);
+  }
+
+  #scheduleAdoption(): void {
+    if (this.#adoptScheduled) return;
+    this.#adoptScheduled = true;
+    setImmediate(() => {
+      this.#adoptScheduled = false;
+      this.#adoptSome();
+    });
+  }
+
+
+  #dropGroupIfEmpty(group: Group): void {
+    if (group.memberCount > 0 || group.recordCount > 0 || this.#groups.get(group.key) !== group) return;
+    this.#groups.delete(group.key);
+  }
+
+  #hasCapacity = (subscriber: Subscriber): boolean => {
+    return subscriber.isWritable() && this.#inFlight.countOf(subscriber) < subscriber.prefetch;
+  };
+
+  #pumpAll(): void {
+    for (const group of this.#groups.values()) this.#pump(group);
+  }
+
+  #pump(group: Group): void {
+    if (!this.#delivering || group.memberCount === 0 || this.#env.isDraining?.()) return;
+    for (;;) {
+      const record = group.peekReady();
+      if (!record) return;
+      const now = this.#env.now();
+      if (this.#isExpired(record.entry, now)) {
+        group.takeReady(record);
+        this.counters.expired++;
+        this.#settle(record, 'expired');
+        continue;
+      }
+      if (record.entry.message.data === undefined) return this.#bodies.load(group);
+      const member = group.pickMember(this.#hasCapacity);
+      if (!member) return;
+      group.takeReady(record);
+      this.#deliver(record, member, now);
+      if (group.readAheadSeq !== 0 && record.entry.message.seq >= group.readAheadSeq) this.#bodies.load(group);
+    }
+  }
+
+  /** a message whose body the store no longer has: counted and logged as dropped */
+  #lose(entry: Entry): void {
+    this.counters.dropped++;
+    this.#drop(entry, 'dropped', false);
+  }
+
+  #deliver(record: DeliveryRecord, subscriber: Subscriber, now: number): void {
+    const { entry } = record;
+    this.#adjustPending(entry, -1);
+    record.state = 'inflight';
+    record.slot = null;
+    record.deliveredTo = subscriber;
+    record.deadline = now + this.#settings.requeueIntervalMs;
+    this.#inFlight.add(record, subscriber);
+    this.#timer.armAt(record.deadline);
+    this.counters.delivered++;
+    const m = entry.message;
+    this.#env.store.record([{ kind: 'deliver', messageId: m.messageId, group: record.group.key, nbRequeues: record.nbRequeues }]);
+    subscriber.deliver({
+      sub: 0,
+      messageId: m.messageId,
+      channel: `${m.queue}/${m.id}`,
+      data: m.data,
+      created: m.created,
+      nbRequeues: record.nbRequeues,
+      from: m.from,
+      via: record.group.pattern,
+    });
+  }
+
+  // ---- time: ack timeouts, delayed requeues, ttl ---------------------------------------
+
+  #isExpired(entry: Entry, now: number): boolean {
+    const ttl = this.#settings.ttlMs;
+    return ttl !== null && entry.message.acceptedAt + ttl <= now;
+  }
+
+  #armTtl(entry: Entry): void {
+    const ttl = this.#settings.ttlMs;
+    if (ttl === null) return;
+    this.#ttlOrder.push(entry);
+    this.#timer.armAt(entry.message.acceptedAt + ttl);
+  }
+
+  #wake(): void {
+    const now = this.#env.now();
+    let next = Infinity;
+
+    for (const record of this.#inFlight) {
+      if (record.deadline > now) {
+        next = Math.min(next, record.deadline);
+        break;
+      }
+      this.counters.timedOut++;
+      this.#failDelivery(record, 0, 'ack timeout');
+    }
+
+    while (this.#delayed.size > 0) {
+      const { record, at } = this.#delayed.peek() as { record: DeliveryRecord; at: number };
+      if (record.state !== 'delayed' || record.notBefore !== at) {
+        this.#delayed.pop();
+        continue;
+      }
+      if (at > now) {
+        next = Math.min(next, at);
+        break;
+      }
+      this.#delayed.pop();
+      record.group.pushRetry(record);
+      this.#pump(record.group);
+    }
+
+    if (this.#loadRetryAt !== 0) {
+      if (this.#loadRetryAt <= now) {
+        this.#loadRetryAt = 0;
+        this.#pumpAll();
+      } else {
+        next = Math.min(next, this.#loadRetryAt);
+      }
+    }
+
+    const ttl = this.#settings.ttlMs;
+    while (ttl !== null && this.#ttlHead < this.#ttlOrder.length) {
+      const entry = this.#ttlOrder[this.#ttlHead] as Entry;
+      if (entry.message.acceptedAt + ttl > now) {
+        next = Math.min(next, entry.message.acceptedAt + ttl);
+        break;
+      }
+      this.#ttlHead++;
+      this.#expire(entry);
+    }
+    if (this.#ttlHead > 1024 && this.#ttlHead * 2 > this.#ttlOrder.length) {
+      this.#ttlOrder = this.#ttlOrder.slice(this.#ttlHead);
+      this.#ttlHead = 0;
+    }
+    if (next !== Infinity) this.#timer.armAt(next);
+  }
+
+  /** ttl passed: every record not in flight expires; in-flight ones finish (SPEC §7) */
+  #expire(entry: Entry): void {
+    if (this.#entries.get(entry.message.messageId) !== entry) return;
+    if (this.#drop(entry, 'expired', false)) this.counters.expired++;
+  }
+
+  #dropOldest(id: string): void {
+    const isWaiting = (entry: Entry) => entry.pending > 0 || entry.unassigned;
+    let victim: Entry | undefined;
+    for (const entry of this.#byId.get(id) ?? []) if (isWaiting(entry)) { victim = entry; break; }
+    if (!victim) for (const entry of this.#entries.values()) if (isWaiting(entry)) { victim = entry; break; }
+    if (!victim) return;
+    this.counters.dropped++;
+    this.#drop(victim, 'dropped', false);
+  }
+}
+

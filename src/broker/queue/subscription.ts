@@ -1,0 +1,42 @@
+import type { Delivery, SubscriptionMode } from '../../protocol/frames.js';
+import type { Subscriber } from './group.js';
+
+/** What a subscription needs of its connection. */
+export interface SubscriptionOwner {
+  readonly clientName: string;
+  /** `name#node`, for logs */
+  readonly label: string;
+  isWritable(): boolean;
+  queueDelivery(delivery: Delivery): void;
+}
+
+/** One listen/consume handler of one connection, on one queue (docs/protocol.md#subscribe). */
+export class Subscription implements Subscriber {
+  readonly sub: number;
+  readonly mode: SubscriptionMode;
+  readonly queue: string;
+  readonly prefetch: number;
+  readonly ids = new Set<string>();
+  readonly owner: SubscriptionOwner;
+
+  constructor(owner: SubscriptionOwner, sub: number, mode: SubscriptionMode, queue: string, prefetch: number) {
+    this.owner = owner;
+    this.sub = sub;
+    this.mode = mode;
+    this.queue = queue;
+    this.prefetch = mode === 'listen' ? Infinity : prefetch;
+  }
+
+  get clientName(): string {
+    return this.owner.clientName;
+  }
+
+  isWritable(): boolean {
+    return this.owner.isWritable();
+  }
+
+  deliver(delivery: Delivery): void {
+    delivery.sub = this.sub;
+    this.owner.queueDelivery(delivery);
+  }
+}

@@ -1,0 +1,56 @@
+import type { Overflow } from '../../config/types.js';
+import type { MessageStore, StoredMessage } from '../store/store.js';
+
+/** One queue's settings, from the config's defaults and its `channels` entry. */
+export interface QueueSettings {
+  readonly prefetch: number;
+  readonly ttlMs: number | null;
+  readonly maxItems: number;
+  readonly overflow: Overflow;
+  readonly requeueLimit: number;
+  readonly requeueIntervalMs: number;
+  readonly deadLetter: string | null;
+}
+
+export interface QueueEnvironment {
+  now(): number;
+  readonly store: MessageStore;
+  /**
+   * A message delivered `requeueLimit` times leaves its group: to the channel's dead-letter
+   * channel when `target` is set, dropped otherwise (counted here, logged by the router).
+   */
+  discard(target: string | null, message: StoredMessage, group: string, nbDeliveries: number, reason: string): void;
+  /** bodies a queue keeps in memory before it leaves new ones on disk (needs `store.readsBodies`) */
+  readonly bodyWindow?: number;
+  warn?(msg: string, fields: Record<string, unknown>): void;
+  /** soft-stop (src/broker/lifecycle.ts): no new delivery starts while this answers true */
+  isDraining?(): boolean;
+  /** the queue no longer holds this message (the router's message index follows) */
+  forgotten?(messageId: string): void;
+  /** a delivery in flight ended (acked, nacked, timed out): soft-stop waits on these */
+  flightEnded?(): void;
+}
+
+export interface QueueCounters {
+  received: number;
+  delivered: number;
+  acked: number;
+  requeued: number;
+  timedOut: number;
+  deadLettered: number;
+  dropped: number;
+  expired: number;
+}
+
+export interface MessageSummary {
+  readonly messageId: string;
+  /** canonical escaped id, or `*` */
+  readonly id: string;
+  /** the sender's clock, ms since the epoch */
+  readonly created: number;
+  readonly acceptedAt: number;
+  readonly from: string;
+  /** no group matched it yet: it waits for the first subscriber */
+  readonly waitingForSubscriber: boolean;
+  readonly groups: ReadonlyArray<{ readonly group: string; readonly state: string; readonly nbRequeues: number }>;
+}

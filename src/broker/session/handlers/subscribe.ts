@@ -1,0 +1,75 @@
+import { canonicalIdSegment, checkQueueParts } from '../../../protocol/channel.js';
+import { WhiskerError } from '../../../protocol/errors.js';
+import type { AddIdsFrame, RemoveIdsFrame, ReplyFrame, SubscribeFrame, UnsubscribeFrame } from '../../../protocol/frames.js';
+import type { SessionPort } from '../ports.js';
+import { Subscription } from '../../queue/subscription.js';
+
+/** Requests answered with a `reply` of the same `req` (docs/protocol.md#subscribe). */
+function answer(session: SessionPort, req: number, work: () => Pick<ReplyFrame, 'refused'> | void): void {
+  try {
+    const extra = work() ?? {};
+    session.send({ type: 'reply', req, ...extra });
+  } catch (error) {
+    if (!(error instanceof WhiskerError)) throw error;
+    session.send({ type: 'reply', req, error: error.toJSON() });
+  }
+}
+
+function wireIds(ids: readonly string[]): string[] {
+  if (ids.length === 0) throw new WhiskerError('E_BAD_CHANNEL', 'Bad id');
+  return [...new Set(ids.map(canonicalIdSegment))];
+}
+
+function subscriptionOf(session: SessionPort, sub: number): Subscription {
+  const subscription = session.subscriptions.get(sub);
+  if (!subscription) throw new WhiskerError('E_PROTOCOL', `No subscription ${sub}`);
+  return subscription;
+}
+
+function add(session: SessionPort, subscription: Subscription, ids: string[]) {
+  const limit = session.ctx.policy.config.limits.maxSubscriptionsPerConnection;
+  let total = 0;
+  for (const s of session.subscriptions.values()) total += s.ids.size;
+  const fresh = ids.filter((id) => !subscription.ids.has(id));
+  if (total + fresh.length > limit) throw new WhiskerError('E_LIMIT', `Too many subscriptions on this connection (limit ${limit})`);
+  const refused = session.ctx.router.subscribe(subscription, fresh);
+  return refused.length > 0 ? { refused } : {};
+}
+
+export function handleSubscribe(session: SessionPort, frame: SubscribeFrame): void {
+  answer(session, frame.req, () => {
+    if (session.subscriptions.has(frame.sub)) throw new WhiskerError('E_PROTOCOL', `Subscription ${frame.sub} already exists`);
+    checkQueueParts(frame.endpoint, frame.version);
+    const ids = wireIds(frame.ids);
+    const queue = `${frame.endpoint}/${frame.version}`;
+    const prefetch = frame.prefetch ?? session.ctx.policy.queueSettings(queue).prefetch;
+    if (prefetch < 1) throw new WhiskerError('E_PROTOCOL', 'prefetch must be at least 1');
+    const subscription = new Subscription(session, frame.sub, frame.mode, queue, prefetch);
+    session.subscriptions.set(frame.sub, subscription);
+    try {
+      return add(session, subscription, ids);
+    } catch (error) {
+      session.subscriptions.delete(frame.sub);
+      throw error;
+    }
+  });
+}
+
+export function handleAddIds(session: SessionPort, frame: AddIdsFrame): void {
+  answer(session, frame.req, () => add(session, subscriptionOf(session, frame.sub), wireIds(frame.ids)));
+}
+
+export function handleRemoveIds(session: SessionPort, frame: RemoveIdsFrame): void {
+  answer(session, frame.req, () => {
+    session.ctx.router.unsubscribe(subscriptionOf(session, frame.sub), wireIds(frame.ids));
+  });
+}
+
+export function handleUnsubscribe(session: SessionPort, frame: UnsubscribeFrame): void {
+  answer(session, frame.req, () => {
+    const subscription = session.subscriptions.get(frame.sub);
+    if (!subscription) return;
+    session.subscriptions.delete(frame.sub);
+    session.ctx.router.unsubscribe(subscription);
+  });
+}

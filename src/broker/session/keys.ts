@@ -1,0 +1,209 @@
+import { createHash, createPublicKey, randomBytes, type KeyObject } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { decodeJwt, jwtVerify, errors as joseErrors } from 'jose';
+import { WhiskerError } from '../../protocol/errors.js';
+import type { AuthFrame } from '../../protocol/frames.js';
+import { sameSecret } from '../../ops/secret.js';
+
+/** Client names are file names in registeredClientsPath: nothing that can leave it (SPEC §4). */
+export const CLIENT_NAME = /^(?!\.+$)[A-Za-z0-9._-]{1,128}$/; // not `.` or `..`
+const ALGORITHMS = ['EdDSA', 'ES256', 'ES512'];
+const MAX_TOKEN_LIFETIME_S = 300;
+
+export function makeNonce(): string {
+  return randomBytes(18).toString('base64url');
+}
+
+/** constant-time comparison: equal-length digests, so the time taken tells nothing */
+export interface AuthPolicy {
+  readonly serviceId: string;
+  readonly socketToken: string | undefined;
+  /** may this unknown name register its key on first use? */
+  mayRegister(name: string): boolean;
+  /** names registered past which a new one is refused with E_LIMIT (limits.maxRegisteredClients) */
+  readonly maxRegistered?: number;
+}
+
+/**
+ * The public keys of registered client names, one `<name>.pub` file each. The first verified
+ * handshake of an unknown name registers its key; from then on only that key verifies.
+ */
+export class KeyRegistry {
+  readonly #directory: string;
+  readonly #keys = new Map<string, KeyObject>();
+
+  readonly #revokedDirectory: string;
+  /** `<name>.pub` files, counted at start and at each `forget()` (reload), kept up to date between */
+  #registeredCount: number;
+
+  constructor(directory: string) {
+    this.#directory = directory;
+    this.#revokedDirectory = join(directory, 'revoked');
+    mkdirSync(this.#revokedDirectory, { recursive: true, mode: 0o700 });
+    this.#registeredCount = this.#countFiles();
+  }
+
+  get registeredCount(): number {
+    return this.#registeredCount;
+  }
+
+  #countFiles(): number {
+    return readdirSync(this.#directory).filter((file) => file.endsWith('.pub') && CLIENT_NAME.test(file.slice(0, -4))).length;
+  }
+
+  /**
+   * A revoked key never verifies again, even when auto-registration would accept its name anew:
+   * it is kept as `revoked/<sha256 of the key>.pub`.
+   */
+  revoke(name: string, key: KeyObject): void {
+    const pem = key.export({ type: 'spki', format: 'pem' }).toString();
+    writeFileSync(join(this.#revokedDirectory, `${fingerprint(key)}.pub`), `# ${name}\n${pem}`, { mode: 0o644 });
+  }
+
+  isRevoked(key: KeyObject): boolean {
+    return existsSync(join(this.#revokedDirectory, `${fingerprint(key)}.pub`));
+  }
+
+  /**
+   * `whisker keys revoke`: the name's key joins `revoked/` and its `<name>.pub` is removed, so the
+   * key never verifies again. Null when the name has no key.
+   */
+  revokeName(name: string): KeyObject | null {
+    const key = this.registered(name);
+    if (!key) return null;
+    this.revoke(name, key);
+    rmSync(join(this.#directory, `${name}.pub`), { force: true });
+    this.#keys.delete(name);
+    this.#registeredCount = this.#countFiles();
+    return key;
+  }
+
+  /** registered names with their key's sha256, and how many keys are revoked (`whisker keys list`) */
+  list(): { keys: Array<{ name: string; fingerprint: string | null }>; revoked: number } {
+    const keys = readdirSync(this.#directory)
+      .filter((file) => file.endsWith('.pub') && CLIENT_NAME.test(file.slice(0, -4)))
+      .sort()
+      .map((file) => {
+        const name = file.slice(0, -4);
+        try {
+          const key = this.registered(name);
+          return { name, fingerprint: key ? fingerprint(key) : null };
+        } catch {
+          return { name, fingerprint: null }; // not a readable key: it verifies nothing
+        }
+      });
+    const revoked = readdirSync(this.#revokedDirectory).filter((file) => file.endsWith('.pub')).length;
+    return { keys, revoked };
+  }
+
+  /** forget cached keys so a removed or replaced file is read again (reload, revocation) */
+  forget(): void {
+    this.#keys.clear();
+    this.#registeredCount = this.#countFiles();
+  }
+
+  /** is `key` still the registered key of `name`? false once the file is removed or replaced */
+  stillValid(name: string, key: KeyObject): boolean {
+    try {
+      return this.registered(name)?.equals(key) ?? false;
+    } catch {
+      return false;
+    }
+  }
+
+  registered(name: string): KeyObject | null {
+    const cached = this.#keys.get(name);
+    if (cached) return cached;
+    let pem: string;
+    try {
+      pem = readFileSync(join(this.#directory, `${name}.pub`), 'utf8');
+    } catch {
+      return null;
+    }
+    const key = createPublicKey(pem);
+    this.#keys.set(name, key);
+    return key;
+  }
+
+  /** writes the key unless another handshake registered the name first; returns the winner */
+  register(name: string, key: KeyObject): KeyObject {
+    const pem = key.export({ type: 'spki', format: 'pem' }).toString();
+    try {
+      writeFileSync(join(this.#directory, `${name}.pub`), pem, { flag: 'wx', mode: 0o644 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      return this.registered(name) ?? key;
+    }
+    this.#keys.set(name, key);
+    this.#registeredCount++;
+    return key;
+  }
+
+  /**
+   * Checks an `auth` frame against the nonce this socket was given. Resolves to the verified
+   * client name and the key it proved; rejects with E_AUTH, E_TOKEN or E_SERVICE_ID
+   * (docs/protocol.md#handshake).
+   */
+  async authenticate(frame: AuthFrame, nonce: string, policy: AuthPolicy): Promise<{ name: string; key: KeyObject }> {
+    if (policy.socketToken !== undefined && !sameSecret(frame.socketToken, policy.socketToken)) {
+      throw new WhiskerError('E_TOKEN', 'Bad socket token');
+    }
+    let claims: ReturnType<typeof decodeJwt>;
+    try {
+      claims = decodeJwt(frame.token);
+    } catch {
+      throw new WhiskerError('E_AUTH', 'Bad token');
+    }
+    const name = claims.iss;
+    if (typeof name !== 'string' || !CLIENT_NAME.test(name)) throw new WhiskerError('E_AUTH', 'Bad client name');
+    const audience = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+    if (!audience.includes(policy.serviceId)) throw new WhiskerError('E_SERVICE_ID', `Bad serviceId, this broker is ${policy.serviceId}`);
+
+    let key = this.registered(name);
+    let isNew = false;
+    if (!key) {
+      if (!frame.publicKey) throw new WhiskerError('E_AUTH', 'Unknown client, no public key given');
+      if (!policy.mayRegister(name)) throw new WhiskerError('E_AUTH', 'Unknown client, registration not allowed');
+      const limit = policy.maxRegistered;
+      if (limit !== undefined && this.#registeredCount >= limit) throw new WhiskerError('E_LIMIT', `Too many registered clients (limit ${limit})`);
+      try {
+        key = createPublicKey(frame.publicKey);
+      } catch {
+        throw new WhiskerError('E_AUTH', 'Bad public key');
+      }
+      isNew = true;
+    }
+    if (this.isRevoked(key)) throw new WhiskerError('E_AUTH', 'Key revoked');
+    await verifyToken(frame.token, key, name, nonce, policy.serviceId);
+    if (isNew) {
+      const winner = this.register(name, key);
+      if (winner !== key) await verifyToken(frame.token, winner, name, nonce, policy.serviceId);
+      key = winner;
+    }
+    return { name, key };
+  }
+}
+
+export function fingerprint(key: KeyObject): string {
+  return createHash('sha256').update(key.export({ type: 'spki', format: 'der' })).digest('hex');
+}
+
+async function verifyToken(token: string, key: KeyObject, name: string, nonce: string, serviceId: string): Promise<void> {
+  let payload;
+  try {
+    ({ payload } = await jwtVerify(token, key, {
+      algorithms: ALGORITHMS,
+      issuer: name,
+      audience: serviceId,
+      requiredClaims: ['iat', 'exp', 'nonce'],
+      maxTokenAge: MAX_TOKEN_LIFETIME_S + 30,
+      clockTolerance: 30,
+    }));
+  } catch (error) {
+    const reason = error instanceof joseErrors.JWTExpired ? 'Token expired' : 'Bad signature or claims';
+    throw new WhiskerError('E_AUTH', reason);
+  }
+  if (payload.nonce !== nonce) throw new WhiskerError('E_AUTH', 'Bad nonce');
+  if ((payload.exp as number) - (payload.iat as number) > MAX_TOKEN_LIFETIME_S) throw new WhiskerError('E_AUTH', 'Token lives too long');
+}

@@ -1,0 +1,337 @@
+import { type KeyObject, randomBytes } from 'node:crypto';
+import type { WebSocket } from 'ws';
+import { protocolError, WhiskerError } from '../../protocol/errors.js';
+import {
+  type BrokerFrame,
+  type ClientFrame,
+  decodeClientFrame,
+  type Delivery,
+  encodeFrame,
+  PROTOCOL_VERSION,
+  type PublishResult,
+} from '../../protocol/frames.js';
+import type { BrokerContext, ConnectedSession } from './ports.js';
+import { handleAck } from './handlers/ack.js';
+import { handleAuth } from './handlers/auth.js';
+import { handlePeerFrame, peerGone } from './handlers/peer.js';
+import { handlePublish } from './handlers/publish.js';
+import { handleAddIds, handleRemoveIds, handleSubscribe, handleUnsubscribe } from './handlers/subscribe.js';
+import type { Subscription } from '../queue/subscription.js';
+import { Outbound } from './outbound.js';
+
+type SessionState = 'handshake' | 'authenticating' | 'ready' | 'closed';
+
+/** what the server that owns the slots hears of a session (session/server.ts) */
+export interface SessionHooks {
+  /** the handshake succeeded: null to take a slot, or the refusal */
+  admitted(): WhiskerError | null;
+  /** closed: the server's sets forget it */
+  gone(): void;
+}
+
+const HANDSHAKE_TIMEOUT_MS = 5_000;
+const MAX_BATCH = 1_000;
+/** a client owing this many times maxBufferedBytesPerConnection (or maxPayloadBytes) is closed (docs/security.md#limits) */
+const HARD_BOUND_FACTOR = 4;
+/** `{"messageId":"…"},` around each id in a results frame */
+const RESULT_OVERHEAD_BYTES = 16;
+/** how long a connection closed for not reading may take to read its close frame */
+const CLOSE_GRACE_MS = 1_000;
+
+/**
+ * One WebSocket connection, and the only writer to it. Nothing but the handshake is accepted
+ * before auth; deliveries and results are coalesced into one frame each per tick.
+ */
+export class Session implements ConnectedSession {
+  readonly node = randomBytes(6).toString('hex');
+  readonly nonce: string;
+  readonly subscriptions = new Map<number, Subscription>();
+  readonly ctx: BrokerContext;
+  readonly #ws: WebSocket;
+  readonly #hooks: SessionHooks;
+  #state: SessionState = 'handshake';
+  #clientName = '';
+  /** a mirror broker's link: it follows, it does not publish or subscribe (docs/protocol.md#peers) */
+  #isPeer = false;
+  #key: KeyObject | null = null;
+  #handshakeTimer: NodeJS.Timeout | null;
+  /** deliveries encoded when queued, so the bytes not yet written are known (flow control) */
+  #deliveries: string[] = [];
+  #queuedBytes = 0;
+  #results: PublishResult[] = [];
+  #resultBytes = 0;
+  readonly #outbound: Outbound;
+  #flushScheduled = false;
+  #alive = true;
+
+  constructor(ws: WebSocket, ctx: BrokerContext, nonce: string, hooks: SessionHooks) {
+    this.#ws = ws;
+    this.#hooks = hooks;
+    this.ctx = ctx;
+    this.nonce = nonce;
+    this.#handshakeTimer = setTimeout(() => this.fail(new WhiskerError('E_AUTH', 'Handshake timeout')), HANDSHAKE_TIMEOUT_MS);
+    this.#outbound = new Outbound(ws, () => this.#bounds(), {
+      drained: () => this.#resumeDeliveries(),
+      overflowed: (unsent, limit) => this.#overflowed(unsent, limit),
+    });
+    ws.on('message', (data, isBinary) => this.#onMessage(data.toString(), isBinary));
+    ws.on('close', () => this.#onClose());
+    ws.on('error', () => this.#onClose());
+    ws.on('pong', () => (this.#alive = true));
+    this.send({ type: 'hello', protocol: PROTOCOL_VERSION, nonce, serviceId: ctx.policy.config.serviceId, isMaster: ctx.router.isMaster });
+  }
+
+  get clientName(): string {
+    return this.#clientName;
+  }
+
+  get label(): string {
+    return `${this.#clientName || '?'}#${this.node}`;
+  }
+
+  /** the key this connection proved at its handshake */
+  get key(): KeyObject | null {
+    return this.#key;
+  }
+
+  get isPeer(): boolean {
+    return this.#isPeer;
+  }
+
+  get isReady(): boolean {
+    return this.#state === 'ready';
+  }
+
+  /** the handshake succeeded: from now on this connection is `name` and nothing else */
+  authenticated(clientName: string, key: KeyObject, isPeer = false): void {
+    if (this.#state !== 'authenticating') return;
+    const refusal = this.#hooks.admitted();
+    if (refusal) {
+      this.fail(refusal, 1013);
+      return;
+    }
+    this.#clientName = clientName;
+    this.#isPeer = isPeer;
+    this.#key = key;
+    this.#state = 'ready';
+    if (this.#handshakeTimer) clearTimeout(this.#handshakeTimer);
+    this.#handshakeTimer = null;
+    const config = this.ctx.policy.config;
+    this.send({ type: 'welcome', node: this.node, serviceId: config.serviceId, isMaster: this.ctx.router.isMaster, maxPayloadBytes: config.limits.maxPayloadBytes });
+    if (isPeer) {
+      this.send(this.ctx.peers.state());
+      this.ctx.log.info('peer connected', { peer: this.label });
+    } else {
+      this.ctx.log.debug('client connected', { client: this.label });
+    }
+  }
+
+  send(frame: BrokerFrame): void {
+    if (this.#state === 'closed') return;
+    this.#outbound.write(encodeFrame(frame));
+  }
+
+  /** an error frame, then close: for protocol and auth failures (docs/protocol.md#errors) */
+  fail(error: WhiskerError, closeCode = error.code === 'E_PROTOCOL' ? 1002 : 1008): void {
+    if (this.#state === 'closed') return;
+    this.ctx.log.info('connection refused', { client: this.label, code: error.code, reason: error.message });
+    this.send({ type: 'error', error: error.toJSON() });
+    this.#ws.close(closeCode, error.code);
+    this.#onClose();
+  }
+
+  /** bytes owed to this connection: held for the next flush, and in the socket's buffer */
+  get unsentBytes(): number {
+    return this.#outbound.unsentBytes;
+  }
+
+  isWritable(): boolean {
+    return this.#state === 'ready' && !this.#outbound.isFull;
+  }
+
+  queueDelivery(delivery: Delivery): void {
+    const encoded = JSON.stringify(delivery);
+    this.#deliveries.push(encoded);
+    this.#queuedBytes += encoded.length;
+    this.#outbound.hold(encoded.length);
+    this.#scheduleFlush();
+  }
+
+  /**
+   * The answers a publish will need, counted from the moment it is read: a publisher that reads
+   * no results is not read either (docs/security.md#limits). Returns what `queueResults` releases.
+   */
+  expectResults(messages: readonly { readonly messageId: string }[]): number {
+    let bytes = 0;
+    for (const m of messages) bytes += m.messageId.length + RESULT_OVERHEAD_BYTES;
+    this.#outbound.hold(bytes);
+    return bytes;
+  }
+
+  queueResults(results: PublishResult[], expectedBytes = 0): void {
+    this.#outbound.release(expectedBytes);
+    if (this.#state === 'closed') return;
+    let bytes = 0;
+    for (const result of results) {
+      this.#results.push(result);
+      bytes += result.error ? JSON.stringify(result).length : result.messageId.length + RESULT_OVERHEAD_BYTES;
+    }
+    this.#resultBytes += bytes;
+    this.#outbound.hold(bytes);
+    this.#scheduleFlush();
+  }
+
+  /** liveness: a peer that did not answer the last ping is gone */
+  ping(): void {
+    if (this.#state === 'closed') return;
+    if (!this.#alive) {
+      this.#ws.terminate();
+      this.#onClose();
+      return;
+    }
+    this.#alive = false;
+    this.#ws.ping();
+  }
+
+  close(code = 1001, reason = 'broker stopping'): void {
+    if (this.#state === 'closed') return;
+    this.#flush();
+    this.#ws.close(code, reason);
+    this.#onClose();
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    setImmediate(() => this.#flush());
+  }
+
+  #flush(): void {
+    this.#flushScheduled = false;
+    if (this.#state === 'closed') return;
+    this.#outbound.release(this.#resultBytes + this.#queuedBytes);
+    this.#resultBytes = 0;
+    while (this.#results.length > 0) this.send({ type: 'results', results: this.#results.splice(0, MAX_BATCH) });
+    if (this.#deliveries.length === 0) return;
+    // frames stay near maxPayloadBytes so a client's frame limit holds: encode one by one
+    const maxBytes = this.ctx.policy.config.limits.maxPayloadBytes;
+    const deliveries = this.#deliveries;
+    this.#deliveries = [];
+    this.#queuedBytes = 0;
+    let parts: string[] = [];
+    let bytes = 0;
+    const sendBatch = () => {
+      this.#outbound.write(`{"type":"deliver","messages":[${parts.join(',')}]}`);
+      parts = [];
+      bytes = 0;
+    };
+    for (const part of deliveries) {
+      if (parts.length > 0 && (bytes + part.length > maxBytes || parts.length >= MAX_BATCH)) sendBatch();
+      parts.push(part);
+      bytes += part.length;
+    }
+    sendBatch();
+  }
+
+  #bounds(): { softBytes: number; hardBytes: number | null } {
+    const { maxBufferedBytesPerConnection: softBytes, maxPayloadBytes } = this.ctx.policy.config.limits;
+    // the answers to one frame may exceed the soft bound by a frame's worth
+    return { softBytes, hardBytes: this.#isPeer ? null : HARD_BOUND_FACTOR * Math.max(softBytes, maxPayloadBytes) };
+  }
+
+  #resumeDeliveries(): void {
+    if (this.#state !== 'ready') return;
+    for (const subscription of this.subscriptions.values()) this.ctx.router.resume(subscription);
+  }
+
+  /** it reads nothing while it is owed more than the hard bound: closed, so it costs no more */
+  #overflowed(unsentBytes: number, limitBytes: number): void {
+    if (this.#state === 'closed') return;
+    this.ctx.log.warn('connection closed: it does not read what it is sent', { client: this.label, code: 'E_LIMIT', unsentBytes, limitBytes });
+    this.#ws.close(1008, 'E_LIMIT: not reading');
+    setTimeout(() => this.#ws.terminate(), CLOSE_GRACE_MS).unref();
+    this.#onClose();
+  }
+
+  #onMessage(text: string, isBinary: boolean): void {
+    if (this.#state === 'closed') return;
+    let frame: ClientFrame;
+    try {
+      if (isBinary) throw protocolError('binary frames are not part of the protocol');
+      frame = decodeClientFrame(text);
+    } catch (error) {
+      this.fail(error instanceof WhiskerError ? error : protocolError('frame cannot be decoded'));
+      return;
+    }
+    if (this.#state !== 'ready') {
+      if (this.#state !== 'handshake' || frame.type !== 'auth') {
+        this.fail(protocolError(frame.type === 'auth' ? 'second auth frame' : 'frame before the handshake'));
+        return;
+      }
+      this.#state = 'authenticating';
+      handleAuth(this, frame);
+      return;
+    }
+    this.#dispatch(frame);
+  }
+
+  #dispatch(frame: ClientFrame): void {
+    if (this.#isPeer) {
+      handlePeerFrame(this, frame);
+      return;
+    }
+    switch (frame.type) {
+      case 'auth':
+        this.fail(protocolError('already authenticated'));
+        return;
+      case 'publish':
+        handlePublish(this, frame);
+        return;
+      case 'subscribe':
+        handleSubscribe(this, frame);
+        return;
+      case 'addIds':
+        handleAddIds(this, frame);
+        return;
+      case 'removeIds':
+        handleRemoveIds(this, frame);
+        return;
+      case 'unsubscribe':
+        handleUnsubscribe(this, frame);
+        return;
+      case 'ack':
+        handleAck(this, frame);
+        return;
+      case 'peerState':
+      case 'follow':
+      case 'offer':
+        this.fail(protocolError(`${frame.type} is a frame between brokers`));
+        return;
+      default: {
+        const never: never = frame;
+        this.fail(protocolError(`unhandled frame ${String((never as { type: unknown }).type)}`));
+      }
+    }
+  }
+
+  #onClose(): void {
+    if (this.#state === 'closed') return;
+    this.#state = 'closed';
+    if (this.#handshakeTimer) clearTimeout(this.#handshakeTimer);
+    this.#handshakeTimer = null;
+    for (const subscription of this.subscriptions.values()) this.ctx.router.unsubscribe(subscription);
+    this.subscriptions.clear();
+    this.#deliveries = [];
+    this.#queuedBytes = 0;
+    this.#results = [];
+    this.#resultBytes = 0;
+    this.#outbound.clear();
+    this.#hooks.gone();
+    if (this.#isPeer) {
+      peerGone(this);
+      this.ctx.log.info('peer disconnected', { peer: this.label });
+    } else {
+      this.ctx.log.debug('client disconnected', { client: this.label });
+    }
+  }
+}
