@@ -5,6 +5,11 @@ export interface OutboundLimits {
   readonly softBytes: number;
   /** past this many it is closed; null: never (a mirror's link, whose sync is large by design) */
   readonly hardBytes: number | null;
+  /**
+   * false for a mirror's link: its sync may take longer to drain than the ping interval, and its
+   * pongs must still be read (it sends little else)
+   */
+  readonly pausesReading: boolean;
 }
 
 export interface OutboundEvents {
@@ -26,6 +31,7 @@ export class Outbound {
   readonly #events: OutboundEvents;
   #held = 0;
   #full = false;
+  #readingPaused = false;
   #overflowed = false;
 
   constructor(ws: WebSocket, limits: () => OutboundLimits, events: OutboundEvents) {
@@ -79,6 +85,8 @@ export class Outbound {
 
   #fill(): void {
     this.#full = true;
+    if (!this.#limits().pausesReading) return;
+    this.#readingPaused = true;
     this.#ws.pause();
   }
 
@@ -87,7 +95,10 @@ export class Outbound {
     if (!this.#full || this.#overflowed) return;
     if (this.unsentBytes >= this.#limits().softBytes / 2) return;
     this.#full = false;
-    this.#ws.resume();
+    if (this.#readingPaused) {
+      this.#readingPaused = false;
+      this.#ws.resume();
+    }
     this.#events.drained();
   };
 }

@@ -17,7 +17,7 @@ import { handlePeerFrame, peerGone } from './handlers/peer.js';
 import { handlePublish } from './handlers/publish.js';
 import { handleAddIds, handleRemoveIds, handleSubscribe, handleUnsubscribe } from './handlers/subscribe.js';
 import type { Subscription } from '../queue/subscription.js';
-import { Outbound } from './outbound.js';
+import { Outbound, type OutboundLimits } from './outbound.js';
 
 type SessionState = 'handshake' | 'authenticating' | 'ready' | 'closed';
 
@@ -233,10 +233,12 @@ export class Session implements ConnectedSession {
     sendBatch();
   }
 
-  #bounds(): { softBytes: number; hardBytes: number | null } {
+  #bounds(): OutboundLimits {
     const { maxBufferedBytesPerConnection: softBytes, maxPayloadBytes } = this.ctx.policy.config.limits;
+    // mirrors are configured brokers: their link is neither paused nor closed for a long sync
+    if (this.#isPeer) return { softBytes, hardBytes: null, pausesReading: false };
     // the answers to one frame may exceed the soft bound by a frame's worth
-    return { softBytes, hardBytes: this.#isPeer ? null : HARD_BOUND_FACTOR * Math.max(softBytes, maxPayloadBytes) };
+    return { softBytes, hardBytes: HARD_BOUND_FACTOR * Math.max(softBytes, maxPayloadBytes), pausesReading: true };
   }
 
   #resumeDeliveries(): void {
