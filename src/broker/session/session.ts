@@ -140,11 +140,6 @@ export class Session implements ConnectedSession {
     this.#onClose();
   }
 
-  /** bytes owed to this connection: held for the next flush, and in the socket's buffer */
-  get unsentBytes(): number {
-    return this.#outbound.unsentBytes;
-  }
-
   isWritable(): boolean {
     return this.#state === 'ready' && !this.#outbound.isFull;
   }
