@@ -77,12 +77,13 @@ describe('CLI edges', () => {
     expect(shell.stderr).toBe('');
   }, 20_000);
 
-  test('/favicon.ico is an empty 204, with or without a token', async () => {
+  test('/favicon.ico is a small icon, not a 404, without the token', async () => {
     const managementPort = await freePort();
     const dir = tempDir();
     await startProcess(writeConfig(dir, { socketServer: { port: 0 }, management: { port: managementPort, token: 'secret-token' } }));
     const res = await fetch(`http://127.0.0.1:${managementPort}/favicon.ico`);
-    expect(res.status).toBe(204);
-    expect(await res.text()).toBe('');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('image/svg+xml');
+    expect((await res.text()).startsWith('<svg')).toBe(true);
   });
 });
