@@ -113,11 +113,11 @@ describe('state clients create', () => {
     };
     for (let i = 0; i < 100; i++) await login(`warm-name-${i}`);
     const warm = rssMiB(pid);
-    for (let i = 0; i < 300; i++) await login(`cost-name-${i}`);
+    for (let i = 0; i < 200; i++) await login(`cost-name-${i}`);
     const withNames = rssMiB(pid);
     const kib = (mib: number, n: number) => ((mib * 1024) / n).toFixed(2);
     console.log(`cost: a subscribed queue ${kib(queues - base, 3000)} KiB, a subscribed id ${kib(withIds - queues, 10_000)} KiB, ` +
-      `a registered name ${kib(withNames - warm, 300)} KiB of RSS (plus its .pub file)`);
+      `a registered name ${kib(withNames - warm, 200)} KiB of RSS (plus its .pub file)`);
     expect(queues - base).toBeLessThan(64);
   }, 60_000);
 });
