@@ -10,6 +10,8 @@ export interface Target {
   readonly configPath: string | null;
   /** seconds, for how long `whisker soft-stop` waits */
   readonly softStopTimeout: number;
+  /** the file is not JSON and names no dataDirectory: the default one was tried (said if nothing answers there) */
+  readonly configProblem: string | null;
 }
 
 /** a failure the command reports on stderr with this exit code */
@@ -31,16 +33,20 @@ export class CommandError extends Error {
 export function locate(configPath: string | undefined, socketOverride?: string): Target {
   const base = configPath ? dirname(resolve(configPath)) : process.cwd();
   let fields: Record<string, unknown> = {};
+  let configProblem: string | null = null;
   if (configPath) {
+    let text: string;
     try {
-      fields = looseFields(readFileSync(resolve(configPath), 'utf8'));
+      text = readFileSync(resolve(configPath), 'utf8');
     } catch (error) {
       throw new CommandError(`cannot read ${resolve(configPath)}: ${(error as Error).message}`, 2);
     }
+    ({ fields, jsonError: configProblem } = looseFields(text));
+    if (configProblem) configProblem = `${resolve(configPath)} is not valid JSON (${configProblem})`;
   }
   const dataDirectory = resolve(base, typeof fields.dataDirectory === 'string' ? fields.dataDirectory : defaults.dataDirectory.default);
   const softStopTimeout = typeof fields.softStopTimeout === 'number' ? fields.softStopTimeout : defaults.softStopTimeout.default;
-  return { socketPath: socketOverride ?? controlSocketPath(dataDirectory), configPath: configPath ? resolve(configPath) : null, softStopTimeout };
+  return { socketPath: socketOverride ?? controlSocketPath(dataDirectory), configPath: configPath ? resolve(configPath) : null, softStopTimeout, configProblem };
 }
 
 const defaults = configSchema.properties;
@@ -83,7 +89,10 @@ export async function ask(target: Target, request: ControlRequest, options: AskO
     });
     socket.once('close', () => finish(answer ? null : new CommandError(`the broker closed ${target.socketPath} without answering`)));
     socket.once('error', (error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT' || error.code === 'ECONNREFUSED') {
+      if ((error.code === 'ENOENT' || error.code === 'ECONNREFUSED') && target.configProblem) {
+        // not "no broker": the broker may well run, from a data directory this file no longer says
+        finish(new CommandError(`${target.configProblem}; nothing answers on ${target.socketPath}, the default data directory. Fix the file: a broker restarted on it would not start`, 2));
+      } else if (error.code === 'ENOENT' || error.code === 'ECONNREFUSED') {
         finish(new CommandError(`no broker is running here: nothing answers on ${target.socketPath}${target.configPath ? ` (data directory of ${target.configPath})` : ' (built-in default; use -c CONFIG)'}`));
       } else if (error.code === 'EACCES') {
         finish(new CommandError(`permission denied on ${target.socketPath}: run the command as the broker's user (for example sudo -u whisker)`));
@@ -100,22 +109,25 @@ export function resultOf(response: ControlResponse, exitCode = 1): unknown {
   throw new CommandError(response.error.message, exitCode);
 }
 
-/** `dataDirectory` and `softStopTimeout` of a file that may not even be JSON any more (a half-saved edit) */
-function looseFields(text: string): Record<string, unknown> {
+/**
+ * `dataDirectory` and `softStopTimeout` of a file that may not even be JSON any more (a half-saved
+ * edit); `jsonError` when it is not JSON and names no dataDirectory either
+ */
+function looseFields(text: string): { fields: Record<string, unknown>; jsonError: string | null } {
   try {
     const raw: unknown = JSON.parse(text);
-    if (typeof raw === 'object' && raw !== null) return raw as Record<string, unknown>;
-  } catch {
+    return { fields: typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>) : {}, jsonError: null };
+  } catch (error) {
     const match = /"dataDirectory"\s*:\s*("(?:[^"\\]|\\.)*")/.exec(text);
     if (match) {
       try {
-        return { dataDirectory: JSON.parse(match[1]!) as unknown };
+        return { fields: { dataDirectory: JSON.parse(match[1]!) as unknown }, jsonError: null };
       } catch {
         // not even the string reads: the default it is
       }
     }
+    return { fields: {}, jsonError: (error as Error).message };
   }
-  return {};
 }
 
 /**

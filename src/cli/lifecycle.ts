@@ -1,6 +1,5 @@
 import { ask, CommandError, follow, locate, resultOf } from './control-client.js';
-import { duration } from './table.js';
-import { safe } from './text.js';
+import { duration, print, printJson, terminalSafe } from './table.js';
 
 /** what every command that talks to a running broker is given (docs/operations.md#commands) */
 export interface ControlOptions {
@@ -9,7 +8,6 @@ export interface ControlOptions {
   readonly json?: boolean | undefined;
 }
 
-const print = (text: string): void => void process.stdout.write(text);
 
 /** `whisker reload`: exit 0 applied, 2 refused (the running config stays), 1 no broker */
 export async function runReload(options: ControlOptions): Promise<void> {
@@ -20,7 +18,7 @@ export async function runReload(options: ControlOptions): Promise<void> {
     throw new CommandError(`config refused, the running one stays: ${response.error.message}${key}`, response.error.code === 'E_CONFIG' ? 2 : 1);
   }
   const { restartNeeded } = response.result as { restartNeeded: string[] };
-  if (options.json) return print(JSON.stringify(response.result) + '\n');
+  if (options.json) return printJson(response.result);
   print('config reloaded\n');
   if (restartNeeded.length > 0) print(`changed, applied only after a restart: ${restartNeeded.join(', ')}\n`);
 }
@@ -42,7 +40,7 @@ export async function runSoftStop(options: ControlOptions): Promise<void> {
   }, { stop: deadline }).finally(() => clearTimeout(timer));
   if (timedOut) throw new CommandError(`the broker did not stop within ${target.softStopTimeout + 30} s`);
   const { inFlight } = result as { inFlight: number };
-  if (options.json) return print(JSON.stringify({ stopped: true, inFlightAtStart: inFlight, ms: Date.now() - started }) + '\n');
+  if (options.json) return printJson({ stopped: true, inFlightAtStart: inFlight, ms: Date.now() - started });
   print(`broker stopped (soft: ${inFlight} deliveries were in flight, ${Date.now() - started} ms)\n`);
 }
 
@@ -50,7 +48,7 @@ export async function runSoftStop(options: ControlOptions): Promise<void> {
 export async function runStop(options: ControlOptions): Promise<void> {
   const target = locate(options.config, options.socket);
   resultOf(await ask(target, { command: 'stop' }, { untilClosed: true }));
-  if (options.json) return print('{"stopped":true}\n');
+  if (options.json) return printJson({ stopped: true });
   print('broker stopped\n');
 }
 
@@ -78,13 +76,13 @@ interface Status {
 
 function peerLine(p: NonNullable<Status['peers']>[number]): string {
   const state = !p.connected ? 'link down' : p.following ? (p.inStep ? `following, in step, lag ${p.lagMessages} (${p.lagSeconds.toFixed(1)} s)` : 'following, syncing') : p.role;
-  return `  peer          ${safe(p.serviceId)} (${safe(p.spec)}): ${state}`;
+  return `  peer          ${terminalSafe(p.serviceId)} (${terminalSafe(p.spec)}): ${state}`;
 }
 
 export async function runStatus(options: ControlOptions): Promise<void> {
   const target = locate(options.config, options.socket);
   const status = resultOf(await ask(target, { command: 'status' })) as Status;
-  if (options.json) return print(JSON.stringify(status) + '\n');
+  if (options.json) return printJson(status);
   const lines = [
     `${status.serviceId}: ${status.role}, ${status.state}, pid ${status.pid}, up ${duration(status.uptimeSeconds)}`,
     `  url           ${status.url}`,
@@ -92,11 +90,11 @@ export async function runStatus(options: ControlOptions): Promise<void> {
     `  queues        ${status.queues} (${status.waiting} messages waiting, ${status.inFlight} in flight)`,
     `  config        ${status.configPath ?? '(built-in default)'}`,
     `  data          ${status.dataDirectory}`,
-    `  reloads       ${status.reloadFailures} refused${status.lastReloadError ? `, last: ${safe(status.lastReloadError)}` : ''}`,
+    `  reloads       ${status.reloadFailures} refused${status.lastReloadError ? `, last: ${terminalSafe(status.lastReloadError)}` : ''}`,
   ];
   if (status.storeHealthy !== undefined) lines.push(`  store         ${status.storeHealthy ? 'healthy' : 'UNHEALTHY: a write failed, sends are refused (E_STORE)'}`);
   if (status.election) lines.push(`  election      ${status.election.mode}: ${status.election.reason}`);
-  if (status.conflict) lines.push(`  conflict      ${status.conflict.masters.map(safe).join(' and ')} are configured as master; ${safe(status.conflict.delivering)} delivers`);
+  if (status.conflict) lines.push(`  conflict      ${status.conflict.masters.map(terminalSafe).join(' and ')} are configured as master; ${terminalSafe(status.conflict.delivering)} delivers`);
   for (const peer of status.peers ?? []) lines.push(peerLine(peer));
   print(lines.join('\n') + '\n');
 }

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { existsSync, readFileSync } from 'node:fs';
 import { CommandError } from './control-client.js';
+import { terminalSafe } from './table.js';
 
 const DEFAULT_CONFIG_FILE = 'whisker.config.json';
 
@@ -51,6 +52,11 @@ Exit codes: 0 ok, 1 failure (no broker running, ...), 2 bad usage or a config re
 
 /** Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config. */
 export async function main(argv: readonly string[]): Promise<number> {
+  // `whisker list | head -n 1`: the reader left, nothing more to say (not a stack trace)
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(0);
+  });
   let parsed;
   try {
     parsed = parseArgs({
@@ -154,7 +160,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   } catch (error) {
     if (!(error instanceof CommandError)) throw error;
-    process.stderr.write(`whisker: ${error.message}\n`);
+    process.stderr.write(`whisker: ${terminalSafe(error.message)}\n`);
     return error.exitCode;
   }
 }

@@ -43,7 +43,7 @@ function positive(value: unknown, key: string, fallback: number, orZero = false)
 export function clientOptions(config: ClientConfig): ClientOptions {
   if (typeof config !== 'object' || config === null) throw bad('connect() needs a config object');
   if (!Array.isArray(config.hosts) || config.hosts.length === 0) throw bad('hosts must list at least one broker');
-  if (typeof config.clientId !== 'string' || !CLIENT_NAME.test(config.clientId)) throw bad('clientId must match ^[A-Za-z0-9._-]{1,128}$');
+  if (typeof config.clientId !== 'string' || !CLIENT_NAME.test(config.clientId)) throw bad('clientId must match ^[A-Za-z0-9._-]{1,128}$ and not be dots only (., .., ...)');
   const hosts = config.hosts.map((spec) => {
     try {
       return parseHost(spec);

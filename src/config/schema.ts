@@ -53,6 +53,7 @@ export const configSchema = {
     requeueInterval: { ...positiveSeconds, default: 100 },
     dedupeWindow: { type: 'number', minimum: 0, maximum: 86_400, default: 120 },
     softStopTimeout: { ...positiveSeconds, default: 30 },
+    idleQueueTimeout: { ...positiveSeconds, default: 300 },
     rules: {
       type: 'array',
       items: {
@@ -97,6 +98,11 @@ export const configSchema = {
         maxConnections: { type: 'integer', minimum: 1, default: 10_000 },
         maxSubscriptionsPerConnection: { type: 'integer', minimum: 1, default: 1000 },
         maxBufferedBytesPerConnection: { type: 'integer', minimum: 1024, default: 8_388_608 },
+        maxUnauthenticatedConnections: { type: 'integer', minimum: 1, default: 1000 },
+        maxUnauthenticatedPerAddress: { type: 'integer', minimum: 1, default: 100 },
+        upgradeTimeout: { ...positiveSeconds, maximum: 3600, default: 5 },
+        maxQueues: { type: 'integer', minimum: 1, default: 10_000 },
+        maxRegisteredClients: { type: 'integer', minimum: 1, default: 10_000 },
       },
     },
     // docs/management.md#peek: peek, tail and dead letters show message bodies only when asked to

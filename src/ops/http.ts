@@ -8,7 +8,8 @@ import { RateHistory } from './history.js';
 import type { InspectedBroker } from './messages.js';
 import type { BrokerMetrics } from './metrics.js';
 import { RateWindow } from './rates.js';
-import { getRoutes, json, postRoutes, queueRoute, type Reply, type RouteContext } from './routes.js';
+import { getRoutes, json, postRoutes, queueRoute, type Reply, type Route, type RouteContext } from './routes.js';
+import { RenderCache } from './render-cache.js';
 
 export type ManagementConfig = NonNullable<Config['management']>;
 
@@ -27,6 +28,12 @@ export interface ManagementServer {
   close(): Promise<void>;
 }
 
+/** a grey dot: what the dashboard's tab shows */
+const FAVICON_SVG = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="7" fill="#778"/></svg>';
+/** answers not yet read by their client hold at most this much; past it, data is 503 (docs/management.md) */
+const MAX_UNREAD_BYTES = 16 * 1_048_576;
+/** a connection that takes nothing for this long is closed, answer or not */
+const IDLE_TIMEOUT_MS = 10_000;
 const notFound = (): Reply => json(404, { error: 'not found' });
 /** a POST body larger than this is refused: the actions take a queue and some message ids */
 const MAX_BODY_BYTES = 64 * 1024;
@@ -75,6 +82,22 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
   const gets = getRoutes(ctx);
   const posts = postRoutes(ctx);
 
+  const rendered = new RenderCache(() => metrics.text());
+  const unread = new UnreadAnswers();
+  const busy = (): Reply => ({ ...json(503, { error: 'busy: too many answers not read yet, retry' }), headers: { 'Retry-After': '1' } });
+  /** data views make new bodies: refused while unread answers hold too much (a fresh render costs nothing) */
+  const guarded = (make: Route): Route => (url, body) => (unread.bytes >= MAX_UNREAD_BYTES ? busy() : make(url, body));
+  const metricsReply = async (): Promise<Reply> => {
+    const fresh = rendered.fresh;
+    if (!fresh && unread.bytes >= MAX_UNREAD_BYTES) return busy();
+    return { status: 200, type: metrics.contentType, body: fresh ?? (await rendered.get()) };
+  };
+  for (const path of Object.keys(gets)) if (path.startsWith('/api/')) gets[path] = guarded(gets[path]!);
+  gets['/metrics'] = metricsReply;
+  gets['/statistics'] = metricsReply;
+  // browsers ask for it on every page load: a tiny icon, not a 404 in the console
+  gets['/favicon.ico'] = () => ({ status: 200, type: 'image/svg+xml', body: FAVICON_SVG, headers: { 'Cache-Control': 'max-age=86400' } });
+
   async function answer(req: IncomingMessage): Promise<Reply> {
     if (!hostAllowed(req.headers.host, config.host, expected !== undefined)) return json(403, { error: 'unexpected Host header' });
     // concatenated, not resolved: `//other/x` stays a path here, it does not name a host
@@ -82,13 +105,14 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
     if (!target.startsWith('/')) return json(400, { error: 'bad request target' });
     const url = new URL(`http://management.invalid${target}`);
     const path = url.pathname;
-    const get = Object.hasOwn(gets, path) ? gets[path]! : queueRoute(ctx, path, handlerRates);
+    const queue = Object.hasOwn(gets, path) ? null : queueRoute(ctx, path, handlerRates);
+    const get = Object.hasOwn(gets, path) ? gets[path]! : queue ? guarded(queue) : null;
     const post = Object.hasOwn(posts, path) ? posts[path]! : null;
     if (!get && !post) return notFound();
     const handler = req.method === 'GET' ? get : req.method === 'POST' ? post : null;
     if (!handler) return { ...json(405, { error: 'method not allowed' }), headers: { Allow: get ? 'GET' : 'POST' } };
-    // the page holds no data; what it fetches needs the token
-    if (path !== '/' && expected !== undefined && !sameSecret(bearer(req.headers.authorization), expected)) {
+    // the page (and its icon) hold no data; what it fetches needs the token
+    if (path !== '/' && path !== '/favicon.ico' && expected !== undefined && !sameSecret(bearer(req.headers.authorization), expected)) {
       return { ...json(401, { error: 'bearer token required' }), headers: { 'WWW-Authenticate': 'Bearer realm="whisker"' } };
     }
     if (req.method !== 'POST') return handler(url, undefined);
@@ -104,16 +128,17 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
   const server: Server = createServer((req, res) => {
     answer(req).then(
       // a request body left unread: the connection is not reused
-      (reply) => send(res, reply, req.method !== 'GET' && !req.readableEnded),
+      (reply) => send(res, reply, req.method !== 'GET' && !req.readableEnded, unread),
       (error: unknown) => {
         log.error('management request failed', { path: req.url, error: (error as Error).message });
-        send(res, json(500, { error: 'internal error' }), true);
+        send(res, json(500, { error: 'internal error' }), true, unread);
       },
     );
   });
   server.headersTimeout = 10_000;
   server.requestTimeout = 15_000;
   server.keepAliveTimeout = 5_000;
+  server.timeout = IDLE_TIMEOUT_MS;
   const address = await new Promise<AddressInfo>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {
@@ -125,7 +150,13 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
   const sampler = setInterval(sample, options.sampleIntervalMs ?? 1000);
   sampler.unref();
   sample();
-  log.info('management listening', { url: `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`, token: expected !== undefined });
+  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  log.info('management listening', { url, token: expected !== undefined });
+  if (expected === undefined) {
+    // the data views (queues, ids, client names) are then anyone's who can reach the port
+    const who = isLoopback(address.address) ? 'every local user of this host' : 'everyone who can reach this address';
+    log.warn(`management HTTP has no token: ${who} can read its metrics and API (set management.token)`, { url });
+  }
 
   let closed: Promise<void> | null = null;
   return {
@@ -142,9 +173,36 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
   };
 }
 
-function send(res: ServerResponse, reply: Reply, closeAfter: boolean): void {
+function send(res: ServerResponse, reply: Reply, closeAfter: boolean, unread: UnreadAnswers): void {
   res.writeHead(reply.status, { ...COMMON_HEADERS, 'Content-Type': reply.type, ...reply.headers, ...(closeAfter ? { Connection: 'close' } : {}) });
+  unread.track(res, reply.body);
   res.end(reply.body);
+}
+
+/** the bodies of answers still being written, each counted once however many sockets share it */
+class UnreadAnswers {
+  readonly #bodies = new Map<string | Buffer, number>();
+  #bytes = 0;
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  track(res: ServerResponse, body: string | Buffer): void {
+    const sharing = this.#bodies.get(body) ?? 0;
+    if (sharing === 0) this.#bytes += body.length;
+    this.#bodies.set(body, sharing + 1);
+    res.once('close', () => {
+      const left = this.#bodies.get(body)! - 1;
+      if (left > 0) return void this.#bodies.set(body, left);
+      this.#bodies.delete(body);
+      this.#bytes -= body.length;
+    });
+  }
+}
+
+function isLoopback(address: string): boolean {
+  return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
 }
 
 function bearer(header: string | undefined): string | undefined {

@@ -5,7 +5,7 @@ import { type InspectedBroker, listDeadLetters, OperatorError, peek, purgeDeadLe
 import type { BrokerMetrics } from './metrics.js';
 import type { RateWindow } from './rates.js';
 
-export type Reply = { status: number; type: string; body: string; headers?: Record<string, string> };
+export type Reply = { status: number; type: string; body: string | Buffer; headers?: Record<string, string> };
 export type Route = (url: URL, body: unknown) => Reply | Promise<Reply>;
 
 const JSON_TYPE = 'application/json; charset=utf-8';

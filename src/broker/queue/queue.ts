@@ -94,6 +94,11 @@ export class Queue {
     return this.#bodies.held;
   }
 
+  /** nothing held, nobody subscribed: the router may forget it (docs/configuration.md, idleQueueTimeout) */
+  get isIdle(): boolean {
+    return this.#entries.size === 0 && this.#groups.size === 0 && this.#inFlight.size === 0 && this.#delayed.size === 0;
+  }
+
   has(messageId: string): boolean {
     return this.#entries.has(messageId);
   }
