@@ -127,6 +127,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
     history,
     peers: ctx.peers,
     sessions: socketServer.sessions,
+    publish: (clientName, messages) => ctx.intake.publish(clientName, messages),
     get managementPort() {
       return management?.port ?? null;
     },

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { existsSync, readFileSync } from 'node:fs';
 import { CommandError } from './control-client.js';
+import { terminalSafe } from './table.js';
 
 const DEFAULT_CONFIG_FILE = 'whisker.config.json';
 
@@ -21,14 +22,29 @@ Commands:
   keygen [--dir DIR] [--name N]  make an Ed25519 key pair: N.pem (private, 0600) and N.pub
   init-conf [path]               write the documented default config (config.example.json)
 
-reload, soft-stop, stop, status, list, delete and keys reach the running broker through its
-control socket, <dataDirectory>/whisker.sock, found from -c (without -c: from
-./whisker.config.json if it exists, else ./whisker-data).
+For people at a terminal:
+  pub CHANNEL DATA|-             send DATA (JSON if it parses, else a string; --string: always a
+                                 string), or one message per line of stdin with -
+  sub CHANNEL [--consume]        listen (or --consume: take and ack) and print each message
+  tail QUEUE [-i id]             print every message entering the queue; takes nothing
+  peek QUEUE [-i id] [-n N]      the oldest held messages (bodies only with showBodies in the config)
+  stat [QUEUE] [--interval S]    a line of live rates every S seconds (default 2)
+  dlq list [-q QUEUE] [-n N]     dead-letter queues and their oldest dead letters
+  dlq replay -q QUEUE ID...|--all        send them again to their original channel, then drop them
+  dlq purge -q QUEUE ID...|--all --yes   drop them
+
+pub and sub are clients of the broker: they connect to the broker of -c and its peers (or
+--host, repeatable: host:port@serviceId#token) as --client NAME (default whisker-cli), with the
+key pair NAME.pem/NAME.pub in --keys DIR (default ~/.config/whisker; made when missing).
+The other commands reach the running broker through its control socket,
+<dataDirectory>/whisker.sock, found from -c (without -c: from ./whisker.config.json if it
+exists, else ./whisker-data).
 
 Options:
   -c, --config FILE  the broker's config file
   --socket PATH      the control socket, when it is not in the config's data directory
-  --json             machine-readable output
+  --json             machine-readable output (one JSON object per line for sub, tail, stat)
+  --count N          sub, tail, stat: stop after N messages (lines)
   -h, --help         this text
   -v, --version      the version
 
@@ -37,6 +53,11 @@ Exit codes: 0 ok, 1 failure (no broker running, ...), 2 bad usage or a config re
 
 /** Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config. */
 export async function main(argv: readonly string[]): Promise<number> {
+  // `whisker list | head -n 1`: the reader left, nothing more to say (not a stack trace)
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(0);
+  });
   let parsed;
   try {
     parsed = parseArgs({
@@ -54,6 +75,15 @@ export async function main(argv: readonly string[]): Promise<number> {
         history: { type: 'boolean' },
         dir: { type: 'string' },
         name: { type: 'string' },
+        host: { type: 'string', multiple: true },
+        client: { type: 'string' },
+        keys: { type: 'string' },
+        string: { type: 'boolean' },
+        consume: { type: 'boolean' },
+        count: { type: 'string' },
+        interval: { type: 'string' },
+        limit: { type: 'string', short: 'n' },
+        all: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -76,6 +106,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   const implicit = values.config === undefined && existsSync(DEFAULT_CONFIG_FILE);
   const config = values.config ?? (implicit ? DEFAULT_CONFIG_FILE : undefined);
   const control = { config, socket: values.socket, json: values.json };
+  const messaging = { config: config, host: values.host, client: values.client, keys: values.keys, json: values.json, string: values.string, count: values.count, consume: values.consume };
+  const inspect = { ...control, queue: values.queue, id: values.id, limit: values.limit, count: values.count, interval: values.interval };
   // each command loads only its own modules: `whisker status` need not load the broker
   try {
     switch (command) {
@@ -102,6 +134,24 @@ export async function main(argv: readonly string[]): Promise<number> {
       case 'keys':
         await (await import('./keys.js')).runKeys(rest[0], rest[1], control);
         return 0;
+      case 'pub':
+        await (await import('./messaging.js')).runPub(rest[0], rest[1], messaging);
+        return 0;
+      case 'sub':
+        await (await import('./messaging.js')).runSub(rest[0], messaging);
+        return 0;
+      case 'tail':
+        await (await import('./inspect.js')).runTail(rest[0], inspect);
+        return 0;
+      case 'peek':
+        await (await import('./inspect.js')).runPeek(rest[0], inspect);
+        return 0;
+      case 'stat':
+        await (await import('./inspect.js')).runStat(rest[0], inspect);
+        return 0;
+      case 'dlq':
+        await (await import('./dlq.js')).runDlq(rest[0], rest.slice(1), { ...control, queue: values.queue, limit: values.limit, all: values.all, yes: values.yes });
+        return 0;
       case 'keygen':
         return (await import('./files.js')).runKeygen(values.dir ?? 'keys', values.name ?? 'client');
       case 'init-conf':
@@ -112,7 +162,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   } catch (error) {
     if (!(error instanceof CommandError)) throw error;
-    process.stderr.write(`whisker: ${error.message}\n`);
+    process.stderr.write(`whisker: ${terminalSafe(error.message)}\n`);
     return error.exitCode;
   }
 }

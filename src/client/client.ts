@@ -33,6 +33,9 @@ type ConnectCallback = (err: WhiskerError | null) => void;
 type AnyHandler = (...args: never[]) => unknown;
 
 /**
+ * Why this file is long: the public client API, each SPEC §3 call with its overloads (callback,
+ * promise, stream); brokers, outbox, dispatch, streams and replays are in their own files.
+ *
  * The client library (SPEC §3, docs/client.md): one instance talks to every broker in `hosts`
  * at once, sends each message to all of them and takes deliveries from the master.
  */

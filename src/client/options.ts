@@ -32,16 +32,18 @@ function bad(message: string): WhiskerError {
   return new WhiskerError('E_BAD_ARGUMENT', message);
 }
 
-function positive(value: unknown, key: string, fallback: number): number {
+function positive(value: unknown, key: string, fallback: number, orZero = false): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) throw bad(`${key} must be a positive number`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || !(value > 0 || (orZero && value === 0))) {
+    throw bad(`${key} must be a ${orZero ? 'number >= 0' : 'positive number'}`);
+  }
   return value;
 }
 
 export function clientOptions(config: ClientConfig): ClientOptions {
   if (typeof config !== 'object' || config === null) throw bad('connect() needs a config object');
   if (!Array.isArray(config.hosts) || config.hosts.length === 0) throw bad('hosts must list at least one broker');
-  if (typeof config.clientId !== 'string' || !CLIENT_NAME.test(config.clientId)) throw bad('clientId must match ^[A-Za-z0-9._-]{1,128}$');
+  if (typeof config.clientId !== 'string' || !CLIENT_NAME.test(config.clientId)) throw bad('clientId must match ^[A-Za-z0-9._-]{1,128}$ and not be dots only (., .., ...)');
   const hosts = config.hosts.map((spec) => {
     try {
       return parseHost(spec);
@@ -57,7 +59,7 @@ export function clientOptions(config: ClientConfig): ClientOptions {
     connectTimeoutMs: positive(config.connectTimeout, 'connectTimeout', DEFAULTS.connectTimeoutMs),
     sendTimeoutMs: positive(config.sendTimeout, 'sendTimeout', DEFAULTS.sendTimeoutMs),
     maxBufferedMessages: positive(config.maxBufferedMessages, 'maxBufferedMessages', DEFAULTS.maxBufferedMessages),
-    dedupeWindowSeconds: positive(config.dedupeWindow, 'dedupeWindow', DEFAULTS.dedupeWindowSeconds),
+    dedupeWindowSeconds: positive(config.dedupeWindow, 'dedupeWindow', DEFAULTS.dedupeWindowSeconds, true), // 0: off
     reconnect: {
       initialMs: positive(r.initialMs, 'reconnect.initialMs', DEFAULTS.reconnect.initialMs),
       maxMs: positive(r.maxMs, 'reconnect.maxMs', DEFAULTS.reconnect.maxMs),

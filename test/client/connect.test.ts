@@ -70,6 +70,7 @@ describe('every connect() error has a code (fault 2)', () => {
     ['a bad clientId', { clientId: '../etc' }],
     ['a bad host', { hosts: ['ws://[::1'] }],
     ['a bad connectTimeout', { connectTimeout: -1 }],
+    ['a negative dedupeWindow (0 turns it off)', { dedupeWindow: -1 }],
   ])('%s is E_BAD_ARGUMENT', async (_name, extra) => {
     const c = unconnected();
     await expect(c.connect({ ...clientConfig('app', '127.0.0.1:1@x'), ...extra })).rejects.toMatchObject({ code: 'E_BAD_ARGUMENT' });

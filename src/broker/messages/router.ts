@@ -10,6 +10,7 @@ import type { Subscription } from '../queue/subscription.js';
 import type { MessageStore, StoreEvent, StoredMessage } from '../store/store.js';
 import { Appends } from './appends.js';
 import { DeadLetters } from './dead-letters.js';
+import { IdleQueues } from './idle-queues.js';
 import { Reservations } from './reservations.js';
 
 const forbidden = () => new WhiskerError('E_FORBIDDEN', 'Not allowed');
@@ -35,6 +36,9 @@ export interface RouterOptions {
 }
 
 /**
+ * Why this file is long: the router is the one owner of the queue registry, the message index,
+ * dedupe and appends under way, which intake, replica, dead letters and replays all read.
+ *
  * The broker's queues (SPEC §7): which queue holds each message, the ids recently settled
  * (dedupe), the appends under way, subscriptions and reserved ids, and the role (only a master
  * delivers). Messages come in through `Intake` (a client) or `Replica` (a master), both by `store`.
@@ -52,8 +56,11 @@ export class Router {
   readonly #holders = new Map<string, Queue>();
   readonly #dedupe: DedupeWindow;
   readonly #appends = new Appends();
+  /** who watches messages enter their queues without being a recipient (`whisker tail`) */
+  readonly #taps = new Set<(message: StoredMessage) => void>();
   readonly #reservations = new Reservations();
   readonly #deadLetters: DeadLetters;
+  readonly #idleQueues: IdleQueues;
   /** what the queues see of the store: every state change also reaches the mirrors */
   readonly #queueStore: MessageStore;
   #hooks: MirrorHooks | null = null;
@@ -102,6 +109,21 @@ export class Router {
     this.#lifecycle.observe(() => {
       if (this.#lifecycle.isStopping) this.#checkIdle();
     });
+    this.#idleQueues = new IdleQueues({ queues: this.#queues, timeoutSeconds: () => this.#policy.config.idleQueueTimeout, now: this.now });
+  }
+
+  /** forgets queues idle for idleQueueTimeout now (the sweep does it on its own); returns how many */
+  forgetIdleQueues(): number {
+    return this.#idleQueues.sweep();
+  }
+
+  /**
+   * A new queue past limits.maxQueues is refused: clients choose queue names (SPEC §7).
+   * `creating`: queues the caller is about to make besides this one.
+   */
+  checkQueueLimit(creating = 0): void {
+    const limit = this.#policy.config.limits.maxQueues;
+    if (this.#queues.size + creating >= limit) throw new WhiskerError('E_LIMIT', `Too many queues (limit ${limit})`);
   }
 
   observe(hooks: MirrorHooks | null): void {
@@ -121,6 +143,12 @@ export class Router {
   }
 
   /** the role this broker acts in, decided by its config and its peers (src/broker/mirror/peers.ts) */
+  /** `listener` sees every message as it enters its queue, until the returned function is called */
+  tap(listener: (message: StoredMessage) => void): () => void {
+    this.#taps.add(listener);
+    return () => this.#taps.delete(listener);
+  }
+
   setMaster(isMaster: boolean): void {
     this.#isMaster = isMaster;
     for (const queue of this.#queues.values()) queue.setDelivering(isMaster);
@@ -205,6 +233,7 @@ export class Router {
       this.#holders.set(message.messageId, queue);
       queue.accept(message);
       this.#appends.admitted(message.messageId);
+      for (const tap of this.#taps) tap(message);
     }
     this.recordRemoved(finished);
   }
@@ -220,6 +249,7 @@ export class Router {
       this.#dedupe.addAt(item.message.messageId, item.message.acceptedAt);
     }
     for (const queue of this.#queues.values()) queue.finishRestore();
+    this.#idleQueues.start();
     return messages.length;
   }
 
@@ -237,6 +267,7 @@ export class Router {
     const [endpoint, version] = subscription.queue.split('/') as [string, string];
     const rules = this.#policy.rules;
     let queue: Queue | undefined;
+    if (ids.length > 0 && !this.#queues.has(subscription.queue)) this.checkQueueLimit();
     for (const id of ids) {
       if (subscription.ids.has(id)) continue;
       if (!rules.canRead(subscription.clientName, endpoint, version, id) || !this.#reservations.reserve(rules, subscription, id)) {
@@ -302,6 +333,7 @@ export class Router {
   }
 
   close(): void {
+    this.#idleQueues.stop();
     for (const queue of this.#queues.values()) queue.close();
   }
 

@@ -21,6 +21,8 @@ export interface AuthPolicy {
   readonly socketToken: string | undefined;
   /** may this unknown name register its key on first use? */
   mayRegister(name: string): boolean;
+  /** names registered past which a new one is refused with E_LIMIT (limits.maxRegisteredClients) */
+  readonly maxRegistered?: number;
 }
 
 /**
@@ -32,11 +34,22 @@ export class KeyRegistry {
   readonly #keys = new Map<string, KeyObject>();
 
   readonly #revokedDirectory: string;
+  /** `<name>.pub` files, counted at start and at each `forget()` (reload), kept up to date between */
+  #registeredCount: number;
 
   constructor(directory: string) {
     this.#directory = directory;
     this.#revokedDirectory = join(directory, 'revoked');
     mkdirSync(this.#revokedDirectory, { recursive: true, mode: 0o700 });
+    this.#registeredCount = this.#countFiles();
+  }
+
+  get registeredCount(): number {
+    return this.#registeredCount;
+  }
+
+  #countFiles(): number {
+    return readdirSync(this.#directory).filter((file) => file.endsWith('.pub') && CLIENT_NAME.test(file.slice(0, -4))).length;
   }
 
   /**
@@ -62,6 +75,7 @@ export class KeyRegistry {
     this.revoke(name, key);
     rmSync(join(this.#directory, `${name}.pub`), { force: true });
     this.#keys.delete(name);
+    this.#registeredCount = this.#countFiles();
     return key;
   }
 
@@ -86,6 +100,7 @@ export class KeyRegistry {
   /** forget cached keys so a removed or replaced file is read again (reload, revocation) */
   forget(): void {
     this.#keys.clear();
+    this.#registeredCount = this.#countFiles();
   }
 
   /** is `key` still the registered key of `name`? false once the file is removed or replaced */
@@ -121,6 +136,7 @@ export class KeyRegistry {
       return this.registered(name) ?? key;
     }
     this.#keys.set(name, key);
+    this.#registeredCount++;
     return key;
   }
 
@@ -149,6 +165,8 @@ export class KeyRegistry {
     if (!key) {
       if (!frame.publicKey) throw new WhiskerError('E_AUTH', 'Unknown client, no public key given');
       if (!policy.mayRegister(name)) throw new WhiskerError('E_AUTH', 'Unknown client, registration not allowed');
+      const limit = policy.maxRegistered;
+      if (limit !== undefined && this.#registeredCount >= limit) throw new WhiskerError('E_LIMIT', `Too many registered clients (limit ${limit})`);
       try {
         key = createPublicKey(frame.publicKey);
       } catch {
