@@ -152,16 +152,21 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       log.setLevel(next.logLevel);
       router.applyPolicy(nextPolicy);
       for (const session of [...socketServer.sessions]) {
-        if (!session.isReady) continue;
+        // a peer logged in with the peers' registry, not the clients': its rights are `peers` alone
+        if (!session.isReady || session.isPeer) continue;
         if (!ctx.keys.stillValid(session.clientName, session.key!)) {
           ctx.keys.revoke(session.clientName, session.key!);
           session.fail(new WhiskerError('E_AUTH', 'Key revoked'));
           continue;
         }
-        if (!session.isPeer) recheckSubscriptions(session, nextPolicy.rules, router);
+        recheckSubscriptions(session, nextPolicy.rules, router);
       }
       // after the rules: a promoted slave delivers under the new ones
       ctx.peers.configure(next.peers, next.isMaster);
+      // a broker no longer in `peers` loses its link to us; its key is kept, never revoked (SPEC §9)
+      for (const session of [...socketServer.sessions]) {
+        if (session.isReady && session.isPeer && !ctx.peers.isPeer(session.clientName)) session.fail(new WhiskerError('E_AUTH', 'No longer one of this broker\'s peers'));
+      }
       log.info('config reloaded', { isMaster: next.isMaster, acting: router.isMaster ? 'master' : 'slave', restartNeeded });
       if (restartNeeded.length > 0) log.warn('config keys changed that apply only after a restart', { keys: restartNeeded });
       return { restartNeeded };
