@@ -33,6 +33,8 @@ export interface ClientConfig {
   dedupeWindow?: number;
   reconnect?: { initialMs?: number; maxMs?: number; factor?: number };
   tls?: { ca?: string | Buffer; rejectUnauthorized?: boolean };
+  /** ms a broker may stay silent (no frame, no pong) before its connection is closed; default 5,000 */
+  heartbeatTimeout?: number;
 }
 
 export interface SendInfo {
@@ -231,6 +233,7 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
       clientId: config.clientId,
       keys,
       tls: config.tls,
+      ...(config.heartbeatTimeout !== undefined ? { heartbeatTimeoutMs: config.heartbeatTimeout } : {}),
       reconnect: { initialMs: 200, maxMs: 20_000, factor: 1.5, ...config.reconnect },
       onReady: (connection) => this.#connectionReady(connection),
       onDown: (connection, error) => this.#connectionDown(connection, error),
