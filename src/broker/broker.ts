@@ -18,6 +18,7 @@ import type { Broker, BrokerOptions } from './api.js';
 import { Lifecycle } from './lifecycle.js';
 import { Intake } from './messages/intake.js';
 import { Router } from './messages/router.js';
+import { peerDialOptions } from './mirror/dial.js';
 import { PeerFeed } from './mirror/feed.js';
 import { Peers } from './mirror/peers.js';
 import { Replica } from './mirror/replica.js';
@@ -66,6 +67,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       {
         serviceId: config.serviceId,
         keys: loadOrCreateKeys(config.keysDirectory, config.keysName),
+        dialOptions: () => peerDialOptions(router.policy.config),
         replica,
         log,
         onRoleChange: (isMaster) => {

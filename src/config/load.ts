@@ -71,7 +71,14 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
         },
       }
     : config.socketServer;
-  return deepFreeze({ ...config, ...resolved, socketServer, configPath } as Config);
+  const peerTls = config.peerTls ? resolvePaths(config.peerTls, ['ca', 'cert', 'key'], baseDirectory) : undefined;
+  return deepFreeze({ ...config, ...resolved, socketServer, ...(peerTls ? { peerTls } : {}), configPath } as Config);
+}
+
+function resolvePaths<T extends object>(block: T, keys: ReadonlyArray<keyof T & string>, baseDirectory: string): T {
+  const out = { ...block } as Record<string, unknown>;
+  for (const key of keys) if (typeof out[key] === 'string') out[key] = resolve(baseDirectory, out[key]);
+  return out as T;
 }
 
 /** each peer is a host string naming its serviceId, another broker's, once (SPEC §9) */

@@ -53,6 +53,7 @@ export const configSchema = {
     requeueInterval: { ...positiveSeconds, default: 100 },
     dedupeWindow: { type: 'number', minimum: 0, maximum: 86_400, default: 120 },
     softStopTimeout: { ...positiveSeconds, default: 30 },
+    heartbeatTimeout: { type: 'number', minimum: 0.1, maximum: 3600, default: 5 },
     rules: {
       type: 'array',
       items: {
@@ -75,6 +76,11 @@ export const configSchema = {
       additionalProperties: channelSettings,
     },
     peers: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
+    peerTls: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { ca: { type: 'string', minLength: 1 }, cert: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 }, rejectUnauthorized: { type: 'boolean' } },
+    },
     management: {
       type: 'object',
       additionalProperties: false,

@@ -44,11 +44,15 @@ export interface Config {
   readonly dedupeWindow: number;
   /** seconds */
   readonly softStopTimeout: number;
+  /** seconds a client or peer link may stay silent before it is closed (SPEC §9) */
+  readonly heartbeatTimeout: number;
   readonly rules?: readonly RuleConfig[];
   readonly defaultPolicy: 'deny' | 'allow';
   readonly autoRegister: boolean;
   readonly channels: Readonly<Record<string, ChannelConfig>>;
   readonly peers: readonly string[];
+  /** how this broker checks its peers' certificates, and the one it shows them (paths) */
+  readonly peerTls?: { readonly ca?: string; readonly cert?: string; readonly key?: string; readonly rejectUnauthorized?: boolean };
   readonly management?: { readonly host: string; readonly port: number; readonly token?: string };
   readonly limits: {
     readonly maxPayloadBytes: number;

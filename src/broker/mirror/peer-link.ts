@@ -18,6 +18,7 @@ export class PeerLink {
   readonly #connection: Connection;
   view: PeerView | null = null;
   #following = false;
+  #linked = false;
   #told = '';
   /** sync and feed frames are applied one after the other: a store append may come between */
   #applying: Promise<void> = Promise.resolve();
@@ -32,19 +33,34 @@ export class PeerLink {
     this.target = target;
     this.#peers = peers;
     this.#deps = deps;
-    const { serviceId, keys } = deps;
+    const { serviceId, keys, dialOptions } = deps;
+    let dialed = dialOptions();
     const owner: ConnectionOwner = {
       clientId: serviceId,
       keys,
       role: 'peer',
-      tls: undefined,
+      // read first at every dial (the heartbeat, once the socket opened, uses what it read then)
+      get tls() {
+        try {
+          dialed = dialOptions();
+        } catch (error) {
+          deps.log.error('could not read peerTls files: dialing with the last ones read', { peer: target.spec, error: (error as Error).message });
+        }
+        return dialed.tls;
+      },
+      get heartbeatTimeoutMs() {
+        return dialed.heartbeatTimeoutMs;
+      },
       reconnect: { initialMs: 200, maxMs: 5_000, factor: 1.5 },
       onReady: () => {
+        this.#linked = true;
         this.#told = '';
         this.refresh();
       },
       onDown: (_connection, error) => {
         if (error) deps.log.warn('peer refused our link', { peer: target.spec, code: error.code, reason: error.message });
+        else if (this.#linked) deps.log.warn('link to peer lost: its role is unknown until it is back', { peer: target.spec });
+        this.#linked = false;
         this.view = null;
         this.#stopFollowing();
         peers.update();

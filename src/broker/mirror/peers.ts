@@ -27,8 +27,8 @@ export class Peers implements LinkOwner {
 
   constructor(options: PeersOptions, lifecycle: Lifecycle) {
     this.#options = options;
-    const { serviceId, keys, log, replica } = options;
-    this.#deps = { serviceId, keys, log, replica };
+    const { serviceId, keys, log, replica, dialOptions } = options;
+    this.#deps = { serviceId, keys, log, replica, dialOptions };
     // soft-stop: this broker delivers nothing new, so its peers no longer count it as a master
     // (a slave promoted meanwhile does not yield to it); its in-flight deliveries still finish here
     lifecycle.observe(() => {

@@ -24,9 +24,17 @@ export interface PeerView {
   isMaster: boolean;
 }
 
+/** TLS and heartbeat of the links this broker dials to its peers (src/broker/mirror/dial.ts) */
+export interface PeerDialOptions {
+  readonly tls: { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean } | undefined;
+  readonly heartbeatTimeoutMs: number;
+}
+
 /** what every link to a peer is handed */
 export interface LinkDeps {
   readonly serviceId: string;
+  /** read at every dial: a reload applies to the next link */
+  readonly dialOptions: () => PeerDialOptions;
   readonly keys: ClientKeys;
   readonly log: Logger;
   readonly replica: Replica;

@@ -12,8 +12,6 @@ import type { Lifecycle } from '../lifecycle.js';
 import type { BrokerContext, ConnectedSession } from './ports.js';
 import { Session } from './session.js';
 
-const PING_INTERVAL_MS = 30_000;
-
 /** The listening socket: HTTP(S) upgrade -> WebSocket -> one Session per connection. */
 export class SocketServer {
   readonly #ctx: BrokerContext;
@@ -21,7 +19,6 @@ export class SocketServer {
   readonly #wss: WebSocketServer;
   readonly #lifecycle: Lifecycle;
   readonly #sessions = new Set<Session>();
-  #pinger: NodeJS.Timeout | null = null;
 
   constructor(config: Config, ctx: BrokerContext, lifecycle: Lifecycle) {
     this.#ctx = ctx;
@@ -45,10 +42,6 @@ export class SocketServer {
         resolve();
       });
     });
-    this.#pinger = setInterval(() => {
-      for (const session of this.#sessions) session.ping();
-    }, PING_INTERVAL_MS);
-    this.#pinger.unref();
     return this.#http.address() as AddressInfo;
   }
 
@@ -58,7 +51,6 @@ export class SocketServer {
   }
 
   async close(): Promise<void> {
-    if (this.#pinger) clearInterval(this.#pinger);
     for (const session of [...this.#sessions]) session.close();
     for (const ws of this.#wss.clients) ws.terminate();
     await new Promise<void>((resolve) => this.#wss.close(() => resolve()));

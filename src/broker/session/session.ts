@@ -1,5 +1,6 @@
 import { type KeyObject, randomBytes } from 'node:crypto';
 import type { WebSocket } from 'ws';
+import { Heartbeat } from '../../link/heartbeat.js';
 import { protocolError, WhiskerError } from '../../protocol/errors.js';
 import {
   type BrokerFrame,
@@ -47,7 +48,6 @@ export class Session implements ConnectedSession {
   #results: PublishResult[] = [];
   #flushScheduled = false;
   #paused = false;
-  #alive = true;
 
   constructor(ws: WebSocket, ctx: BrokerContext, nonce: string, onGone: (session: Session) => void) {
     this.#ws = ws;
@@ -58,7 +58,11 @@ export class Session implements ConnectedSession {
     ws.on('message', (data, isBinary) => this.#onMessage(data.toString(), isBinary));
     ws.on('close', () => this.#onClose());
     ws.on('error', () => this.#onClose());
-    ws.on('pong', () => (this.#alive = true));
+    // liveness: a client or peer silent for heartbeatTimeout is gone (SPEC §9)
+    new Heartbeat(ws, ctx.policy.config.heartbeatTimeout * 1000, () => {
+      ctx.log.info('connection silent past the heartbeat timeout: closed', { client: this.label, heartbeatTimeout: ctx.policy.config.heartbeatTimeout });
+      this.#onClose();
+    });
     this.send({ type: 'hello', protocol: PROTOCOL_VERSION, nonce, serviceId: ctx.policy.config.serviceId, isMaster: ctx.router.isMaster });
   }
 
@@ -133,18 +137,6 @@ export class Session implements ConnectedSession {
   queueResults(results: PublishResult[]): void {
     for (const result of results) this.#results.push(result);
     this.#scheduleFlush();
-  }
-
-  /** liveness: a peer that did not answer the last ping is gone */
-  ping(): void {
-    if (this.#state === 'closed') return;
-    if (!this.#alive) {
-      this.#ws.terminate();
-      this.#onClose();
-      return;
-    }
-    this.#alive = false;
-    this.#ws.ping();
   }
 
   close(code = 1001, reason = 'broker stopping'): void {
