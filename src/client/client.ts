@@ -32,7 +32,8 @@ export interface ClientConfig {
   /** seconds a delivered message id is remembered, against a second master; default 120 */
   dedupeWindow?: number;
   reconnect?: { initialMs?: number; maxMs?: number; factor?: number };
-  tls?: { ca?: string | Buffer; rejectUnauthorized?: boolean };
+  /** `cert` and `key`: a client certificate, for a broker with `socketServer.tls.requestCert` */
+  tls?: { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer; rejectUnauthorized?: boolean };
   /** ms a broker may stay silent (no frame, no pong) before its connection is closed; default 5,000 */
   heartbeatTimeout?: number;
 }

@@ -65,6 +65,7 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
     ? {
         ...config.socketServer,
         tls: {
+          ...tls,
           cert: resolve(baseDirectory, tls.cert),
           key: resolve(baseDirectory, tls.key),
           ...(tls.ca ? { ca: resolve(baseDirectory, tls.ca) } : {}),

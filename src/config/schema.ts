@@ -43,7 +43,7 @@ export const configSchema = {
           type: 'object',
           additionalProperties: false,
           required: ['cert', 'key'],
-          properties: { cert: { type: 'string' }, key: { type: 'string' }, ca: { type: 'string' } },
+          properties: { cert: { type: 'string' }, key: { type: 'string' }, ca: { type: 'string' }, requestCert: { type: 'boolean', default: false } },
         },
       },
     },

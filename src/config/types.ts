@@ -33,7 +33,8 @@ export interface Config {
     readonly host: string;
     readonly port: number;
     readonly token?: string;
-    readonly tls?: { readonly cert: string; readonly key: string; readonly ca?: string };
+    /** requestCert: every connection shows a certificate signed by `ca` (mutual TLS) */
+    readonly tls?: { readonly cert: string; readonly key: string; readonly ca?: string; readonly requestCert: boolean };
   };
   readonly maxItemsInQueue: number;
   readonly overflow: Overflow;

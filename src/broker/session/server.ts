@@ -25,7 +25,13 @@ export class SocketServer {
     this.#lifecycle = lifecycle;
     const tls = config.socketServer.tls;
     this.#http = tls
-      ? createHttpsServer({ cert: readFileSync(tls.cert), key: readFileSync(tls.key), ...(tls.ca ? { ca: readFileSync(tls.ca) } : {}) })
+      ? createHttpsServer({
+          cert: readFileSync(tls.cert),
+          key: readFileSync(tls.key),
+          ...(tls.ca ? { ca: readFileSync(tls.ca) } : {}),
+          // mutual TLS: a socket without a certificate of `ca` never reaches the upgrade
+          ...(tls.requestCert ? { requestCert: true, rejectUnauthorized: true } : {}),
+        })
       : createHttpServer();
     this.#http.on('request', (_req, res) => {
       res.writeHead(426, { 'content-type': 'text/plain' }).end('Whisker speaks WebSocket here\n');
