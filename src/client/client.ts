@@ -332,7 +332,8 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
 
   #finish(pending: PendingSend, error: WhiskerError | null): void {
     const info: SendInfo = { messageId: pending.message.messageId, channel: pending.channel };
-    if (error && pending.storedBy.size > 0) info.storedBy = [...pending.storedBy];
+    // E_NO_MASTER always says who stored it: `[]` when no broker did (docs/configuration.md)
+    if (error && (pending.storedBy.size > 0 || error.code === 'E_NO_MASTER')) info.storedBy = [...pending.storedBy];
     pending.cb(error, null, info);
   }
 
