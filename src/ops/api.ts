@@ -35,7 +35,7 @@ export interface ManagedBroker {
   /** reloads refused since start, when the broker counts them */
   readonly reloadFailures?: number;
   /** the mirror brokers it knows (SPEC §9) */
-  readonly peers?: { readonly conflict: MasterConflict | null; status(): PeerStatus[] };
+  readonly peers?: { readonly conflict: MasterConflict | null; readonly offeredToMaster?: number; status(): PeerStatus[] };
 }
 
 export type Role = 'master' | 'slave';

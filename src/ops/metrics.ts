@@ -22,6 +22,8 @@ export interface MetricsSource {
   /** configured masters this broker sees, itself included, when more than one */
   readonly conflictingMasters: number;
   readonly peersConnected: number;
+  /** messages this broker, a slave, offered its master: what only it got from clients */
+  readonly offeredToMaster: number;
 }
 
 /** one Prometheus counter per queue counter; names end in `_total` as Prometheus expects */
@@ -88,6 +90,13 @@ export class BrokerMetrics {
     single('whisker_master_conflict', 'Brokers configured as master that see each other (0 when there is no conflict); the lowest serviceId delivers', (s) => s.conflictingMasters);
     single('whisker_peers_connected', 'Peers this broker has a live link to', (s) => s.peersConnected);
     single('whisker_uptime_seconds', 'Seconds since the broker started', (s) => s.uptimeSeconds);
+    new Counter({
+      name: 'whisker_offered_to_master_total', help: 'Messages this slave offered its master: stored here from a client, not named by the master', registers,
+      collect() {
+        this.reset();
+        this.inc(read()?.offeredToMaster ?? 0);
+      },
+    });
     new Counter({
       name: 'whisker_reload_failures_total', help: 'Config reloads refused (invalid config); the running config stayed', registers,
       collect() {

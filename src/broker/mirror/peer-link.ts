@@ -7,6 +7,8 @@ import type { LinkDeps, LinkOwner, PeerStatus, PeerView } from './types.js';
 const OFFER_CHUNK = 1_000;
 /** a client message the master's feed has not named after this long never reached the master */
 const UNCONFIRMED_AFTER_MS = 2_000;
+/** the routine offer of those is logged once in this long, with the count since; the metric counts each */
+const OFFER_LOG_EVERY_MS = 60_000;
 
 /**
  * Our link to one peer: a client connection that logs in with the broker's key pair as
@@ -26,6 +28,8 @@ export class PeerLink {
   #named: Set<string> | null = null;
   /** while in step with the master: offers what only we got from clients, once a second */
   #offerTimer: NodeJS.Timeout | null = null;
+  #offerLoggedAt = -Infinity;
+  #offeredSinceLog = 0;
 
   readonly #deps: LinkDeps;
 
@@ -159,7 +163,7 @@ export class PeerLink {
     replica.startTracking();
     this.#offerTimer ??= setInterval(() => {
       replica.takeUnconfirmed(UNCONFIRMED_AFTER_MS).then(
-        (messages) => messages.length > 0 && this.#offer(messages, 'only this broker got from clients'),
+        (messages) => messages.length > 0 && this.#offer(messages, 'only this broker got from clients', true),
         (error: unknown) => this.#deps.log.error('could not read what to offer the master', { master: this.target.serviceId, error: (error as Error).message }),
       );
     }, 1_000).unref();
@@ -174,7 +178,7 @@ export class PeerLink {
   }
 
   /** hands the master messages, in frames its limit takes */
-  #offer(messages: readonly PeerMessage[], what: string): void {
+  #offer(messages: readonly PeerMessage[], what: string, routine = false): void {
     const { log } = this.#deps;
     const maxBytes = this.#connection.maxPayloadBytes * 0.9;
     let chunk: PeerMessage[] = [];
@@ -195,6 +199,17 @@ export class PeerLink {
       bytes += size;
     }
     if (chunk.length > 0) this.#connection.send({ type: 'offer', messages: chunk });
-    log.info(`offered the master what ${what}`, { master: this.target.serviceId, messages: messages.length - skipped, tooLargeForThePeerLink: skipped });
+    const offered = messages.length - skipped;
+    this.#peers.countOffered(offered);
+    if (skipped > 0) log.warn('messages too large for the peer link were not offered to the master', { master: this.target.serviceId, messages: skipped });
+    // a sync's offer matters each time; the routine one (a client's copy ahead of the feed) is a count
+    if (routine) {
+      this.#offeredSinceLog += offered;
+      const now = Date.now();
+      if (now - this.#offerLoggedAt < OFFER_LOG_EVERY_MS) return;
+      this.#offerLoggedAt = now;
+    }
+    log.info(`offered the master what ${what}`, { master: this.target.serviceId, messages: routine ? this.#offeredSinceLog : offered, ...(routine ? { sinceSeconds: OFFER_LOG_EVERY_MS / 1000 } : {}) });
+    if (routine) this.#offeredSinceLog = 0;
   }
 }

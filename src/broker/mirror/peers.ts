@@ -22,6 +22,7 @@ export class Peers implements LinkOwner {
   #isMaster = false;
   #conflict: MasterConflict | null = null;
   #told = '';
+  #offeredToMaster = 0;
 
   readonly #deps: LinkDeps;
 
@@ -45,6 +46,15 @@ export class Peers implements LinkOwner {
 
   get configuredMaster(): boolean {
     return this.#configuredMaster;
+  }
+
+  /** messages this broker offered a master since start (docs/protocol.md#peers) */
+  get offeredToMaster(): number {
+    return this.#offeredToMaster;
+  }
+
+  countOffered(messages: number): void {
+    this.#offeredToMaster += messages;
   }
 
   get conflict(): MasterConflict | null {

@@ -52,4 +52,6 @@ export interface LinkOwner {
   readonly isMaster: boolean;
   state(): PeerStateFrame;
   update(): void;
+  /** messages a link offered the master (the `whisker_offered_to_master_total` metric) */
+  countOffered(messages: number): void;
 }
