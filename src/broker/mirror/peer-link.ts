@@ -85,7 +85,7 @@ export class PeerLink {
 
   status(): PeerStatus {
     const role = this.view ? (this.view.isMaster ? 'master' : 'slave') : 'unknown';
-    return { serviceId: this.target.serviceId!, spec: this.target.spec, connected: this.#connection.isReady, role, following: this.#following };
+    return { serviceId: this.target.serviceId!, spec: this.target.spec, connected: this.#connection.isReady, role, following: this.#following, inStep: this.#offerTimer !== null };
   }
 
   /** tells the peer our role when it changed, and follows it when it is the master and we are not */

@@ -105,6 +105,20 @@ export class Peers implements LinkOwner {
     return [...this.#links.values()].map((link) => link.status());
   }
 
+  /** why this broker cannot be trusted as a mirror right now, null when it can (SPEC §9 health) */
+  degradedReason(): string | null {
+    const conflict = this.#conflict;
+    if (conflict) return `${conflict.masters.join(' and ')} are all configured as master: ${conflict.delivering} delivers`;
+    if (this.#isMaster || this.#stopping) return null;
+    const peers = this.status();
+    if (peers.some((peer) => peer.inStep)) return null;
+    if (peers.length === 0) return 'a slave without peers: it follows no master';
+    const master = peers.find((peer) => peer.role === 'master');
+    if (master) return `not in step with the master ${master.serviceId}: ${master.following ? 'its sync is under way' : 'not following it'}`;
+    const reached = peers.filter((peer) => peer.connected).map((peer) => peer.serviceId);
+    return `not in step with a master: none of its peers acts as master (${reached.length > 0 ? `reached: ${reached.join(', ')}` : 'none reached'})`;
+  }
+
   async close(): Promise<void> {
     const links = [...this.#links.values()];
     this.#links.clear();

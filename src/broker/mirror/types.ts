@@ -16,6 +16,8 @@ export interface PeerStatus {
   readonly connected: boolean;
   readonly role: 'master' | 'slave' | 'unknown';
   readonly following: boolean;
+  /** following it and synced: its feed names everything it gets (SPEC §9) */
+  readonly inStep: boolean;
 }
 
 /** a peer's role as last heard, over our link to it or its link to us */
