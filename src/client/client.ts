@@ -83,6 +83,8 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
   #disconnected = false;
   #maxMessageBytes = 1_048_576 - 512;
   #processed = new DedupeWindow(DEFAULTS.dedupeWindow * 1000, Date.now);
+  /** delivery keys settled, with the answer (`key|1` acked, `key|0` refused): a copy is answered again */
+  #settled = new DedupeWindow(DEFAULTS.dedupeWindow * 1000, Date.now);
 
   connect(config: ClientConfig): Promise<void>;
   connect(config: ClientConfig, cb: (err: WhiskerError | Error | null) => void): void;
@@ -195,6 +197,7 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
     if (typeof config.clientId !== 'string' || !/^(?!\.+$)[A-Za-z0-9._-]{1,128}$/.test(config.clientId)) throw new TypeError('clientId must match ^[A-Za-z0-9._-]{1,128}$');
     this.#config = { ...DEFAULTS, ...config };
     this.#processed = new DedupeWindow(this.#config.dedupeWindow! * 1000, Date.now);
+    this.#settled = new DedupeWindow(this.#config.dedupeWindow! * 1000, Date.now);
     this.#keys = loadOrCreateKeys(resolve(config.keysDirectory ?? 'keys'), config.keysName ?? 'client');
     const owner = this.#owner(this.#keys);
     this.#connections = config.hosts.map((spec) => new Connection(parseHost(spec), owner));
@@ -385,7 +388,17 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
     const subscription = this.#subscriptions.get(delivery.sub);
     if (!subscription) return; // closed: the broker requeues what it had in flight
     const key = `${delivery.sub}|${delivery.via}|${delivery.messageId}|${delivery.nbRequeues}`;
-    if (this.#processed.has(key)) return;
+    const ack = (ok: boolean, delaySeconds: number) => {
+      const frame = { sub: delivery.sub, messageId: delivery.messageId, via: delivery.via, ok, ...(delaySeconds > 0 ? { delaySeconds } : {}) };
+      for (const connection of this.#connections) if (connection.isReady) connection.queueAck(frame);
+    };
+    if (this.#processed.has(key)) {
+      // acks are idempotent: a copy of what was settled (a broker restarted before it saw the
+      // ack) gets the same answer, else it would sit in flight until requeueInterval (issue 13)
+      if (this.#settled.has(`${key}|1`)) ack(true, 0);
+      else if (this.#settled.has(`${key}|0`)) ack(false, 0);
+      return; // still in the handler: its done() acks to every broker, this one included
+    }
     this.#processed.add(key);
     let channel: DeliveryInfo['channel'];
     try {
@@ -395,14 +408,11 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
       return;
     }
     const info: DeliveryInfo = { messageId: delivery.messageId, channel, created: delivery.created, nbRequeues: delivery.nbRequeues, from: delivery.from };
-    const ack = (ok: boolean, delaySeconds: number) => {
-      const frame = { sub: delivery.sub, messageId: delivery.messageId, via: delivery.via, ok, ...(delaySeconds > 0 ? { delaySeconds } : {}) };
-      for (const connection of this.#connections) if (connection.isReady) connection.queueAck(frame);
-    };
     if (subscription.mode === 'listen') {
       try {
         (subscription.handler as ListenHandler)(null, delivery.data, info);
       } finally {
+        this.#settled.add(`${key}|1`);
         ack(true, 0);
       }
       return;
@@ -411,6 +421,7 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
     const done: Done = (ok = true, delaySeconds = 0) => {
       if (settled) return;
       settled = true;
+      this.#settled.add(`${key}|${ok !== false ? 1 : 0}`);
       ack(ok !== false, ok === false ? Math.max(0, Number(delaySeconds) || 0) : 0);
     };
     let result: unknown;
