@@ -48,6 +48,7 @@ export class Session implements ConnectedSession {
   #results: PublishResult[] = [];
   #flushScheduled = false;
   #paused = false;
+  readonly #heartbeat: Heartbeat;
 
   constructor(ws: WebSocket, ctx: BrokerContext, nonce: string, onGone: (session: Session) => void) {
     this.#ws = ws;
@@ -59,7 +60,7 @@ export class Session implements ConnectedSession {
     ws.on('close', () => this.#onClose());
     ws.on('error', () => this.#onClose());
     // liveness: a client or peer silent for heartbeatTimeout is gone (SPEC §9)
-    new Heartbeat(ws, ctx.policy.config.heartbeatTimeout * 1000, () => {
+    this.#heartbeat = new Heartbeat(ws, ctx.policy.config.heartbeatTimeout * 1000, () => {
       ctx.log.info('connection silent past the heartbeat timeout: closed', { client: this.label, heartbeatTimeout: ctx.policy.config.heartbeatTimeout });
       this.#onClose();
     });
@@ -165,7 +166,11 @@ export class Session implements ConnectedSession {
     let parts: string[] = [];
     let bytes = 0;
     const sendBatch = () => {
-      this.#ws.send(`{"type":"deliver","messages":[${parts.join(',')}]}`, () => this.#maybeResume());
+      // a write that completes proves the client reads: a slow one is alive, its ping may wait behind
+      this.#ws.send(`{"type":"deliver","messages":[${parts.join(',')}]}`, () => {
+        this.#heartbeat.heard();
+        this.#maybeResume();
+      });
       parts = [];
       bytes = 0;
     };
