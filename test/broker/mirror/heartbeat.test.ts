@@ -27,7 +27,8 @@ describe('heartbeats (real broker processes)', () => {
     };
     const master = await start('a', portA, specs.b);
     const slave = await start('b', portB, specs.a);
-    await slave.process.waitFor(/in step with the master/);
+    // both links up (each broker dials the other) before the freeze
+    await Promise.all([slave.process.waitFor(/in step with the master/), slave.process.waitFor(/"msg":"peer connected"/)]);
 
     const hosts = [specs.a, specs.b];
     const inbox = new Inbox();
