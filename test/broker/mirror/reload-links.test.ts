@@ -2,7 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { type BrokerProcess, freePort, startProcess, writeConfig } from '../../support/broker-process.js';
-import { connect, tempDir, until } from '../../support/harness.js';
+import { startBroker } from '../../../src/broker/broker.js';
+import { createLogger } from '../../../src/ops/logger.js';
+import { brokerConfig, connect, tempDir, until } from '../../support/harness.js';
 
 /**
  * Issue 13 fault 1, with real broker processes: a reload (SIGHUP, or the watched file rewritten
@@ -105,4 +107,25 @@ describe('reload and the peer link (real broker processes)', () => {
     expect(received.size).toBe(sent);
     expect(duplicated).toBe(0);
   }, 90_000);
+
+  test('a broker dropped from peers at a reload loses its link (E_AUTH), and its key is not revoked', async () => {
+    const [portA, portB] = [await freePort(), await freePort()];
+    const logs: Array<{ msg: string; code?: string }> = [];
+    const logger = createLogger('info', { write: (line) => void logs.push(JSON.parse(line) as { msg: string; code?: string }) });
+    const dirs = { a: tempDir(), b: tempDir() };
+    const config = (serviceId: 'a' | 'b', port: number, peers: string[]) =>
+      brokerConfig({ serviceId, isMaster: serviceId === 'a', peers, socketServer: { host: '127.0.0.1', port }, logLevel: 'info' }, dirs[serviceId]);
+    const a = await startBroker(config('a', portA, [`127.0.0.1:${portB}@b`]), { watch: false });
+    const b = await startBroker(config('b', portB, [`127.0.0.1:${portA}@a`]), { logger, watch: false });
+    try {
+      await until(() => b.peers.status()[0]?.inStep === true, 10_000, 'b in step');
+      a.reload(config('a', portA, []));
+      await until(() => logs.some((l) => l.msg === 'peer refused our link'), 10_000, "b's link refused");
+      expect(logs.find((l) => l.msg === 'peer refused our link')).toMatchObject({ code: 'E_AUTH' });
+      expect(readdirSync(join(dirs.a, 'whisker-data', 'peers', 'revoked'))).toEqual([]);
+      expect(readdirSync(join(dirs.a, 'whisker-data', 'clients', 'revoked'))).toEqual([]);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
 });
