@@ -2,6 +2,7 @@ import { operatorCommand } from '../ops/commands.js';
 import { ControlError, type ControlHandler, type ControlRequest, type ControlResponse } from '../ops/control.js';
 import { canonicalIdSegment, checkQueueParts } from '../protocol/channel.js';
 import { WhiskerError } from '../protocol/errors.js';
+import { healthView } from '../ops/api.js';
 import type { Logger } from '../ops/logger.js';
 import type { Broker } from './api.js';
 import type { Queue } from './queue/queue.js';
@@ -62,10 +63,14 @@ export function statusView(broker: Broker) {
   let waiting = 0;
   for (const queue of broker.router.queues.values()) waiting += queue.depth;
   const config = broker.config;
+  // what /health says, reason included (docs/management.md#health)
+  const health = healthView(broker, Date.now());
   return {
     serviceId: config.serviceId,
     role: broker.router.isMaster ? 'master' : 'slave',
     state: broker.isStopping ? 'stopping' : 'running',
+    health: health.status,
+    ...(health.reason ? { reason: health.reason } : {}),
     pid: process.pid,
     uptimeSeconds: Math.max(0, Math.floor((Date.now() - broker.startedAt) / 1000)),
     url: broker.url,

@@ -19,6 +19,7 @@ import { History } from './history/history.js';
 import { Lifecycle } from './lifecycle.js';
 import { Intake } from './messages/intake.js';
 import { Router } from './messages/router.js';
+import { peerDialOptions } from './mirror/dial.js';
 import { PeerFeed } from './mirror/feed.js';
 import { Peers } from './mirror/peers.js';
 import { Replica } from './mirror/replica.js';
@@ -69,6 +70,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       {
         serviceId: config.serviceId,
         keys: loadOrCreateKeys(config.keysDirectory, config.keysName),
+        dialOptions: () => peerDialOptions(router.policy.config),
         replica,
         log,
         onRoleChange: (isMaster) => {
@@ -158,16 +160,21 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       log.setLevel(next.logLevel);
       router.applyPolicy(nextPolicy);
       for (const session of [...socketServer.sessions]) {
-        if (!session.isReady) continue;
+        // a peer logged in with the peers' registry, not the clients': its rights are `peers` alone
+        if (!session.isReady || session.isPeer) continue;
         if (!ctx.keys.stillValid(session.clientName, session.key!)) {
           ctx.keys.revoke(session.clientName, session.key!);
           session.fail(new WhiskerError('E_AUTH', 'Key revoked'));
           continue;
         }
-        if (!session.isPeer) recheckSubscriptions(session, nextPolicy.rules, router);
+        recheckSubscriptions(session, nextPolicy.rules, router);
       }
       // after the rules: a promoted slave delivers under the new ones
       ctx.peers.configure(next.peers, next.isMaster);
+      // a broker no longer in `peers` loses its link to us; its key is kept, never revoked (SPEC §9)
+      for (const session of [...socketServer.sessions]) {
+        if (session.isReady && session.isPeer && !ctx.peers.isPeer(session.clientName)) session.fail(new WhiskerError('E_AUTH', 'No longer one of this broker\'s peers'));
+      }
       log.info('config reloaded', { isMaster: next.isMaster, acting: router.isMaster ? 'master' : 'slave', restartNeeded });
       if (restartNeeded.length > 0) log.warn('config keys changed that apply only after a restart', { keys: restartNeeded });
       return { restartNeeded };

@@ -68,6 +68,9 @@ interface Status {
   dataDirectory: string;
   reloadFailures: number;
   lastReloadError: string | null;
+  /** /health's status and reason (docs/management.md#health) */
+  health?: 'ok' | 'degraded' | 'stopping' | 'unhealthy';
+  reason?: string;
   storeHealthy?: boolean;
   conflict?: { masters: string[]; delivering: string } | null;
   peers?: Array<{ serviceId: string; spec: string; connected: boolean; role: string; following: boolean; inStep: boolean; lagMessages: number; lagSeconds: number }>;
@@ -84,7 +87,8 @@ export async function runStatus(options: ControlOptions): Promise<void> {
   const status = resultOf(await ask(target, { command: 'status' })) as Status;
   if (options.json) return printJson(status);
   const lines = [
-    `${status.serviceId}: ${status.role}, ${status.state}, pid ${status.pid}, up ${duration(status.uptimeSeconds)}`,
+    `${status.serviceId}: ${status.role}, ${status.health === 'ok' || status.health === undefined ? status.state : status.health}, pid ${status.pid}, up ${duration(status.uptimeSeconds)}`,
+    ...(status.reason ? [`  reason        ${status.reason}`] : []),
     `  url           ${status.url}`,
     `  connections   ${status.connections} (${status.clients} authenticated)`,
     `  queues        ${status.queues} (${status.waiting} messages waiting, ${status.inFlight} in flight)`,

@@ -43,6 +43,7 @@ export class Brokers {
       clientId: options.clientId,
       keys,
       tls: options.tls,
+      ...(options.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: options.heartbeatTimeoutMs } : {}),
       reconnect: options.reconnect,
       onReady: (connection) => this.#connectionReady(connection),
       onDown: (connection, error) => this.#connectionDown(connection, error),

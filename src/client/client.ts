@@ -52,6 +52,8 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   readonly #replays = new Replays();
   #nextSub = 1;
   #processed = new DedupeWindow(DEFAULTS.dedupeWindowSeconds * 1000, Date.now);
+  /** delivery keys answered, with the answer (`key|1` acked, `key|0` refused): a copy is answered again */
+  #settled = new DedupeWindow(DEFAULTS.dedupeWindowSeconds * 1000, Date.now);
   readonly #host: SubscriptionHost = {
     request: (build, onMasterReply) => (this.#brokers ? this.#brokers.request(build, onMasterReply) : onMasterReply(null)),
     forget: (subscription) => void this.#subscriptions.delete(subscription.sub),
@@ -201,6 +203,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     }
     this.#options = options;
     this.#processed = new DedupeWindow(options.dedupeWindowSeconds * 1000, Date.now);
+    this.#settled = new DedupeWindow(options.dedupeWindowSeconds * 1000, Date.now);
     this.#brokers = new Brokers(options, keys, {
       subscriptions: () => this.#subscriptions.values(),
       outbox: this.#outbox,
@@ -350,7 +353,14 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     const subscription = this.#subscriptions.get(delivery.sub);
     if (!subscription) return; // closed: the broker requeues what it had in flight
     const key = `${delivery.sub}|${delivery.via}|${delivery.messageId}|${delivery.nbRequeues}`;
-    if (this.#processed.has(key)) return;
+    const ack = (ok: boolean, delaySeconds: number) => this.#brokers?.settle(delivery, ok, delaySeconds);
+    if (this.#processed.has(key)) {
+      // acks are idempotent: a copy of what was settled (a broker restarted before it saw the
+      // ack) gets the same answer, else it would sit in flight until requeueInterval (issue 13)
+      if (this.#settled.has(`${key}|1`)) ack(true, 0);
+      else if (this.#settled.has(`${key}|0`)) ack(false, 0);
+      return; // still in the handler: its done() acks to every broker, this one included
+    }
     this.#processed.add(key);
     let channel: DeliveryInfo['channel'];
     try {
@@ -360,7 +370,10 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
       return;
     }
     const info: DeliveryInfo = { messageId: delivery.messageId, channel, created: delivery.created, nbRequeues: delivery.nbRequeues, from: delivery.from };
-    subscription.sink.message(delivery.data, info, (ok, delaySeconds) => this.#brokers?.settle(delivery, ok, delaySeconds));
+    subscription.sink.message(delivery.data, info, (ok, delaySeconds) => {
+      this.#settled.add(`${key}|${ok ? 1 : 0}`);
+      ack(ok, delaySeconds);
+    });
   }
 }
 

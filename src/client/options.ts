@@ -15,6 +15,7 @@ export interface ClientOptions {
   readonly reconnect: { readonly initialMs: number; readonly maxMs: number; readonly factor: number };
   readonly handlerRetry: { readonly initialSeconds: number; readonly maxSeconds: number; readonly factor: number };
   readonly tls: ClientConfig['tls'];
+  readonly heartbeatTimeoutMs: number | undefined;
 }
 
 export const DEFAULTS = {
@@ -71,6 +72,7 @@ export function clientOptions(config: ClientConfig): ClientOptions {
       factor: positive(h.factor, 'handlerRetry.factor', DEFAULTS.handlerRetry.factor),
     },
     tls: config.tls,
+    heartbeatTimeoutMs: config.heartbeatTimeout,
   };
 }
 

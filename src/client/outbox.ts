@@ -66,7 +66,8 @@ export class Outbox {
     this.#pending.delete(messageId);
     pending.stopAbort();
     const info: SendInfo = { messageId, channel: pending.channel };
-    if (error && pending.storedBy.size > 0) info.storedBy = [...pending.storedBy];
+    // E_NO_MASTER always says who stored it: `[]` when no broker did (docs/configuration.md)
+    if (error && (pending.storedBy.size > 0 || error.code === 'E_NO_MASTER')) info.storedBy = [...pending.storedBy];
     pending.cb(error, null, info);
   }
 

@@ -44,7 +44,10 @@ export interface ClientConfig {
   reconnect?: { initialMs?: number; maxMs?: number; factor?: number };
   /** requeue delay after a handler threw or rejected: initial × factor^nbRequeues, at most max */
   handlerRetry?: { initialSeconds?: number; maxSeconds?: number; factor?: number };
-  tls?: { ca?: string | Buffer; rejectUnauthorized?: boolean };
+  /** `cert` and `key`: a client certificate, for a broker with `socketServer.tls.requestCert` */
+  tls?: { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer; rejectUnauthorized?: boolean };
+  /** ms a broker may stay silent (no frame, no pong) before its connection is closed; default 5,000 */
+  heartbeatTimeout?: number;
 }
 
 export interface Channel {

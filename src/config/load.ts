@@ -94,13 +94,21 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
     ? {
         ...config.socketServer,
         tls: {
+          ...tls,
           cert: resolve(baseDirectory, tls.cert),
           key: resolve(baseDirectory, tls.key),
           ...(tls.ca ? { ca: resolve(baseDirectory, tls.ca) } : {}),
         },
       }
     : config.socketServer;
-  return deepFreeze({ ...config, ...resolved, socketServer, configPath, ignoredKeys } as Config);
+  const peerTls = config.peerTls ? resolvePaths(config.peerTls, ['ca', 'cert', 'key'], baseDirectory) : undefined;
+  return deepFreeze({ ...config, ...resolved, socketServer, ...(peerTls ? { peerTls } : {}), configPath, ignoredKeys } as Config);
+}
+
+function resolvePaths<T extends object>(block: T, keys: ReadonlyArray<keyof T & string>, baseDirectory: string): T {
+  const out = { ...block } as Record<string, unknown>;
+  for (const key of keys) if (typeof out[key] === 'string') out[key] = resolve(baseDirectory, out[key]);
+  return out as T;
 }
 
 /** each peer is a host string naming its serviceId, another broker's, once (SPEC §9) */

@@ -53,7 +53,7 @@ export const configSchema = {
           type: 'object',
           additionalProperties: false,
           required: ['cert', 'key'],
-          properties: { cert: { type: 'string' }, key: { type: 'string' }, ca: { type: 'string' } },
+          properties: { cert: { type: 'string' }, key: { type: 'string' }, ca: { type: 'string' }, requestCert: { type: 'boolean', default: false } },
         },
       },
     },
@@ -64,6 +64,7 @@ export const configSchema = {
     dedupeWindow: { type: 'number', minimum: 0, maximum: 86_400, default: 120 },
     softStopTimeout: { ...positiveSeconds, default: 30 },
     idleQueueTimeout: { ...positiveSeconds, default: 300 },
+    heartbeatTimeout: { type: 'number', minimum: 0.1, maximum: 3600, default: 5 },
     rules: {
       type: 'array',
       items: {
@@ -86,6 +87,11 @@ export const configSchema = {
       additionalProperties: channelSettings,
     },
     peers: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
+    peerTls: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { ca: { type: 'string', minLength: 1 }, cert: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 }, rejectUnauthorized: { type: 'boolean' } },
+    },
     management: {
       type: 'object',
       additionalProperties: false,

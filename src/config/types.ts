@@ -42,7 +42,8 @@ export interface Config {
     readonly host: string;
     readonly port: number;
     readonly token?: string;
-    readonly tls?: { readonly cert: string; readonly key: string; readonly ca?: string };
+    /** requestCert: every connection shows a certificate signed by `ca` (mutual TLS) */
+    readonly tls?: { readonly cert: string; readonly key: string; readonly ca?: string; readonly requestCert: boolean };
   };
   readonly maxItemsInQueue: number;
   readonly overflow: Overflow;
@@ -55,11 +56,15 @@ export interface Config {
   readonly softStopTimeout: number;
   /** seconds an empty queue nobody subscribes to is kept before it is forgotten */
   readonly idleQueueTimeout: number;
+  /** seconds a client or peer link may stay silent before it is closed (SPEC §9) */
+  readonly heartbeatTimeout: number;
   readonly rules?: readonly RuleConfig[];
   readonly defaultPolicy: 'deny' | 'allow';
   readonly autoRegister: boolean;
   readonly channels: Readonly<Record<string, ChannelConfig>>;
   readonly peers: readonly string[];
+  /** how this broker checks its peers' certificates, and the one it shows them (paths) */
+  readonly peerTls?: { readonly ca?: string; readonly cert?: string; readonly key?: string; readonly rejectUnauthorized?: boolean };
   readonly management?: {
     readonly host: string;
     readonly port: number;

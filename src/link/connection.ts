@@ -10,6 +10,7 @@ import {
   type PublishedMessage,
   type ReplyFrame,
 } from '../protocol/frames.js';
+import { DEFAULT_HEARTBEAT_TIMEOUT_MS, Heartbeat } from './heartbeat.js';
 import type { HostTarget } from './hosts.js';
 import { type ClientKeys, signHandshake } from './keys.js';
 
@@ -20,7 +21,10 @@ export interface ConnectionOwner {
   readonly keys: ClientKeys;
   /** a mirror broker's link to a peer (docs/protocol.md#peers) */
   readonly role?: 'peer';
-  readonly tls: { ca?: string | Buffer; rejectUnauthorized?: boolean } | undefined;
+  /** `cert` and `key`: a client certificate, for a broker that asks for one (mutual TLS) */
+  readonly tls: { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer; rejectUnauthorized?: boolean } | undefined;
+  /** a link silent this long is closed (src/link/heartbeat.ts); read at every dial */
+  readonly heartbeatTimeoutMs?: number;
   readonly reconnect: { initialMs: number; maxMs: number; factor: number };
   onReady(connection: Connection): void;
   /** the socket was lost or refused; `error` is the broker's refusal, when there was one */
@@ -176,10 +180,14 @@ export class Connection {
       perMessageDeflate: false,
       handshakeTimeout: 10_000,
       ...(tls?.ca !== undefined ? { ca: tls.ca } : {}),
+      ...(tls?.cert !== undefined ? { cert: tls.cert } : {}),
+      ...(tls?.key !== undefined ? { key: tls.key } : {}),
       ...(tls?.rejectUnauthorized !== undefined ? { rejectUnauthorized: tls.rejectUnauthorized } : {}),
     });
     this.#ws = ws;
     let refusal: WhiskerError | null = null;
+    // the heartbeat terminates a silent socket; its 'close' below redials as for any loss
+    ws.once('open', () => new Heartbeat(ws, this.#owner.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS, () => undefined));
     ws.on('message', (data) => {
       let frame: BrokerFrame;
       try {

@@ -57,13 +57,13 @@ export interface ManagedBroker {
   /** reloads refused since start, when the broker counts them */
   readonly reloadFailures?: number;
   /** the mirror brokers it knows (SPEC §9) */
-  readonly peers?: { readonly conflict: MasterConflict | null; status(): PeerStatus[] };
+  readonly peers?: { readonly conflict: MasterConflict | null; readonly offeredToMaster?: number; status(): PeerStatus[]; degradedReason?(): string | null };
 }
 
 export type Role = 'master' | 'slave';
 
 export interface HealthView {
-  status: 'ok' | 'stopping' | 'unhealthy';
+  status: 'ok' | 'degraded' | 'stopping' | 'unhealthy';
   role: Role;
   serviceId: string;
   uptimeSeconds: number;
@@ -78,7 +78,7 @@ export const roleOf = (broker: ManagedBroker): Role => (broker.router.isMaster ?
 
 export const uptimeSeconds = (broker: ManagedBroker, now: number): number => Math.max(0, Math.floor((now - broker.startedAt) / 1000));
 
-/** ready unless stopping or the store failed; the HTTP status follows `status` */
+/** ok unless stopping, the store failed, or the mirrors are not in step (degraded); the HTTP status follows `status` */
 export function healthView(broker: ManagedBroker, now: number): HealthView {
   const view: HealthView = { status: 'ok', role: roleOf(broker), serviceId: broker.config.serviceId, uptimeSeconds: uptimeSeconds(broker, now), connections: broker.sessions.size };
   const peers = broker.peers?.status() ?? [];
@@ -90,6 +90,8 @@ export function healthView(broker: ManagedBroker, now: number): HealthView {
   }
   if (broker.isStopping) return { ...view, status: 'stopping', reason: 'broker is stopping' };
   if (!broker.isStoreHealthy) return { ...view, status: 'unhealthy', reason: 'message store is unhealthy: a write failed, sends are refused (E_STORE)' };
+  const degraded = broker.peers?.degradedReason?.() ?? null;
+  if (degraded) return { ...view, status: 'degraded', reason: degraded };
   return view;
 }
 

@@ -21,6 +21,8 @@ export interface MetricsSource {
   readonly peersConnected: number;
   /** ms epoch, for ages */
   now(): number;
+  /** messages this broker, a slave, offered its master: what only it got from clients */
+  readonly offeredToMaster: number;
 }
 
 /** how many series a client can make the broker export (docs/management.md#label-cardinality) */
@@ -130,6 +132,13 @@ export class BrokerMetrics {
     single('whisker_master_conflict', 'Brokers configured as master that see each other (0 when there is no conflict); the lowest serviceId delivers', (s) => s.conflictingMasters);
     single('whisker_peers_connected', 'Peers this broker has a live link to', (s) => s.peersConnected);
     single('whisker_uptime_seconds', 'Seconds since the broker started', (s) => s.uptimeSeconds);
+    new Counter({
+      name: 'whisker_offered_to_master_total', help: 'Messages this slave offered its master: stored here from a client, not named by the master', registers,
+      collect() {
+        this.reset();
+        this.inc(read()?.offeredToMaster ?? 0);
+      },
+    });
     new Counter({
       name: 'whisker_reload_failures_total', help: 'Config reloads refused (invalid config); the running config stayed', registers,
       collect() {

@@ -93,7 +93,8 @@ describe('metrics', () => {
     expect(sample(m, 'whisker_messages_received_total', '{queue="only/v1"}')).toBe(1);
     expect(sample(s, 'whisker_messages_received_total', '{queue="only/v1"}')).toBeUndefined();
     expect(sample(s, 'whisker_role')).toBe(0);
-    expect(await getJson(slave, '/health')).toMatchObject({ status: 'ok', role: 'slave' });
+    // a slave that follows no master is not in step with one (issue 13)
+    expect(await getJson(slave, '/health')).toMatchObject({ status: 'degraded', role: 'slave', reason: 'a slave without peers: it follows no master' });
   });
 
   test('a refused reload moves whisker_reload_failures_total', async () => {

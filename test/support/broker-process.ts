@@ -40,8 +40,10 @@ export interface BrokerProcess {
   readonly exited: Promise<number | null>;
 }
 
-export async function startProcess(configPath: string, options: { args?: string[]; env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<BrokerProcess> {
-  const child = spawn(process.execPath, [bin, 'start', '-c', configPath, ...(options.args ?? [])], {
+/** `wrap`: a command prefix the broker runs under (`ip netns exec <ns>`: the partition test) */
+export async function startProcess(configPath: string, options: { args?: string[]; env?: NodeJS.ProcessEnv; cwd?: string; wrap?: string[] } = {}): Promise<BrokerProcess> {
+  const command = [...(options.wrap ?? []), process.execPath, bin, 'start', '-c', configPath, ...(options.args ?? [])];
+  const child = spawn(command[0]!, command.slice(1), {
     cwd: options.cwd ?? root,
     env: options.env ?? process.env,
     stdio: ['ignore', 'pipe', 'pipe'],

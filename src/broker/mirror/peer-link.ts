@@ -7,6 +7,8 @@ import type { LinkDeps, LinkOwner, PeerStatus, PeerView } from './types.js';
 const OFFER_CHUNK = 1_000;
 /** a client message the master's feed has not named after this long never reached the master */
 const UNCONFIRMED_AFTER_MS = 2_000;
+/** the routine offer of those is logged once in this long, with the count since; the metric counts each */
+const OFFER_LOG_EVERY_MS = 60_000;
 
 /**
  * Our link to one peer: a client connection that logs in with the broker's key pair as
@@ -18,6 +20,7 @@ export class PeerLink {
   readonly #connection: Connection;
   view: PeerView | null = null;
   #following = false;
+  #linked = false;
   #told = '';
   /** sync and feed frames are applied one after the other: a store append may come between */
   #applying: Promise<void> = Promise.resolve();
@@ -27,6 +30,8 @@ export class PeerLink {
   #offerTimer: NodeJS.Timeout | null = null;
   /** frames from the master received and not applied yet: when each came, how many items */
   readonly #unapplied: Array<{ at: number; items: number }> = [];
+  #offerLoggedAt = -Infinity;
+  #offeredSinceLog = 0;
 
   readonly #deps: LinkDeps;
 
@@ -34,19 +39,34 @@ export class PeerLink {
     this.target = target;
     this.#peers = peers;
     this.#deps = deps;
-    const { serviceId, keys } = deps;
+    const { serviceId, keys, dialOptions } = deps;
+    let dialed = dialOptions();
     const owner: ConnectionOwner = {
       clientId: serviceId,
       keys,
       role: 'peer',
-      tls: undefined,
+      // read first at every dial (the heartbeat, once the socket opened, uses what it read then)
+      get tls() {
+        try {
+          dialed = dialOptions();
+        } catch (error) {
+          deps.log.error('could not read peerTls files: dialing with the last ones read', { peer: target.spec, error: (error as Error).message });
+        }
+        return dialed.tls;
+      },
+      get heartbeatTimeoutMs() {
+        return dialed.heartbeatTimeoutMs;
+      },
       reconnect: { initialMs: 200, maxMs: 5_000, factor: 1.5 },
       onReady: () => {
+        this.#linked = true;
         this.#told = '';
         this.refresh();
       },
       onDown: (_connection, error) => {
         if (error) deps.log.warn('peer refused our link', { peer: target.spec, code: error.code, reason: error.message });
+        else if (this.#linked) deps.log.warn('link to peer lost: its role is unknown until it is back', { peer: target.spec });
+        this.#linked = false;
         this.view = null;
         this.#stopFollowing();
         peers.update();
@@ -151,7 +171,7 @@ export class PeerLink {
     replica.startTracking();
     this.#offerTimer ??= setInterval(() => {
       replica.takeUnconfirmed(UNCONFIRMED_AFTER_MS).then(
-        (messages) => messages.length > 0 && this.#offer(messages, 'only this broker got from clients'),
+        (messages) => messages.length > 0 && this.#offer(messages, 'only this broker got from clients', true),
         (error: unknown) => this.#deps.log.error('could not read what to offer the master', { master: this.target.serviceId, error: (error as Error).message }),
       );
     }, 1_000).unref();
@@ -166,7 +186,7 @@ export class PeerLink {
   }
 
   /** hands the master messages, in frames its limit takes */
-  #offer(messages: readonly PeerMessage[], what: string): void {
+  #offer(messages: readonly PeerMessage[], what: string, routine = false): void {
     const { log } = this.#deps;
     const maxBytes = this.#connection.maxPayloadBytes * 0.9;
     let chunk: PeerMessage[] = [];
@@ -187,6 +207,17 @@ export class PeerLink {
       bytes += size;
     }
     if (chunk.length > 0) this.#connection.send({ type: 'offer', messages: chunk });
-    log.info(`offered the master what ${what}`, { master: this.target.serviceId, messages: messages.length - skipped, tooLargeForThePeerLink: skipped });
+    const offered = messages.length - skipped;
+    this.#peers.countOffered(offered);
+    if (skipped > 0) log.warn('messages too large for the peer link were not offered to the master', { master: this.target.serviceId, messages: skipped });
+    // a sync's offer matters each time; the routine one (a client's copy ahead of the feed) is a count
+    if (routine) {
+      this.#offeredSinceLog += offered;
+      const now = Date.now();
+      if (now - this.#offerLoggedAt < OFFER_LOG_EVERY_MS) return;
+      this.#offerLoggedAt = now;
+    }
+    log.info(`offered the master what ${what}`, { master: this.target.serviceId, messages: routine ? this.#offeredSinceLog : offered, ...(routine ? { sinceSeconds: OFFER_LOG_EVERY_MS / 1000 } : {}) });
+    if (routine) this.#offeredSinceLog = 0;
   }
 }

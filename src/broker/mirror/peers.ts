@@ -22,13 +22,14 @@ export class Peers implements LinkOwner {
   #isMaster = false;
   #conflict: MasterConflict | null = null;
   #told = '';
+  #offeredToMaster = 0;
 
   readonly #deps: LinkDeps;
 
   constructor(options: PeersOptions, lifecycle: Lifecycle) {
     this.#options = options;
-    const { serviceId, keys, log, replica } = options;
-    this.#deps = { serviceId, keys, log, replica };
+    const { serviceId, keys, log, replica, dialOptions } = options;
+    this.#deps = { serviceId, keys, log, replica, dialOptions };
     // soft-stop: this broker delivers nothing new, so its peers no longer count it as a master
     // (a slave promoted meanwhile does not yield to it); its in-flight deliveries still finish here
     lifecycle.observe(() => {
@@ -45,6 +46,15 @@ export class Peers implements LinkOwner {
 
   get configuredMaster(): boolean {
     return this.#configuredMaster;
+  }
+
+  /** messages this broker offered a master since start (docs/protocol.md#peers) */
+  get offeredToMaster(): number {
+    return this.#offeredToMaster;
+  }
+
+  countOffered(messages: number): void {
+    this.#offeredToMaster += messages;
   }
 
   get conflict(): MasterConflict | null {
@@ -93,6 +103,20 @@ export class Peers implements LinkOwner {
 
   status(): PeerStatus[] {
     return [...this.#links.values()].map((link) => link.status());
+  }
+
+  /** why this broker cannot be trusted as a mirror right now, null when it can (SPEC §9 health) */
+  degradedReason(): string | null {
+    const conflict = this.#conflict;
+    if (conflict) return `${conflict.masters.join(' and ')} are all configured as master: ${conflict.delivering} delivers`;
+    if (this.#isMaster || this.#stopping) return null;
+    const peers = this.status();
+    if (peers.some((peer) => peer.inStep)) return null;
+    if (peers.length === 0) return 'a slave without peers: it follows no master';
+    const master = peers.find((peer) => peer.role === 'master');
+    if (master) return `not in step with the master ${master.serviceId}: ${master.following ? 'its sync is under way' : 'not following it'}`;
+    const reached = peers.filter((peer) => peer.connected).map((peer) => peer.serviceId);
+    return `not in step with a master: none of its peers acts as master (${reached.length > 0 ? `reached: ${reached.join(', ')}` : 'none reached'})`;
   }
 
   async close(): Promise<void> {

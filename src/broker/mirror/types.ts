@@ -30,9 +30,17 @@ export interface PeerView {
   isMaster: boolean;
 }
 
+/** TLS and heartbeat of the links this broker dials to its peers (src/broker/mirror/dial.ts) */
+export interface PeerDialOptions {
+  readonly tls: { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean } | undefined;
+  readonly heartbeatTimeoutMs: number;
+}
+
 /** what every link to a peer is handed */
 export interface LinkDeps {
   readonly serviceId: string;
+  /** read at every dial: a reload applies to the next link */
+  readonly dialOptions: () => PeerDialOptions;
   readonly keys: ClientKeys;
   readonly log: Logger;
   readonly replica: Replica;
@@ -50,4 +58,6 @@ export interface LinkOwner {
   readonly isMaster: boolean;
   state(): PeerStateFrame;
   update(): void;
+  /** messages a link offered the master (the `whisker_offered_to_master_total` metric) */
+  countOffered(messages: number): void;
 }

@@ -61,9 +61,10 @@ export class Outbound {
     this.#held = Math.max(0, this.#held - bytes);
   }
 
-  write(text: string): void {
+  /** `onWritten` when the socket took it (a sign of life of the reader) */
+  write(text: string, onWritten?: () => void): void {
     if (this.#overflowed) return;
-    this.#ws.send(text, this.#written);
+    this.#ws.send(text, onWritten ? (error) => (this.#written(), error ? undefined : onWritten()) : this.#written);
     this.#check();
   }
 

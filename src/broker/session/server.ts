@@ -13,8 +13,6 @@ import type { BrokerContext, ConnectedSession } from './ports.js';
 import { Session } from './session.js';
 import { type Stranger, Strangers } from './strangers.js';
 
-const PING_INTERVAL_MS = 30_000;
-
 /** a stranger still before its upgrade: it is destroyed when its timer fires */
 interface Arrival extends Stranger {
   timer: NodeJS.Timeout | null;
@@ -35,14 +33,19 @@ export class SocketServer {
   readonly #arrivals = new Map<string, Arrival>();
   /** authenticated sessions: what limits.maxConnections bounds */
   readonly #members = new Set<Session>();
-  #pinger: NodeJS.Timeout | null = null;
 
   constructor(config: Config, ctx: BrokerContext, lifecycle: Lifecycle) {
     this.#ctx = ctx;
     this.#lifecycle = lifecycle;
     const tls = config.socketServer.tls;
     this.#http = tls
-      ? createHttpsServer({ cert: readFileSync(tls.cert), key: readFileSync(tls.key), ...(tls.ca ? { ca: readFileSync(tls.ca) } : {}) })
+      ? createHttpsServer({
+          cert: readFileSync(tls.cert),
+          key: readFileSync(tls.key),
+          ...(tls.ca ? { ca: readFileSync(tls.ca) } : {}),
+          // mutual TLS: a socket without a certificate of `ca` never reaches the upgrade
+          ...(tls.requestCert ? { requestCert: true, rejectUnauthorized: true } : {}),
+        })
       : createHttpServer();
     this.#http.on('request', (_req, res) => {
       res.writeHead(426, { 'content-type': 'text/plain' }).end('Whisker speaks WebSocket here\n');
@@ -60,10 +63,6 @@ export class SocketServer {
         resolve();
       });
     });
-    this.#pinger = setInterval(() => {
-      for (const session of this.#sessions) session.ping();
-    }, PING_INTERVAL_MS);
-    this.#pinger.unref();
     return this.#http.address() as AddressInfo;
   }
 
@@ -73,7 +72,6 @@ export class SocketServer {
   }
 
   async close(): Promise<void> {
-    if (this.#pinger) clearInterval(this.#pinger);
     for (const session of [...this.#sessions]) session.close();
     for (const ws of this.#wss.clients) ws.terminate();
     await new Promise<void>((resolve) => this.#wss.close(() => resolve()));

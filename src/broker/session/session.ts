@@ -1,5 +1,6 @@
 import { type KeyObject, randomBytes } from 'node:crypto';
 import type { WebSocket } from 'ws';
+import { Heartbeat } from '../../link/heartbeat.js';
 import { protocolError, WhiskerError } from '../../protocol/errors.js';
 import {
   type BrokerFrame,
@@ -67,8 +68,8 @@ export class Session implements ConnectedSession {
   #resultBytes = 0;
   readonly #outbound: Outbound;
   #flushScheduled = false;
-  #alive = true;
   #writableWaiters: Array<() => void> = [];
+  readonly #heartbeat: Heartbeat;
 
   constructor(ws: WebSocket, ctx: BrokerContext, nonce: string, hooks: SessionHooks) {
     this.#ws = ws;
@@ -83,7 +84,11 @@ export class Session implements ConnectedSession {
     ws.on('message', (data, isBinary) => this.#onMessage(data.toString(), isBinary));
     ws.on('close', () => this.#onClose());
     ws.on('error', () => this.#onClose());
-    ws.on('pong', () => (this.#alive = true));
+    // liveness: a client or peer silent for heartbeatTimeout is gone (SPEC §9)
+    this.#heartbeat = new Heartbeat(ws, ctx.policy.config.heartbeatTimeout * 1000, () => {
+      ctx.log.info('connection silent past the heartbeat timeout: closed', { client: this.label, heartbeatTimeout: ctx.policy.config.heartbeatTimeout });
+      this.#onClose();
+    });
     this.send({ type: 'hello', protocol: PROTOCOL_VERSION, nonce, serviceId: ctx.policy.config.serviceId, isMaster: ctx.router.isMaster });
   }
 
@@ -198,18 +203,6 @@ export class Session implements ConnectedSession {
     this.#scheduleFlush();
   }
 
-  /** liveness: a peer that did not answer the last ping is gone */
-  ping(): void {
-    if (this.#state === 'closed') return;
-    if (!this.#alive) {
-      this.#ws.terminate();
-      this.#onClose();
-      return;
-    }
-    this.#alive = false;
-    this.#ws.ping();
-  }
-
   close(code = 1001, reason = 'broker stopping'): void {
     if (this.#state === 'closed') return;
     this.#flush();
@@ -238,7 +231,8 @@ export class Session implements ConnectedSession {
     let parts: string[] = [];
     let bytes = 0;
     const sendBatch = () => {
-      this.#outbound.write(`{"type":"deliver","messages":[${parts.join(',')}]}`);
+      // a write that completes proves the client reads: a slow one is alive, its ping may wait behind
+      this.#outbound.write(`{"type":"deliver","messages":[${parts.join(',')}]}`, () => this.#heartbeat.heard());
       parts = [];
       bytes = 0;
     };

@@ -82,7 +82,7 @@ describe('peers', () => {
     const { replica, log } = master();
     const roles: boolean[] = [];
     const states: PeerStateFrame[] = [];
-    const set = new Peers({ serviceId, keys: loadOrCreateKeys(tempDir(), serviceId), log, replica, onRoleChange: (isMaster) => void roles.push(isMaster), onStateChange: (s) => void states.push(s) }, lifecycle);
+    const set = new Peers({ serviceId, dialOptions: () => ({ tls: undefined, heartbeatTimeoutMs: 5000 }), keys: loadOrCreateKeys(tempDir(), serviceId), log, replica, onRoleChange: (isMaster) => void roles.push(isMaster), onStateChange: (s) => void states.push(s) }, lifecycle);
     return { set, roles, states, lifecycle };
   }
 

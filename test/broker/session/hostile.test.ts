@@ -301,7 +301,8 @@ describe('load', () => {
 
   test('a listener that stops reading while 20,000 messages of 1 KB arrive: deliveries pause, memory stays bounded, and resume', async () => {
     const MESSAGES = 20_000;
-    const b = await broker({ maxItemsInQueue: 30_000, limits: { maxBufferedBytesPerConnection: 64 * 1024 } });
+    // a reader that reads nothing for longer than heartbeatTimeout is closed as dead: not this one
+    const b = await broker({ maxItemsInQueue: 30_000, heartbeatTimeout: 120, limits: { maxBufferedBytesPerConnection: 64 * 1024 } });
     const reader = await SlowReader.open(b.port, 'slowpoke', newKeyPair(), 'slow', 'v1');
     reader.pause();
     const producer = await connect('firehose', b.hostSpec);
@@ -338,7 +339,7 @@ describe('load', () => {
 
   test('a paused listener that subscribes to a backlog of 1,000 x 100 KB is sent no more than its buffer bound', async () => {
     const MESSAGES = 1000;
-    const b = await broker({ maxItemsInQueue: 2000, limits: { maxBufferedBytesPerConnection: 64 * 1024 } });
+    const b = await broker({ maxItemsInQueue: 2000, heartbeatTimeout: 120, limits: { maxBufferedBytesPerConnection: 64 * 1024 } });
     const producer = await connect('backlog-writer', b.hostSpec);
     const body = 'x'.repeat(100_000);
     for (let chunk = 0; chunk < MESSAGES; chunk += 100) {
