@@ -19,6 +19,7 @@ import { Lifecycle } from './lifecycle.js';
 import { Intake } from './messages/intake.js';
 import { Router } from './messages/router.js';
 import { PeerFeed } from './mirror/feed.js';
+import { Election } from './mirror/election.js';
 import { Peers } from './mirror/peers.js';
 import { Replica } from './mirror/replica.js';
 import { KeyRegistry } from './session/keys.js';
@@ -56,6 +57,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
   const router = new Router({ policy, store: metrics ? metrics.timeAppends(store) : store, log, now, lifecycle });
   let restored, ctx: BrokerContext, server: SocketServer | undefined, address;
   let peers: Peers | undefined;
+  let election: Election | null = null;
   try {
     restored = await router.restore();
     const replica = new Replica(router);
@@ -68,10 +70,11 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
         keys: loadOrCreateKeys(config.keysDirectory, config.keysName),
         replica,
         log,
-        onRoleChange: (isMaster) => {
+        onRoleChange: (isMaster, epoch) => {
           router.setMaster(isMaster);
           if (!isMaster) feed.demoted();
-          for (const session of sessions()) if (session.isReady && !session.isPeer) session.send({ type: 'role', isMaster });
+          const role = { type: 'role', isMaster, ...(epoch !== undefined ? { epoch } : {}) } as const;
+          for (const session of sessions()) if (session.isReady && !session.isPeer) session.send(role);
         },
         onStateChange: (state) => {
           for (const session of sessions()) if (session.isReady && session.isPeer) session.send(state);
@@ -79,6 +82,16 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       },
       lifecycle,
     );
+    if (config.election) {
+      const mirrors = peers;
+      election = new Election(config.election, config.serviceId, log, {
+        inStepWith: () => mirrors.inStepEpoch,
+        mayCampaign: () => !lifecycle.isStopping,
+        onChange: () => mirrors.update(),
+      });
+      mirrors.useElection(election);
+      log.warn('election on: the master is elected through etcd, isMaster in the file is not used', { prefix: config.election.prefix, leaseTtl: config.election.leaseTtl });
+    }
     const peerKeys = new KeyRegistry(join(config.dataDirectory, 'peers'));
     ctx = {
       get policy() {
@@ -96,8 +109,9 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
     server = new SocketServer(config, ctx, lifecycle);
     peers.configure(config.peers, config.isMaster);
     address = await server.listen(config.socketServer.host, config.socketServer.port);
+    election?.start();
   } catch (error) {
-    await Promise.all([peers?.close(), store.close().catch(() => undefined), control?.close()]);
+    await Promise.all([election?.close(), peers?.close(), store.close().catch(() => undefined), control?.close()]);
     throw error;
   }
   const scheme = config.socketServer.tls ? 'wss' : 'ws';
@@ -121,6 +135,13 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
     },
     router,
     peers: ctx.peers,
+    get election() {
+      return election?.view() ?? null;
+    },
+    stepDown() {
+      if (!election) return Promise.resolve({ ok: false, error: 'no election: this broker runs without an election block' });
+      return election.stepDown(() => router.whenIdle());
+    },
     sessions: socketServer.sessions,
     get managementPort() {
       return management?.port ?? null;
@@ -163,6 +184,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       // after the rules: a promoted slave delivers under the new ones
       ctx.peers.configure(next.peers, next.isMaster);
       log.info('config reloaded', { isMaster: next.isMaster, acting: router.isMaster ? 'master' : 'slave', restartNeeded });
+      if (next.election) log.warn('election on: the master is elected through etcd, isMaster in the file is not used', { prefix: next.election.prefix });
       if (restartNeeded.length > 0) log.warn('config keys changed that apply only after a restart', { keys: restartNeeded });
       return { restartNeeded };
     },
@@ -211,6 +233,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
           await management?.close();
           metrics?.close();
           await watcher?.close();
+          await election?.close(); // gives the lease up: another broker is elected at once
           await ctx.peers.close();
           await socketServer.close();
           router.close();

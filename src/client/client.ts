@@ -78,6 +78,8 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
   #wasConnected = false;
   #everConnected = false;
   #disconnected = false;
+  /** the newest election epoch any broker announced (docs/protocol.md#epochs) */
+  #newestEpoch = 0;
   #maxMessageBytes = 1_048_576 - 512;
   #processed = new DedupeWindow(DEFAULTS.dedupeWindow * 1000, Date.now);
 
@@ -278,7 +280,16 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
     this.emit('master', master?.serviceId ?? null);
   }
 
+  /** a broker whose epoch is older than the newest seen was fenced: what it delivers or answers is ignored (docs/protocol.md#epochs) */
+  #isStale(connection: Connection, frame: BrokerFrame): boolean {
+    for (const c of this.#connections) if (c.epoch !== undefined && c.epoch > this.#newestEpoch) this.#newestEpoch = c.epoch;
+    if (connection.epoch === undefined || connection.epoch >= this.#newestEpoch) return false;
+    this.emit('stale', connection.serviceId, frame.type);
+    return true;
+  }
+
   #onFrame(connection: Connection, frame: BrokerFrame): void {
+    if ((frame.type === 'results' || frame.type === 'deliver') && this.#isStale(connection, frame)) return;
     switch (frame.type) {
       case 'results':
         this.#onResults(connection, frame.results);
