@@ -31,6 +31,9 @@ export function controlHandler(broker: Broker, keys: KeyRegistry, log: Logger): 
         setImmediate(() => (soft ? broker.softStop() : broker.stop()).catch(() => undefined)); // failures: logged, and in `closed`
         return ok({ stopping: soft ? 'soft' : 'now', inFlight: broker.router.inFlightCount, softStopTimeout: broker.config.softStopTimeout });
       }
+      case 'step-down':
+        // answers once the lease is given up: deliveries in flight acked first (docs/operations.md#automatic-failover)
+        return broker.stepDown().then((outcome) => (outcome.ok ? ok({ steppedDown: true }) : { ok: false, error: { code: 'E_COMMAND', message: outcome.error ?? 'could not step down' } }));
       case 'list':
         return ok(listView(broker, request));
       case 'delete':
@@ -65,6 +68,7 @@ export function statusView(broker: Broker) {
     dataDirectory: config.dataDirectory,
     reloadFailures: broker.reloadFailures,
     lastReloadError: broker.lastReloadError,
+    election: broker.election,
   };
 }
 

@@ -43,6 +43,24 @@ export async function runStop(options: ControlOptions): Promise<void> {
   print('broker stopped\n');
 }
 
+/** `whisker step-down`: the elected master hands leadership over once its deliveries in flight are acked */
+export async function runStepDown(options: ControlOptions): Promise<void> {
+  const target = locate(options.config, options.socket);
+  const started = Date.now();
+  resultOf(await ask(target, { command: 'step-down' }, { timeoutMs: (target.softStopTimeout + 30) * 1000 }));
+  if (options.json) return print(JSON.stringify({ steppedDown: true, ms: Date.now() - started }) + '\n');
+  print(`stepped down: the lease is given up, another broker is elected (${Date.now() - started} ms)\n`);
+}
+
+interface ElectionStatus {
+  phase: string;
+  epoch: number | null;
+  leader: string | null;
+  leaseRemainingMs: number | null;
+  lastChangeAt: number | null;
+  reason: string | null;
+}
+
 interface Status {
   serviceId: string;
   role: string;
@@ -59,6 +77,7 @@ interface Status {
   dataDirectory: string;
   reloadFailures: number;
   lastReloadError: string | null;
+  election: ElectionStatus | null;
 }
 
 export async function runStatus(options: ControlOptions): Promise<void> {
@@ -74,5 +93,11 @@ export async function runStatus(options: ControlOptions): Promise<void> {
     `  data          ${status.dataDirectory}`,
     `  reloads       ${status.reloadFailures} refused${status.lastReloadError ? `, last: ${status.lastReloadError}` : ''}`,
   ];
+  const e = status.election;
+  if (e) {
+    const lease = e.leaseRemainingMs === null ? 'none' : `${(e.leaseRemainingMs / 1000).toFixed(1)} s left`;
+    const since = e.lastChangeAt === null ? '' : `, last change ${new Date(e.lastChangeAt).toISOString()}`;
+    lines.push(`  election      ${e.phase}, leader ${e.leader ?? 'none'}, epoch ${e.epoch ?? 'none'}, lease ${lease}${since}${e.reason ? ` (${e.reason})` : ''}`);
+  }
   print(lines.join('\n') + '\n');
 }

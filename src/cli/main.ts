@@ -9,6 +9,7 @@ Commands:
                                  it reloads when the file changes, unless --no-watch
   reload [-c config]             re-read the config file; prints what needs a restart
   soft-stop [-c config]          refuse new work, finish what is in flight, stop (what SIGTERM does)
+  step-down [-c config]          elected master: hand leadership over once what is in flight is acked
   stop [-c config]               stop at once (in-flight messages are delivered again after a restart)
   status [-c config]             role, uptime, connections, queues, config path
   list [-q ep/ver] [-i id] [-m]  queues and message counts; -q: ids of a queue; -m: messages (no bodies)
@@ -17,7 +18,7 @@ Commands:
   keygen [--dir DIR] [--name N]  make an Ed25519 key pair: N.pem (private, 0600) and N.pub
   init-conf [path]               write the documented default config (config.example.json)
 
-reload, soft-stop, stop, status, list, delete and keys reach the running broker through its
+reload, soft-stop, step-down, stop, status, list, delete and keys reach the running broker through its
 control socket, <dataDirectory>/whisker.sock, found from -c (./whisker-data without -c).
 
 Options:
@@ -80,6 +81,9 @@ export async function main(argv: readonly string[]): Promise<number> {
         return 0;
       case 'stop':
         await (await import('./lifecycle.js')).runStop(control);
+        return 0;
+      case 'step-down':
+        await (await import('./lifecycle.js')).runStepDown(control);
         return 0;
       case 'status':
         await (await import('./lifecycle.js')).runStatus(control);

@@ -64,6 +64,7 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
     get uptimeSeconds() { return uptimeSeconds(broker, now()); },
     get conflictingMasters() { return broker.peers?.conflict?.masters.length ?? 0; },
     get peersConnected() { return broker.peers?.status().filter((p) => p.connected).length ?? 0; },
+    get election() { return broker.election ?? null; },
   });
 
   // the whole block needs a restart (docs/operations.md#what-a-reload-applies)

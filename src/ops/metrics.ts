@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { MessageStore, QueueCounters } from '../broker/api.js';
+import type { ElectionView, MessageStore, QueueCounters } from '../broker/api.js';
 
 /** One queue as the metrics see it (`Queue` has these). */
 export interface QueueStats {
@@ -22,6 +22,8 @@ export interface MetricsSource {
   /** configured masters this broker sees, itself included, when more than one */
   readonly conflictingMasters: number;
   readonly peersConnected: number;
+  /** null without an election block */
+  readonly election: ElectionView | null;
 }
 
 /** one Prometheus counter per queue counter; names end in `_total` as Prometheus expects */
@@ -87,6 +89,9 @@ export class BrokerMetrics {
     single('whisker_store_healthy', 'Message store health: 1 healthy, 0 failed (sends are refused with E_STORE)', (s) => (s.isStoreHealthy ? 1 : 0));
     single('whisker_master_conflict', 'Brokers configured as master that see each other (0 when there is no conflict); the lowest serviceId delivers', (s) => s.conflictingMasters);
     single('whisker_peers_connected', 'Peers this broker has a live link to', (s) => s.peersConnected);
+    single('whisker_election_epoch', 'Epoch (etcd revision) of the elected master this broker knows; 0 without one or without an election', (s) => s.election?.epoch ?? 0);
+    single('whisker_election_etcd_reachable', 'Election: 1 etcd answers, 0 it does not (the master then stops delivering); 1 without an election', (s) => (s.election?.phase === 'etcd-unreachable' ? 0 : 1));
+    single('whisker_election_lease_remaining_seconds', "Election: time left on this broker's own etcd lease, from its last renewal", (s) => (s.election?.leaseRemainingMs ?? 0) / 1000);
     single('whisker_uptime_seconds', 'Seconds since the broker started', (s) => s.uptimeSeconds);
     new Counter({
       name: 'whisker_reload_failures_total', help: 'Config reloads refused (invalid config); the running config stayed', registers,
