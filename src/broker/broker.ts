@@ -84,7 +84,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
     );
     if (config.election) {
       const mirrors = peers;
-      election = new Election(config.election, config.serviceId, log, {
+      election = await Election.create(config.election, config.serviceId, log, {
         inStepWith: () => mirrors.inStepEpoch,
         mayCampaign: () => !lifecycle.isStopping,
         onChange: () => mirrors.update(),

@@ -280,10 +280,14 @@ export class WhiskerClient extends EventEmitter implements SubscriptionHost {
     this.emit('master', master?.serviceId ?? null);
   }
 
-  /** a broker whose epoch is older than the newest seen was fenced: what it delivers or answers is ignored (docs/protocol.md#epochs) */
+  /**
+   * A broker acting as master with an epoch older than the newest seen was fenced: what it
+   * delivers or answers is ignored (docs/protocol.md#epochs). A slave that has not heard of the
+   * new master yet still builds `storedBy`.
+   */
   #isStale(connection: Connection, frame: BrokerFrame): boolean {
     for (const c of this.#connections) if (c.epoch !== undefined && c.epoch > this.#newestEpoch) this.#newestEpoch = c.epoch;
-    if (connection.epoch === undefined || connection.epoch >= this.#newestEpoch) return false;
+    if (!connection.isMaster || connection.epoch === undefined || connection.epoch >= this.#newestEpoch) return false;
     this.emit('stale', connection.serviceId, frame.type);
     return true;
   }

@@ -40,7 +40,7 @@ export interface BrokerProcess {
   readonly exited: Promise<number | null>;
 }
 
-export async function startProcess(configPath: string, options: { args?: string[]; env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<BrokerProcess> {
+export async function startProcess(configPath: string, options: { args?: string[]; env?: NodeJS.ProcessEnv; cwd?: string; startTimeoutMs?: number } = {}): Promise<BrokerProcess> {
   const child = spawn(process.execPath, [bin, 'start', '-c', configPath, ...(options.args ?? [])], {
     cwd: options.cwd ?? root,
     env: options.env ?? process.env,
@@ -89,7 +89,7 @@ export async function startProcess(configPath: string, options: { args?: string[
       child.once('exit', onExit);
       check();
     });
-  const line = await waitFor(/^.*"msg":"broker started".*$/m);
+  const line = await waitFor(/^.*"msg":"broker started".*$/m, 0, options.startTimeoutMs);
   const url = /"url":"(ws:\/\/[^"]+)"/.exec(line)![1]!;
   const serviceId = /"serviceId":"([^"]+)"/.exec(line)![1]!;
   return { child, url, hostSpec: `${url.slice('ws://'.length)}@${serviceId}`, output: () => text, waitFor, exited };

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { noop } from 'cockatiel';
-import { Etcd3, type IKeyValue, type Lease } from 'etcd3';
+import type { IKeyValue, Etcd3, Lease } from 'etcd3';
 import type { ElectionConfig } from '../../config/types.js';
 import type { Logger } from '../../ops/logger.js';
 import type { ElectionPhase, ElectionView } from './types.js';
@@ -55,20 +54,14 @@ export class Election {
   /** a peer announced a master of a higher epoch: not master until etcd says otherwise */
   #fencedBelow = 0;
 
-  constructor(config: ElectionConfig, serviceId: string, log: Logger, hooks: ElectionHooks) {
-    this.#config = config;
-    this.#serviceId = serviceId;
-    this.#log = log;
-    this.#hooks = hooks;
-    this.#pollMs = Math.min(1_000, (config.leaseTtl * 1000) / 4);
-    this.#fenceMs = config.leaseTtl * 1000 * FENCE_FRACTION;
-    this.#masterKey = `${config.prefix}/master`;
-    this.#lastKey = `${config.prefix}/last`;
+  /** etcd3 (grpc-js, protobufjs) is loaded only by a broker that runs an election: it takes a while */
+  static async create(config: ElectionConfig, serviceId: string, log: Logger, hooks: ElectionHooks): Promise<Election> {
+    const [{ Etcd3: Client }, { noop }] = await Promise.all([import('etcd3'), import('cockatiel')]);
     const { tls } = config.etcd;
-    this.#client = new Etcd3({
+    const client = new Client({
       hosts: [...config.etcd.hosts],
-      dialTimeout: this.#pollMs,
-      // no retries nor circuit breaker: a tick that fails is the answer, the next tick retries
+      dialTimeout: pollMsOf(config),
+      // no retries nor circuit breaker: a round that fails is the answer, the next round retries
       faultHandling: { host: () => noop, global: noop },
       ...(tls
         ? {
@@ -80,6 +73,19 @@ export class Election {
           }
         : {}),
     });
+    return new Election(config, serviceId, log, hooks, client);
+  }
+
+  private constructor(config: ElectionConfig, serviceId: string, log: Logger, hooks: ElectionHooks, client: Etcd3) {
+    this.#config = config;
+    this.#serviceId = serviceId;
+    this.#log = log;
+    this.#hooks = hooks;
+    this.#pollMs = pollMsOf(config);
+    this.#fenceMs = config.leaseTtl * 1000 * FENCE_FRACTION;
+    this.#masterKey = `${config.prefix}/master`;
+    this.#lastKey = `${config.prefix}/last`;
+    this.#client = client;
     this.#view = { phase: 'starting', isMaster: false, epoch: null, leader: null, leaseRemainingMs: null, lastChangeAt: null, reason: 'not heard from etcd yet' };
   }
 
@@ -261,6 +267,11 @@ export class Election {
     if (roleChanged) this.#log.info('election', { phase: next.phase, leader: next.leader, epoch: next.epoch, reason: next.reason });
     this.#hooks.onChange(this.view());
   }
+}
+
+/** a round (renew, read, maybe campaign) every second, every TTL/4 when that is shorter */
+function pollMsOf(config: ElectionConfig): number {
+  return Math.min(1_000, (config.leaseTtl * 1000) / 4);
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
