@@ -140,7 +140,14 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
     },
     stepDown() {
       if (!election) return Promise.resolve({ ok: false, error: 'no election: this broker runs without an election block' });
-      return election.stepDown(() => router.whenIdle());
+      const drained = async () => {
+        router.holdDeliveries(true);
+        let timer: NodeJS.Timeout | undefined;
+        const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, ctx.policy.config.softStopTimeout * 1000)));
+        await Promise.race([router.whenIdle(), timedOut]);
+        clearTimeout(timer);
+      };
+      return election.stepDown(drained).finally(() => router.holdDeliveries(false));
     },
     sessions: socketServer.sessions,
     get managementPort() {

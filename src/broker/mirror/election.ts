@@ -115,16 +115,20 @@ export class Election {
   }
 
   /**
-   * Hands leadership over: stops delivering, awaits `drained` (deliveries in flight acked), then
-   * revokes the lease, which deletes the master key; no campaign for two lease TTLs after.
+   * Hands leadership over: `drain` holds new deliveries and resolves once those in flight are
+   * acked (still as master, so the acks settle them); then the lease is revoked, which deletes
+   * the master key, and this broker does not campaign for two lease TTLs.
    */
-  async stepDown(drained: () => Promise<void>): Promise<{ ok: boolean; error?: string }> {
+  async stepDown(drain: () => Promise<void>): Promise<{ ok: boolean; error?: string }> {
     if (!this.#view.isMaster) return { ok: false, error: 'this broker is not the elected master' };
-    this.#holdOffUntil = performance.now() + 2 * this.#config.leaseTtl * 1000;
-    this.#log.warn('stepping down: deliveries stop, the lease is given up once those in flight are acked', { epoch: this.#view.epoch });
-    this.#set({ phase: 'slave', isMaster: false, reason: 'stepped down' });
-    await drained();
-    await this.#serialized(() => this.#dropLease());
+    this.#holdOffUntil = performance.now() + 2 * this.#config.leaseTtl * 1000 + 60_000;
+    this.#log.warn('stepping down: no new deliveries, the lease is given up once those in flight are acked', { epoch: this.#view.epoch });
+    await drain();
+    await this.#serialized(async () => {
+      this.#holdOffUntil = performance.now() + 2 * this.#config.leaseTtl * 1000;
+      this.#set({ phase: 'slave', isMaster: false, leader: null, reason: 'stepped down' });
+      await this.#dropLease();
+    });
     return { ok: true };
   }
 
@@ -204,10 +208,15 @@ export class Election {
         throw error;
       });
     } else {
-      const answer = await withTimeout(this.#lease.keepaliveOnce({ deadline: this.#deadline() }), this.#pollMs);
+      const answer = await withTimeout(this.#lease.keepaliveOnce({ deadline: this.#deadline() }), this.#pollMs).catch((error: unknown) => {
+        if (!/expired or revoked|lease not found/.test((error as Error).message)) throw error;
+        return { TTL: '0' };
+      });
       if (Number(answer.TTL) <= 0) {
+        // gone on the etcd side (this process was frozen past it): a new lease next round
         this.#lease = null;
         this.#leaseId = null;
+        if (this.#view.isMaster) this.#lostLease('the lease expired on the etcd side');
         throw new Error('the lease expired on the etcd side');
       }
     }

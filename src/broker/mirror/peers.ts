@@ -153,7 +153,8 @@ export class Peers implements LinkOwner {
     for (const view of views) {
       if (view.isMaster && view.epoch !== undefined && view.epoch > (election.epoch ?? 0)) election.fenced(view.epoch, view.serviceId);
     }
-    return election.isMaster && !this.#stopping;
+    // at soft-stop it stays master for the acks of what is in flight; state() tells peers it leaves
+    return election.isMaster;
   }
 
   #configuredRole(): boolean {
