@@ -1,3 +1,4 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import { whisker } from '../../support/broker-process.js';
 import { electionCluster, type ElectedNode, LEASE_TTL, nextMaster, offsets, status } from '../../support/election-cluster.js';
@@ -86,16 +87,26 @@ describe('fencing (real etcd, real broker processes)', () => {
   test('whisker step-down hands leadership over with zero duplicates', async () => {
     const { nodes, master, traffic } = await started();
     const from = offsets(nodes);
-    const askedAt = performance.now();
     const result = await whisker(['step-down', '-c', master.configPath], { timeoutMs: 30_000 });
     expect(result.code, result.stderr).toBe(0);
+    const steppedDownAt = performance.now(); // the command returns once the lease is given up
     const next = await nextMaster(nodes.filter((n) => n !== master), from);
-    const switchMs = await traffic.firstConsumedAfter(askedAt, 15_000, 'a delivery from the new master');
+    const switchMs = await traffic.firstConsumedAfter(steppedDownAt, 15_000, 'a delivery from the new master');
     await traffic.sendMore(1_000);
     const { sent, lost, duplicated } = await traffic.settle();
-    console.log(`election step-down: ${sent} sent, lost ${lost}, ${duplicated} delivered twice, ${master.serviceId} -> ${next.serviceId}, step-down to first delivery ${switchMs.toFixed(0)} ms`);
+    console.log(`election step-down: ${sent} sent, lost ${lost}, ${duplicated} delivered twice, ${master.serviceId} -> ${next.serviceId}, lease given up to first delivery ${switchMs.toFixed(0)} ms`);
     expect((await status(master)).election).toMatchObject({ phase: 'slave', leader: next.serviceId });
     expect(lost).toBe(0);
     expect(duplicated).toBe(0);
+
+    // the election block needs a restart: a reload keeps the running one and says so
+    const file = JSON.parse(readFileSync(next.configPath, 'utf8')) as { election: { leaseTtl: number } };
+    file.election.leaseTtl = 5;
+    const reloadFrom = next.process!.output().length;
+    writeFileSync(next.configPath, JSON.stringify(file));
+    const reload = await whisker(['reload', '-c', next.configPath]);
+    expect(reload.stdout).toContain('applied only after a restart: election.leaseTtl');
+    await next.process!.waitFor(/isMaster in the file is not used/, reloadFrom);
+    expect((await status(next)).election).toMatchObject({ phase: 'master', leader: next.serviceId });
   }, 120_000);
 });
