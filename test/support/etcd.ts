@@ -3,7 +3,7 @@ import { afterEach } from 'vitest';
 import { freePort, tempDir } from './harness.js';
 
 /**
- * A real etcd (Debian's etcd-server, 3.4) for the election tests: one member on loopback ports
+ * A real etcd (Debian's etcd-server, 3.4) for the election tests: members on loopback ports
  * (etcd takes no port 0: free ports are picked first) with a temp data dir, killed after each test.
  */
 const running = new Set<ChildProcess>();
@@ -23,16 +23,25 @@ export interface EtcdProcess {
 }
 
 export async function startEtcd(): Promise<EtcdProcess> {
+  const [member] = await startEtcdCluster(1);
+  return member!;
+}
+
+/** `size` members of one etcd cluster, started together (a member waits for a quorum to serve) */
+export async function startEtcdCluster(size: number): Promise<EtcdProcess[]> {
+  const members = [];
+  for (let i = 0; i < size; i++) members.push({ name: `e${i}`, client: `http://127.0.0.1:${await freePort()}`, peer: `http://127.0.0.1:${await freePort()}` });
+  const initialCluster = members.map((m) => `${m.name}=${m.peer}`).join(',');
+  return Promise.all(members.map((m) => startMember(m.name, m.client, m.peer, initialCluster)));
+}
+
+async function startMember(name: string, url: string, peerUrl: string, initialCluster: string): Promise<EtcdProcess> {
   const dir = tempDir('whisker-etcd-');
-  const clientPort = await freePort();
-  const peerPort = await freePort();
-  const url = `http://127.0.0.1:${clientPort}`;
-  const peerUrl = `http://127.0.0.1:${peerPort}`;
   const args = [
-    '--name', 'e0', '--data-dir', dir,
+    '--name', name, '--data-dir', dir,
     '--listen-client-urls', url, '--advertise-client-urls', url,
     '--listen-peer-urls', peerUrl, '--initial-advertise-peer-urls', peerUrl,
-    '--initial-cluster', `e0=${peerUrl}`,
+    '--initial-cluster', initialCluster, '--initial-cluster-token', `whisker-${process.pid}`,
   ];
   let child!: ChildProcess;
   const launch = () =>

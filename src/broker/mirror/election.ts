@@ -56,13 +56,13 @@ export class Election {
 
   /** etcd3 (grpc-js, protobufjs) is loaded only by a broker that runs an election: it takes a while */
   static async create(config: ElectionConfig, serviceId: string, log: Logger, hooks: ElectionHooks): Promise<Election> {
-    const [{ Etcd3: Client }, { noop }] = await Promise.all([import('etcd3'), import('cockatiel')]);
+    const { Etcd3: Client } = await import('etcd3');
     const { tls } = config.etcd;
+    // etcd3's own fault handling: a member that fails 3 times is skipped for 5 s, a call is
+    // retried on another member; each call is still bounded by a round (withTimeout below)
     const client = new Client({
       hosts: [...config.etcd.hosts],
       dialTimeout: pollMsOf(config),
-      // no retries nor circuit breaker: a round that fails is the answer, the next round retries
-      faultHandling: { host: () => noop, global: noop },
       ...(tls
         ? {
             credentials: {
