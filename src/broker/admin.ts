@@ -38,6 +38,9 @@ export function controlHandler(broker: Broker, keys: KeyRegistry, log: Logger): 
         }
         return ok({ stopping: soft ? 'soft' : 'now', inFlight: broker.router.inFlightCount, softStopTimeout: broker.config.softStopTimeout });
       }
+      case 'step-down':
+        // answers once the lease is given up: deliveries in flight acked first (docs/operations.md#automatic-failover)
+        return broker.stepDown().then((outcome) => (outcome.ok ? ok({ steppedDown: true }) : { ok: false, error: { code: 'E_COMMAND', message: outcome.error ?? 'could not step down' } }));
       case 'list':
         return ok(listView(broker, request));
       case 'delete':
@@ -86,8 +89,7 @@ export function statusView(broker: Broker) {
     storeHealthy: broker.isStoreHealthy,
     conflict: broker.peers.conflict,
     peers: broker.peers.status(),
-    // no election yet (SPEC §9): the configured master rules
-    election: { mode: 'configured', reason: config.isMaster ? (broker.router.isMaster ? 'isMaster: true in the config' : 'isMaster: true, but another configured master with a lower serviceId delivers') : 'isMaster: false in the config' },
+    election: broker.election,
   };
 }
 

@@ -9,12 +9,13 @@ import type { HistoryStats } from './history/history.js';
 import type { BrokerState } from './lifecycle.js';
 import type { Router } from './messages/router.js';
 import type { Peers } from './mirror/peers.js';
+import type { ElectionView } from './mirror/types.js';
 import type { ConnectedSession } from './session/ports.js';
 import type { MessageStore } from './store/store.js';
 import type { PublishedMessage, PublishResult } from '../protocol/frames.js';
 
 export type { BrokerState } from './lifecycle.js';
-export type { MasterConflict, PeerStatus } from './mirror/types.js';
+export type { ElectionView, MasterConflict, PeerStatus } from './mirror/types.js';
 export type { QueueCounters, QueueSettings, MessageSummary } from './queue/types.js';
 export type { MessageStore, StoredMessage } from './store/store.js';
 export type { HistoryStats } from './history/history.js';
@@ -73,6 +74,10 @@ export interface Broker {
   readonly history: HistoryView;
   /** the mirror brokers in `peers`, and the role this broker acts in because of them */
   readonly peers: Peers;
+  /** with an `election` block: the election as this broker sees it, else null */
+  readonly election: ElectionView | null;
+  /** elected master: stop delivering, let deliveries in flight be acked, give the lease up */
+  stepDown(): Promise<{ ok: boolean; error?: string }>;
   /** null when started with `control: false` */
   readonly controlSocketPath: string | null;
   /** resolves once the broker has stopped, whoever asked (a signal, `whisker stop`): with what failed, or null */

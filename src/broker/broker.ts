@@ -21,6 +21,7 @@ import { Intake } from './messages/intake.js';
 import { Router } from './messages/router.js';
 import { peerDialOptions } from './mirror/dial.js';
 import { PeerFeed } from './mirror/feed.js';
+import { Election } from './mirror/election.js';
 import { Peers } from './mirror/peers.js';
 import { Replica } from './mirror/replica.js';
 import { KeyRegistry } from './session/keys.js';
@@ -59,6 +60,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
   const router: Router = new Router({ policy, store: metrics ? metrics.timeAppends(store) : store, log, now, lifecycle, history });
   let restored, ctx: BrokerContext, server: SocketServer | undefined, address;
   let peers: Peers | undefined;
+  let election: Election | null = null;
   try {
     await history.open();
     restored = await router.restore();
@@ -73,10 +75,11 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
         dialOptions: () => peerDialOptions(router.policy.config),
         replica,
         log,
-        onRoleChange: (isMaster) => {
+        onRoleChange: (isMaster, epoch) => {
           router.setMaster(isMaster);
           if (!isMaster) feed.demoted();
-          for (const session of sessions()) if (session.isReady && !session.isPeer) session.send({ type: 'role', isMaster });
+          const role = { type: 'role', isMaster, ...(epoch !== undefined ? { epoch } : {}) } as const;
+          for (const session of sessions()) if (session.isReady && !session.isPeer) session.send(role);
         },
         onStateChange: (state) => {
           for (const session of sessions()) if (session.isReady && session.isPeer) session.send(state);
@@ -84,6 +87,16 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       },
       lifecycle,
     );
+    if (config.election) {
+      const mirrors = peers;
+      election = await Election.create(config.election, config.serviceId, log, {
+        inStepWith: () => mirrors.inStepEpoch,
+        mayCampaign: () => !lifecycle.isStopping,
+        onChange: () => mirrors.update(),
+      });
+      mirrors.useElection(election);
+      log.warn('election on: the master is elected through etcd, isMaster in the file is not used', { prefix: config.election.prefix, leaseTtl: config.election.leaseTtl });
+    }
     const peerKeys = new KeyRegistry(join(config.dataDirectory, 'peers'));
     ctx = {
       get policy() {
@@ -102,8 +115,9 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
     server = new SocketServer(config, ctx, lifecycle);
     peers.configure(config.peers, config.isMaster);
     address = await server.listen(config.socketServer.host, config.socketServer.port);
+    election?.start();
   } catch (error) {
-    await Promise.all([peers?.close(), store.close().catch(() => undefined), history.close(), control?.close()]);
+    await Promise.all([election?.close(), peers?.close(), store.close().catch(() => undefined), history.close(), control?.close()]);
     throw error;
   }
   const scheme = config.socketServer.tls ? 'wss' : 'ws';
@@ -128,6 +142,20 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
     router,
     history,
     peers: ctx.peers,
+    get election() {
+      return election?.view() ?? null;
+    },
+    stepDown() {
+      if (!election) return Promise.resolve({ ok: false, error: 'no election: this broker runs without an election block' });
+      const drained = async () => {
+        router.holdDeliveries(true);
+        let timer: NodeJS.Timeout | undefined;
+        const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, ctx.policy.config.softStopTimeout * 1000)));
+        await Promise.race([router.whenIdle(), timedOut]);
+        clearTimeout(timer);
+      };
+      return election.stepDown(drained).finally(() => router.holdDeliveries(false));
+    },
     sessions: socketServer.sessions,
     publish: (clientName, messages) => ctx.intake.publish(clientName, messages),
     get managementPort() {
@@ -176,6 +204,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
         if (session.isReady && session.isPeer && !ctx.peers.isPeer(session.clientName)) session.fail(new WhiskerError('E_AUTH', 'No longer one of this broker\'s peers'));
       }
       log.info('config reloaded', { isMaster: next.isMaster, acting: router.isMaster ? 'master' : 'slave', restartNeeded });
+      if (next.election) log.warn('election on: the master is elected through etcd, isMaster in the file is not used', { prefix: next.election.prefix });
       if (restartNeeded.length > 0) log.warn('config keys changed that apply only after a restart', { keys: restartNeeded });
       return { restartNeeded };
     },
@@ -224,6 +253,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
           await management?.close();
           metrics?.close();
           await watcher?.close();
+          await election?.close(); // gives the lease up: another broker is elected at once
           await ctx.peers.close();
           await socketServer.close();
           router.close();

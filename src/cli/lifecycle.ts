@@ -52,6 +52,24 @@ export async function runStop(options: ControlOptions): Promise<void> {
   print('broker stopped\n');
 }
 
+/** `whisker step-down`: the elected master hands leadership over once its deliveries in flight are acked */
+export async function runStepDown(options: ControlOptions): Promise<void> {
+  const target = locate(options.config, options.socket);
+  const started = Date.now();
+  resultOf(await ask(target, { command: 'step-down' }, { timeoutMs: (target.softStopTimeout + 30) * 1000 }));
+  if (options.json) return print(JSON.stringify({ steppedDown: true, ms: Date.now() - started }) + '\n');
+  print(`stepped down: the lease is given up, another broker is elected (${Date.now() - started} ms)\n`);
+}
+
+interface ElectionStatus {
+  phase: string;
+  epoch: number | null;
+  leader: string | null;
+  leaseRemainingMs: number | null;
+  lastChangeAt: number | null;
+  reason: string | null;
+}
+
 interface Status {
   serviceId: string;
   role: string;
@@ -74,7 +92,7 @@ interface Status {
   storeHealthy?: boolean;
   conflict?: { masters: string[]; delivering: string } | null;
   peers?: Array<{ serviceId: string; spec: string; connected: boolean; role: string; following: boolean; inStep: boolean; lagMessages: number; lagSeconds: number }>;
-  election?: { mode: string; reason: string };
+  election?: ElectionStatus | { mode: string; reason: string } | null;
 }
 
 function peerLine(p: NonNullable<Status['peers']>[number]): string {
@@ -97,8 +115,14 @@ export async function runStatus(options: ControlOptions): Promise<void> {
     `  reloads       ${status.reloadFailures} refused${status.lastReloadError ? `, last: ${terminalSafe(status.lastReloadError)}` : ''}`,
   ];
   if (status.storeHealthy !== undefined) lines.push(`  store         ${status.storeHealthy ? 'healthy' : 'UNHEALTHY: a write failed, sends are refused (E_STORE)'}`);
-  if (status.election) lines.push(`  election      ${status.election.mode}: ${status.election.reason}`);
   if (status.conflict) lines.push(`  conflict      ${status.conflict.masters.map(terminalSafe).join(' and ')} are configured as master; ${terminalSafe(status.conflict.delivering)} delivers`);
   for (const peer of status.peers ?? []) lines.push(peerLine(peer));
+  const e = status.election;
+  if (e && 'mode' in e) lines.push(`  election      ${e.mode}: ${e.reason}`);
+  else if (e) {
+    const lease = e.leaseRemainingMs === null ? 'none' : `${(e.leaseRemainingMs / 1000).toFixed(1)} s left`;
+    const since = e.lastChangeAt === null ? '' : `, last change ${new Date(e.lastChangeAt).toISOString()}`;
+    lines.push(`  election      ${e.phase}, leader ${e.leader ?? 'none'}, epoch ${e.epoch ?? 'none'}, lease ${lease}${since}${e.reason ? ` (${e.reason})` : ''}`);
+  }
   print(lines.join('\n') + '\n');
 }

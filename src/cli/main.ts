@@ -13,6 +13,7 @@ Commands:
                                  changes (unless --no-watch), on SIGHUP and SIGUSR2
   reload [-c config]             re-read the config file; prints what needs a restart
   soft-stop [-c config]          refuse new work, finish what is in flight, stop (what SIGTERM does)
+  step-down [-c config]          elected master: hand leadership over once what is in flight is acked
   stop [-c config]               stop at once (in-flight messages are delivered again after a restart)
   status [-c config]             role, uptime, connections, queues, config path
   list [-q ep/ver] [-i id] [-m]  queues and message counts; -q: ids of a queue; -m: messages (no bodies)
@@ -36,9 +37,9 @@ For people at a terminal:
 pub and sub are clients of the broker: they connect to the broker of -c and its peers (or
 --host, repeatable: host:port@serviceId#token) as --client NAME (default whisker-cli), with the
 key pair NAME.pem/NAME.pub in --keys DIR (default ~/.config/whisker; made when missing).
-The other commands reach the running broker through its control socket,
-<dataDirectory>/whisker.sock, found from -c (without -c: from ./whisker.config.json if it
-exists, else ./whisker-data).
+reload, soft-stop, step-down, stop, status, list, delete, keys and the others reach the
+running broker through its control socket, <dataDirectory>/whisker.sock, found from -c
+(without -c: from ./whisker.config.json if it exists, else ./whisker-data).
 
 Options:
   -c, --config FILE  the broker's config file
@@ -121,6 +122,9 @@ export async function main(argv: readonly string[]): Promise<number> {
         return 0;
       case 'stop':
         await (await import('./lifecycle.js')).runStop(control);
+        return 0;
+      case 'step-down':
+        await (await import('./lifecycle.js')).runStepDown(control);
         return 0;
       case 'status':
         await (await import('./lifecycle.js')).runStatus(control);

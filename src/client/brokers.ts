@@ -15,7 +15,7 @@ export interface BrokersOwner {
   onReplayEnd(frame: ReplayEndFrame): void;
   /** the broker serving these replays is gone: they end with `error` */
   onReplaysLost(subs: readonly number[], error: WhiskerError): void;
-  emit(event: 'connect' | 'reconnect' | 'disconnect' | 'master', ...args: unknown[]): void;
+  emit(event: 'connect' | 'reconnect' | 'disconnect' | 'master' | 'stale', ...args: unknown[]): void;
   onError(error: WhiskerError): void;
 }
 
@@ -28,6 +28,8 @@ export class Brokers {
   readonly #owner: BrokersOwner;
   readonly #connectTimeoutMs: number;
   #master: Connection | null = null;
+  /** the newest election epoch any broker announced (docs/protocol.md#epochs) */
+  #newestEpoch = 0;
   /** replays under way, by sub: the one broker each was asked of */
   readonly #replays = new Map<number, Connection>();
   #wasConnected = false;
@@ -180,7 +182,20 @@ export class Brokers {
     this.#owner.emit('master', master?.serviceId ?? null);
   }
 
+  /**
+   * A broker acting as master with an epoch older than the newest seen was fenced: what it
+   * delivers or answers is ignored (docs/protocol.md#epochs). A slave that has not heard of the
+   * new master yet still builds `storedBy`.
+   */
+  #isStale(connection: Connection, frame: BrokerFrame): boolean {
+    for (const c of this.#connections) if (c.epoch !== undefined && c.epoch > this.#newestEpoch) this.#newestEpoch = c.epoch;
+    if (!connection.isMaster || connection.epoch === undefined || connection.epoch >= this.#newestEpoch) return false;
+    this.#owner.emit('stale', connection.serviceId, frame.type);
+    return true;
+  }
+
   #onFrame(connection: Connection, frame: BrokerFrame): void {
+    if ((frame.type === 'results' || frame.type === 'deliver') && this.#isStale(connection, frame)) return;
     switch (frame.type) {
       case 'results':
         this.#onResults(connection, frame.results);

@@ -237,7 +237,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     setImmediate(() => cb(outcome));
   }
 
-  #emitEvent(event: 'connect' | 'reconnect' | 'disconnect' | 'master', args: unknown[]): void {
+  #emitEvent(event: 'connect' | 'reconnect' | 'disconnect' | 'master' | 'stale', args: unknown[]): void {
     if (event === 'disconnect' && this.#disconnected) return;
     (this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args);
   }

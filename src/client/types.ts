@@ -131,4 +131,6 @@ export interface ClientEvents {
   error: [error: WhiskerError];
   /** the master changed; null when none is connected */
   master: [serviceId: string | null];
+  /** a frame from a broker acting as master with an older election epoch was ignored (docs/protocol.md#epochs) */
+  stale: [serviceId: string, frameType: string];
 }

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { configSchema } from './schema.js';
-import type { Config } from './types.js';
+import type { Config, ElectionConfig } from './types.js';
 
 /** A config that cannot be used; `message` names the key (docs/configuration.md). */
 export class ConfigError extends Error {
@@ -102,13 +102,20 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
       }
     : config.socketServer;
   const peerTls = config.peerTls ? resolvePaths(config.peerTls, ['ca', 'cert', 'key'], baseDirectory) : undefined;
-  return deepFreeze({ ...config, ...resolved, socketServer, ...(peerTls ? { peerTls } : {}), configPath, ignoredKeys } as Config);
+  const election = config.election?.etcd.tls ? resolveElectionTls(config.election, baseDirectory) : config.election;
+  return deepFreeze({ ...config, ...resolved, socketServer, ...(peerTls ? { peerTls } : {}), ...(election ? { election } : {}), configPath, ignoredKeys } as Config);
 }
 
 function resolvePaths<T extends object>(block: T, keys: ReadonlyArray<keyof T & string>, baseDirectory: string): T {
   const out = { ...block } as Record<string, unknown>;
   for (const key of keys) if (typeof out[key] === 'string') out[key] = resolve(baseDirectory, out[key]);
   return out as T;
+}
+
+function resolveElectionTls(election: ElectionConfig, baseDirectory: string): ElectionConfig {
+  const { ca, cert, key } = election.etcd.tls!;
+  const tls = { ca: resolve(baseDirectory, ca), ...(cert ? { cert: resolve(baseDirectory, cert) } : {}), ...(key ? { key: resolve(baseDirectory, key) } : {}) };
+  return { ...election, etcd: { ...election.etcd, tls } };
 }
 
 /** each peer is a host string naming its serviceId, another broker's, once (SPEC §9) */

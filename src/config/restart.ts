@@ -16,6 +16,7 @@ export const RESTART_KEYS = [
   'keysName',
   'management',
   'limits.maxPayloadBytes',
+  'election',
 ] as const;
 
 function valueAt(config: Config, path: string): unknown {
@@ -48,7 +49,7 @@ export function restartOnlyChanges(running: Config, next: Config): string[] {
 export function keepRestartKeys(running: Config, next: Config): Config {
   const { tls } = running.socketServer;
   const { tls: _tls, ...nextSocket } = next.socketServer;
-  const { management: _management, ...rest } = next;
+  const { management: _management, election: _election, ...rest } = next;
   return deepFreeze({
     ...rest,
     dataDirectory: running.dataDirectory,
@@ -57,6 +58,7 @@ export function keepRestartKeys(running: Config, next: Config): Config {
     keysName: running.keysName,
     socketServer: { ...nextSocket, host: running.socketServer.host, port: running.socketServer.port, ...(tls ? { tls } : {}) },
     ...(running.management ? { management: running.management } : {}),
+    ...(running.election ? { election: running.election } : {}),
     limits: { ...next.limits, maxPayloadBytes: running.limits.maxPayloadBytes },
   });
 }

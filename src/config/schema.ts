@@ -92,6 +92,30 @@ export const configSchema = {
       additionalProperties: false,
       properties: { ca: { type: 'string', minLength: 1 }, cert: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 }, rejectUnauthorized: { type: 'boolean' } },
     },
+    // automatic failover through etcd v3 (docs/operations.md#automatic-failover): isMaster is then not used
+    election: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['etcd', 'prefix'],
+      properties: {
+        etcd: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['hosts'],
+          properties: {
+            hosts: { type: 'array', minItems: 1, items: { type: 'string', pattern: '^https?://[^\\s/]+$' } },
+            tls: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['ca'],
+              properties: { ca: { type: 'string', minLength: 1 }, cert: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 } },
+            },
+          },
+        },
+        prefix: { type: 'string', pattern: '^(/[A-Za-z0-9._-]+)+$' },
+        leaseTtl: { type: 'integer', minimum: 2, maximum: 300, default: 10 },
+      },
+    },
     management: {
       type: 'object',
       additionalProperties: false,

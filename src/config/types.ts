@@ -26,6 +26,19 @@ export interface RuleConfig {
   readonly write?: readonly string[];
 }
 
+export interface ElectionConfig {
+  readonly etcd: {
+    /** `http://host:port` or `https://host:port`, every etcd member */
+    readonly hosts: readonly string[];
+    /** paths, absolute once loaded */
+    readonly tls?: { readonly ca: string; readonly cert?: string; readonly key?: string };
+  };
+  /** the cluster's keys live under it: `<prefix>/master`, `<prefix>/last` */
+  readonly prefix: string;
+  /** seconds */
+  readonly leaseTtl: number;
+}
+
 /** A loaded, validated config: defaults applied, paths absolute, deeply frozen. */
 export interface Config {
   /** where the file was read from, or null for the built-in default */
@@ -63,6 +76,8 @@ export interface Config {
   readonly autoRegister: boolean;
   readonly channels: Readonly<Record<string, ChannelConfig>>;
   readonly peers: readonly string[];
+  /** automatic failover: the master is elected through etcd, `isMaster` is not used */
+  readonly election?: ElectionConfig;
   /** how this broker checks its peers' certificates, and the one it shows them (paths) */
   readonly peerTls?: { readonly ca?: string; readonly cert?: string; readonly key?: string; readonly rejectUnauthorized?: boolean };
   readonly management?: {

@@ -56,6 +56,8 @@ export class Connection {
   #status: ConnectionStatus = 'idle';
   #serviceId: string;
   #isMaster = false;
+  /** the election epoch the broker announced last (docs/protocol.md#epochs), if it runs one */
+  #epoch: number | undefined;
   #maxPayloadBytes = 1_048_576;
   #attempt = 0;
   #retryTimer: NodeJS.Timeout | null = null;
@@ -79,6 +81,10 @@ export class Connection {
 
   get isReady(): boolean {
     return this.#status === 'ready';
+  }
+
+  get epoch(): number | undefined {
+    return this.#epoch;
   }
 
   get isMaster(): boolean {
@@ -237,6 +243,7 @@ export class Connection {
       case 'welcome':
         this.#status = 'ready';
         this.#isMaster = frame.isMaster;
+        this.#epoch = frame.epoch;
         this.#maxPayloadBytes = frame.maxPayloadBytes;
         this.#readySince = Date.now();
         this.#owner.onReady(this);
@@ -249,6 +256,7 @@ export class Connection {
       }
       case 'role':
         this.#isMaster = frame.isMaster;
+        if (frame.epoch !== undefined) this.#epoch = frame.epoch;
         this.#owner.onFrame(this, frame);
         return;
       case 'error':

@@ -1,4 +1,4 @@
-import type { MasterConflict, PeerStatus, QueueSettings } from '../broker/api.js';
+import type { ElectionView, MasterConflict, PeerStatus, QueueSettings } from '../broker/api.js';
 import type { Config } from '../config/types.js';
 import type { SubscriptionMode } from '../protocol/frames.js';
 import { unescapeId } from '../protocol/channel.js';
@@ -58,6 +58,8 @@ export interface ManagedBroker {
   readonly reloadFailures?: number;
   /** the mirror brokers it knows (SPEC §9) */
   readonly peers?: { readonly conflict: MasterConflict | null; readonly offeredToMaster?: number; status(): PeerStatus[]; degradedReason?(): string | null };
+  /** with an `election` block (docs/operations.md#automatic-failover) */
+  readonly election?: ElectionView | null;
 }
 
 export type Role = 'master' | 'slave';
@@ -72,6 +74,7 @@ export interface HealthView {
   peers?: PeerStatus[];
   /** two brokers configured as master see each other: the lowest serviceId delivers (SPEC §9) */
   conflict?: MasterConflict;
+  election?: ElectionView;
 }
 
 export const roleOf = (broker: ManagedBroker): Role => (broker.router.isMaster ? 'master' : 'slave');
@@ -87,6 +90,11 @@ export function healthView(broker: ManagedBroker, now: number): HealthView {
   if (conflict) {
     view.conflict = conflict;
     view.reason = `${conflict.masters.join(' and ')} are all configured as master: ${conflict.delivering} delivers`;
+  }
+  const election = broker.election;
+  if (election) {
+    view.election = election;
+    if (election.phase === 'etcd-unreachable') view.reason = `not delivering: ${election.reason ?? 'etcd unreachable'} (safety before availability)`;
   }
   if (broker.isStopping) return { ...view, status: 'stopping', reason: 'broker is stopping' };
   if (!broker.isStoreHealthy) return { ...view, status: 'unhealthy', reason: 'message store is unhealthy: a write failed, sends are refused (E_STORE)' };

@@ -73,6 +73,7 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
     get uptimeSeconds() { return uptimeSeconds(broker, now()); },
     get conflictingMasters() { return broker.peers?.conflict?.masters.length ?? 0; },
     get peersConnected() { return broker.peers?.status().filter((p) => p.connected).length ?? 0; },
+    get election() { return broker.election ?? null; },
     get offeredToMaster() { return broker.peers?.offeredToMaster ?? 0; },
   }, config);
 

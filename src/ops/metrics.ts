@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { MessageStore, QueueCounters } from '../broker/api.js';
+import type { ElectionView, MessageStore, QueueCounters } from '../broker/api.js';
 import { type GroupSeries, groupSeries, type PeerSeries, type QueueSeries, queueSeries, type QueueStats } from './series.js';
 
 export type { QueueStats } from './series.js';
@@ -23,6 +23,8 @@ export interface MetricsSource {
   now(): number;
   /** messages this broker, a slave, offered its master: what only it got from clients */
   readonly offeredToMaster: number;
+  /** null without an election block */
+  readonly election: ElectionView | null;
 }
 
 /** how many series a client can make the broker export (docs/management.md#label-cardinality) */
@@ -131,6 +133,9 @@ export class BrokerMetrics {
     single('whisker_store_healthy', 'Message store health: 1 healthy, 0 failed (sends are refused with E_STORE)', (s) => (s.isStoreHealthy ? 1 : 0));
     single('whisker_master_conflict', 'Brokers configured as master that see each other (0 when there is no conflict); the lowest serviceId delivers', (s) => s.conflictingMasters);
     single('whisker_peers_connected', 'Peers this broker has a live link to', (s) => s.peersConnected);
+    single('whisker_election_epoch', 'Epoch (etcd revision) of the elected master this broker knows; 0 without one or without an election', (s) => s.election?.epoch ?? 0);
+    single('whisker_election_etcd_reachable', 'Election: 1 etcd answers, 0 it does not (the master then stops delivering); 1 without an election', (s) => (s.election?.phase === 'etcd-unreachable' ? 0 : 1));
+    single('whisker_election_lease_remaining_seconds', "Election: time left on this broker's own etcd lease, from its last renewal", (s) => (s.election?.leaseRemainingMs ?? 0) / 1000);
     single('whisker_uptime_seconds', 'Seconds since the broker started', (s) => s.uptimeSeconds);
     new Counter({
       name: 'whisker_offered_to_master_total', help: 'Messages this slave offered its master: stored here from a client, not named by the master', registers,

@@ -67,7 +67,7 @@ export type ReplayEndFrame = { type: 'replayEnd'; sub: number; count: number; er
 export type AckFrame = { type: 'ack'; acks: Ack[] };
 // peer -> broker (docs/protocol.md#peers)
 /** a broker's role as configured and as it acts: the two differ while it yields to another master */
-export type PeerStateFrame = { type: 'peerState'; serviceId: string; configuredMaster: boolean; isMaster: boolean };
+export type PeerStateFrame = { type: 'peerState'; serviceId: string; configuredMaster: boolean; isMaster: boolean; epoch?: number };
 /** asks a master for its state (a `sync`) and then its stream of settlements (`feed`) */
 export type FollowFrame = { type: 'follow' };
 /** a follower hands its master the recent messages that the master's sync did not name */
@@ -116,9 +116,11 @@ export type WelcomeFrame = {
   serviceId: string;
   isMaster: boolean;
   maxPayloadBytes: number;
+  /** with an election: the epoch of the master this broker knows (docs/protocol.md#epochs) */
+  epoch?: number;
 };
 export type ErrorFrame = { type: 'error'; error: ErrorPayload };
-export type RoleFrame = { type: 'role'; isMaster: boolean };
+export type RoleFrame = { type: 'role'; isMaster: boolean; epoch?: number };
 export type ReplyFrame = { type: 'reply'; req: number; error?: ErrorPayload; refused?: RefusedId[] };
 export type ResultsFrame = { type: 'results'; results: PublishResult[] };
 export type DeliverFrame = { type: 'deliver'; messages: Delivery[] };
@@ -316,7 +318,12 @@ export function decodeClientFrame(text: string): ClientFrame {
 }
 
 function peerState(frame: Obj): PeerStateFrame {
-  return { type: 'peerState', serviceId: str(frame, 'serviceId', 256), configuredMaster: bool(frame, 'configuredMaster'), isMaster: bool(frame, 'isMaster') };
+  return { type: 'peerState', serviceId: str(frame, 'serviceId', 256), configuredMaster: bool(frame, 'configuredMaster'), isMaster: bool(frame, 'isMaster'), ...optEpoch(frame) };
+}
+
+/** the election's epoch, when the broker runs one (docs/protocol.md#epochs) */
+function optEpoch(frame: Obj): { epoch?: number } {
+  return frame.epoch === undefined ? {} : { epoch: int(frame, 'epoch') };
 }
 
 function strings(frame: Obj, key: string): string[] {
@@ -349,11 +356,11 @@ export function decodeBrokerFrame(text: string): BrokerFrame {
     case 'hello':
       return { type, protocol: int(frame, 'protocol'), nonce: str(frame, 'nonce'), serviceId: str(frame, 'serviceId'), isMaster: bool(frame, 'isMaster') };
     case 'welcome':
-      return { type, node: str(frame, 'node'), serviceId: str(frame, 'serviceId'), isMaster: bool(frame, 'isMaster'), maxPayloadBytes: int(frame, 'maxPayloadBytes') };
+      return { type, node: str(frame, 'node'), serviceId: str(frame, 'serviceId'), isMaster: bool(frame, 'isMaster'), maxPayloadBytes: int(frame, 'maxPayloadBytes'), ...optEpoch(frame) };
     case 'error':
       return { type, error: errorPayload(frame.error) };
     case 'role':
-      return { type, isMaster: bool(frame, 'isMaster') };
+      return { type, isMaster: bool(frame, 'isMaster'), ...optEpoch(frame) };
     case 'reply': {
       const reply: ReplyFrame = { type, req: int(frame, 'req') };
       if (frame.error !== undefined) reply.error = errorPayload(frame.error);

@@ -41,7 +41,7 @@ export interface BrokerProcess {
 }
 
 /** `wrap`: a command prefix the broker runs under (`ip netns exec <ns>`: the partition test) */
-export async function startProcess(configPath: string, options: { args?: string[]; env?: NodeJS.ProcessEnv; cwd?: string; wrap?: string[] } = {}): Promise<BrokerProcess> {
+export async function startProcess(configPath: string, options: { args?: string[]; env?: NodeJS.ProcessEnv; cwd?: string; wrap?: string[]; startTimeoutMs?: number } = {}): Promise<BrokerProcess> {
   const command = [...(options.wrap ?? []), process.execPath, bin, 'start', '-c', configPath, ...(options.args ?? [])];
   const child = spawn(command[0]!, command.slice(1), {
     cwd: options.cwd ?? root,
@@ -91,7 +91,7 @@ export async function startProcess(configPath: string, options: { args?: string[
       child.once('exit', onExit);
       check();
     });
-  const line = await waitFor(/^.*"msg":"broker started".*$/m);
+  const line = await waitFor(/^.*"msg":"broker started".*$/m, 0, options.startTimeoutMs);
   const url = /"url":"(ws:\/\/[^"]+)"/.exec(line)![1]!;
   const serviceId = /"serviceId":"([^"]+)"/.exec(line)![1]!;
   return { child, url, hostSpec: `${url.slice('ws://'.length)}@${serviceId}`, output: () => text, waitFor, exited };

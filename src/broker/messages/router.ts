@@ -65,6 +65,7 @@ export class Router {
   readonly #queueStore: MessageStore;
   #hooks: MirrorHooks | null = null;
   #isMaster: boolean;
+  #held = false;
   #seq = 0;
   /** soft-stop waits for deliveries in flight to end: resolved when none is left */
   #idleWaiters: Array<() => void> = [];
@@ -152,6 +153,12 @@ export class Router {
   setMaster(isMaster: boolean): void {
     this.#isMaster = isMaster;
     for (const queue of this.#queues.values()) queue.setDelivering(isMaster);
+  }
+
+  /** `whisker step-down` (mirror/election.ts): no new deliveries, acks still settle those in flight */
+  holdDeliveries(held: boolean): void {
+    this.#held = held;
+    if (!held) this.setMaster(this.#isMaster);
   }
 
   get isStoreHealthy(): boolean {
@@ -348,7 +355,7 @@ export class Router {
           if (target) this.#deadLetters.send(target, message, group, nbDeliveries, reason);
           else this.log.warn('message dropped after its last delivery', { queue: message.queue, messageId: message.messageId, group, nbDeliveries, reason });
         },
-        isDraining: () => this.#lifecycle.isStopping,
+        isDraining: () => this.#lifecycle.isStopping || this.#held,
         forgotten: (messageId) => {
           if (this.#holders.get(messageId) === queue) this.#holders.delete(messageId);
         },

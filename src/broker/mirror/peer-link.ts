@@ -114,7 +114,7 @@ export class PeerLink {
   #onFrame(frame: BrokerFrame): void {
     switch (frame.type) {
       case 'peerState':
-        this.view = { configuredMaster: frame.configuredMaster, isMaster: frame.isMaster };
+        this.view = { configuredMaster: frame.configuredMaster, isMaster: frame.isMaster, ...(frame.epoch !== undefined ? { epoch: frame.epoch } : {}) };
         if (!frame.isMaster) this.#stopFollowing();
         this.#peers.update();
         return;
@@ -145,7 +145,8 @@ export class PeerLink {
             // tracking first: a client message stored while the offer reads bodies is not missed
             this.#inStep();
             await this.#offerHeldOnlyHere(named);
-            log.info('in step with the master', { master: this.target.serviceId });
+            this.#peers.inStep(this.view?.epoch);
+            log.info('in step with the master', { master: this.target.serviceId, epoch: this.view?.epoch });
           }
         } else {
           if (frame.messages.length > 0) await replica.applyMessages(frame.messages);

@@ -2,7 +2,7 @@ import { type HostTarget, parseHost } from '../../link/hosts.js';
 import type { PeerStateFrame } from '../../protocol/frames.js';
 import type { Lifecycle } from '../lifecycle.js';
 import { PeerLink } from './peer-link.js';
-import type { LinkDeps, LinkOwner, MasterConflict, PeersOptions, PeerStatus, PeerView } from './types.js';
+import type { ElectedRole, LinkDeps, LinkOwner, MasterConflict, PeersOptions, PeerStatus, PeerView } from './types.js';
 
 export type { MasterConflict, PeerStatus } from './types.js';
 
@@ -23,6 +23,10 @@ export class Peers implements LinkOwner {
   #conflict: MasterConflict | null = null;
   #told = '';
   #offeredToMaster = 0;
+  /** with an election, it decides the role instead of `isMaster` (mirror/election.ts) */
+  #election: ElectedRole | null = null;
+  #inStepEpoch: number | null = null;
+  #toldEpoch: number | undefined;
 
   readonly #deps: LinkDeps;
 
@@ -57,6 +61,24 @@ export class Peers implements LinkOwner {
     this.#offeredToMaster += messages;
   }
 
+  get epoch(): number | undefined {
+    return this.#election?.epoch ?? undefined;
+  }
+
+  /** the epoch of the master whose sync this broker finished last */
+  get inStepEpoch(): number | null {
+    return this.#inStepEpoch;
+  }
+
+  inStep(epoch: number | undefined): void {
+    this.#inStepEpoch = epoch ?? null;
+  }
+
+  /** from now on the election decides the role (broker.ts, at start) */
+  useElection(election: ElectedRole): void {
+    this.#election = election;
+  }
+
   get conflict(): MasterConflict | null {
     return this.#conflict;
   }
@@ -68,7 +90,9 @@ export class Peers implements LinkOwner {
   /** what this broker tells its peers about itself: a broker stopping counts as a master no more */
   state(): PeerStateFrame {
     const leaving = this.#stopping;
-    return { type: 'peerState', serviceId: this.#options.serviceId, configuredMaster: this.#configuredMaster && !leaving, isMaster: this.#isMaster && !leaving };
+    const claims = this.#election ? this.#election.isMaster : this.#configuredMaster;
+    const epoch = this.epoch;
+    return { type: 'peerState', serviceId: this.#options.serviceId, configuredMaster: claims && !leaving, isMaster: this.#isMaster && !leaving, ...(epoch !== undefined ? { epoch } : {}) };
   }
 
   /** at start and at every reload: links follow `peers`, the role follows `isMaster` */
@@ -127,6 +151,37 @@ export class Peers implements LinkOwner {
 
   /** recomputes the role: called whenever anything it depends on changed */
   update(): void {
+    const isMaster = this.#election ? this.#electedRole(this.#election) : this.#configuredRole();
+    const epoch = this.epoch;
+    if (isMaster !== this.#isMaster || epoch !== this.#toldEpoch) {
+      if (isMaster !== this.#isMaster) {
+        this.#options.log.info(isMaster ? 'delivering: this broker acts as master' : 'not delivering: this broker acts as slave', { configuredMaster: this.#configuredMaster, epoch });
+      }
+      this.#isMaster = isMaster;
+      this.#toldEpoch = epoch;
+      this.#options.onRoleChange(isMaster, epoch);
+    }
+    const state = this.state();
+    const told = JSON.stringify(state);
+    if (told !== this.#told) {
+      this.#told = told;
+      this.#options.onStateChange(state);
+    }
+    for (const link of this.#links.values()) link.refresh();
+  }
+
+  /** elected: a peer announcing a master of a higher epoch fences this one at once */
+  #electedRole(election: ElectedRole): boolean {
+    const views: Array<PeerView & { serviceId: string }> = [...this.#incoming.values()];
+    for (const [serviceId, link] of this.#links) if (link.view) views.push({ ...link.view, serviceId });
+    for (const view of views) {
+      if (view.isMaster && view.epoch !== undefined && view.epoch > (election.epoch ?? 0)) election.fenced(view.epoch, view.serviceId);
+    }
+    // at soft-stop it stays master for the acks of what is in flight; state() tells peers it leaves
+    return election.isMaster;
+  }
+
+  #configuredRole(): boolean {
     const masters = new Set<string>();
     if (this.#configuredMaster && !this.#stopping) masters.add(this.#options.serviceId);
     for (const view of this.#incoming.values()) if (view.configuredMaster) masters.add(view.serviceId);
@@ -138,19 +193,7 @@ export class Peers implements LinkOwner {
       else if (this.#conflict) this.#options.log.warn('master conflict over', { masters: this.#conflict.masters });
       this.#conflict = conflict;
     }
-    const isMaster = this.#configuredMaster && (!conflict || conflict.delivering === this.#options.serviceId);
-    if (isMaster !== this.#isMaster) {
-      this.#isMaster = isMaster;
-      this.#options.log.info(isMaster ? 'delivering: this broker acts as master' : 'not delivering: this broker acts as slave', { configuredMaster: this.#configuredMaster });
-      this.#options.onRoleChange(isMaster);
-    }
-    const state = this.state();
-    const told = JSON.stringify(state);
-    if (told !== this.#told) {
-      this.#told = told;
-      this.#options.onStateChange(state);
-    }
-    for (const link of this.#links.values()) link.refresh();
+    return this.#configuredMaster && (!conflict || conflict.delivering === this.#options.serviceId);
   }
 }
 

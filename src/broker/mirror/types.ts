@@ -28,6 +28,33 @@ export interface PeerStatus {
 export interface PeerView {
   configuredMaster: boolean;
   isMaster: boolean;
+  /** with an election: the epoch of the master the peer knows */
+  epoch?: number;
+}
+
+export type ElectionPhase = 'starting' | 'master' | 'slave' | 'etcd-unreachable';
+
+/** the election as this broker sees it (docs/operations.md#automatic-failover) */
+export interface ElectionView {
+  readonly phase: ElectionPhase;
+  /** may deliver: holds the master key with a lease renewed within the fence */
+  readonly isMaster: boolean;
+  /** the revision at which the current master was elected */
+  readonly epoch: number | null;
+  readonly leader: string | null;
+  readonly leaseRemainingMs: number | null;
+  /** Date.now() of the last change of role or leader */
+  readonly lastChangeAt: number | null;
+  /** why this broker is not the master, when it could be */
+  readonly reason: string | null;
+}
+
+/** what Peers needs of the election to decide the role (mirror/election.ts) */
+export interface ElectedRole {
+  readonly isMaster: boolean;
+  readonly epoch: number | null;
+  /** a peer announced a master of a higher epoch */
+  fenced(epoch: number, by: string): void;
 }
 
 /** TLS and heartbeat of the links this broker dials to its peers (src/broker/mirror/dial.ts) */
@@ -48,7 +75,7 @@ export interface LinkDeps {
 
 export interface PeersOptions extends LinkDeps {
   /** the role this broker acts in changed: tell clients */
-  readonly onRoleChange: (isMaster: boolean) => void;
+  readonly onRoleChange: (isMaster: boolean, epoch: number | undefined) => void;
   /** what this broker tells its peers changed: tell the peers that dialed us */
   readonly onStateChange: (state: PeerStateFrame) => void;
 }
@@ -60,4 +87,6 @@ export interface LinkOwner {
   update(): void;
   /** messages a link offered the master (the `whisker_offered_to_master_total` metric) */
   countOffered(messages: number): void;
+  /** a sync from the master of this epoch is done: this broker is in step with it */
+  inStep(epoch: number | undefined): void;
 }

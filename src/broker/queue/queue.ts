@@ -249,8 +249,10 @@ export class Queue {
   /** slave: a client's answer to the master's delivery, applied to the record held here */
   ackReplayed(subscriber: Subscriber, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
     const record = this.#recordFor(subscriber, messageId, via);
-    // in flight here: this broker delivered it itself (it was master), only that delivery answers
-    if (!record || record.state === 'inflight') return;
+    // in flight here: this broker delivered it itself (it was master), only that delivery
+    // answers; it still does after a demotion (an elected master fenced for a moment must not
+    // hold its consumers' prefetch until requeueInterval, docs/operations.md#automatic-failover)
+    if (!record || (record.state === 'inflight' && record.deliveredTo !== subscriber)) return;
     this.#answer(record, ok, delaySeconds);
   }
 

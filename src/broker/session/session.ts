@@ -128,7 +128,8 @@ export class Session implements ConnectedSession {
     if (this.#handshakeTimer) clearTimeout(this.#handshakeTimer);
     this.#handshakeTimer = null;
     const config = this.ctx.policy.config;
-    this.send({ type: 'welcome', node: this.node, serviceId: config.serviceId, isMaster: this.ctx.router.isMaster, maxPayloadBytes: config.limits.maxPayloadBytes });
+    const epoch = this.ctx.peers.epoch;
+    this.send({ type: 'welcome', node: this.node, serviceId: config.serviceId, isMaster: this.ctx.router.isMaster, maxPayloadBytes: config.limits.maxPayloadBytes, ...(epoch !== undefined ? { epoch } : {}) });
     if (isPeer) {
       this.send(this.ctx.peers.state());
       this.ctx.log.info('peer connected', { peer: this.label });

@@ -1,0 +1,78 @@
+import { join } from 'node:path';
+import { type BrokerProcess, freePort, startProcess, whisker, writeConfig } from './broker-process.js';
+import { tempDir } from './harness.js';
+
+/**
+ * Three real broker processes with an `election` block on one real etcd (test/support/etcd.ts):
+ * nobody is configured master; etcd elects one. `masterIndex()` reads who delivers from the
+ * brokers' own logs, as an operator would.
+ */
+export interface ElectedNode {
+  readonly serviceId: string;
+  readonly port: number;
+  readonly dir: string;
+  readonly spec: string;
+  readonly configPath: string;
+  process: BrokerProcess | null;
+}
+
+export const LEASE_TTL = 2;
+
+export async function electionCluster(etcdHosts: readonly string[], serviceIds = ['a', 'b', 'c']): Promise<ElectedNode[]> {
+  const nodes: ElectedNode[] = [];
+  for (const serviceId of serviceIds) {
+    const port = await freePort();
+    const dir = tempDir(`whisker-election-${serviceId}-`);
+    nodes.push({ serviceId, port, dir, spec: `127.0.0.1:${port}@${serviceId}`, configPath: join(dir, 'config.json'), process: null });
+  }
+  const prefix = `/whisker/test-${process.pid}-${Date.now()}`;
+  for (const node of nodes) {
+    writeConfig(node.dir, {
+      serviceId: node.serviceId,
+      isMaster: false, // not used with an election: the log says so
+      peers: nodes.filter((other) => other !== node).map((other) => other.spec),
+      socketServer: { host: '127.0.0.1', port: node.port },
+      maxItemsInQueue: 1_000_000,
+      requeueInterval: 30,
+      election: { etcd: { hosts: etcdHosts }, prefix, leaseTtl: LEASE_TTL },
+    });
+  }
+  await Promise.all(nodes.map(async (node) => (node.process = await startProcess(node.configPath, { startTimeoutMs: 30_000 }))));
+  return nodes;
+}
+
+/** resolves with the node whose log says, after the offsets in `from`, that it delivers as master */
+export async function nextMaster(nodes: readonly ElectedNode[], from: ReadonlyMap<ElectedNode, number> = new Map(), timeoutMs = 15_000): Promise<ElectedNode> {
+  const alive = nodes.filter((node) => node.process && node.process.child.exitCode === null && node.process.child.signalCode === null);
+  const controller = new AbortController();
+  try {
+    return await Promise.any(
+      alive.map(async (node) => {
+        await node.process!.waitFor(/delivering: this broker acts as master/, from.get(node) ?? 0, timeoutMs);
+        if (controller.signal.aborted) throw new Error('another one first');
+        controller.abort();
+        return node;
+      }),
+    );
+  } catch {
+    throw new Error(`no broker became master within ${timeoutMs} ms:\n${alive.map((n) => n.process!.output().slice(-3000)).join('\n----\n')}`);
+  }
+}
+
+/** every node's output length now: a later `waitFor` reads only what comes after */
+export function offsets(nodes: readonly ElectedNode[]): Map<ElectedNode, number> {
+  return new Map(nodes.map((node) => [node, node.process?.output().length ?? 0]));
+}
+
+export async function status(node: ElectedNode): Promise<{ role: string; election: { phase: string; epoch: number | null; leader: string | null } | null }> {
+  const result = await whisker(['status', '-c', node.configPath, '--json']);
+  if (result.code !== 0) throw new Error(`whisker status: ${result.stderr}`);
+  return JSON.parse(result.stdout) as { role: string; election: { phase: string; epoch: number | null; leader: string | null } | null };
+}
+
+export async function held(node: ElectedNode): Promise<number> {
+  const result = await whisker(['list', '-c', node.configPath, '--json']);
+  if (result.code !== 0) throw new Error(`whisker list: ${result.stderr}`);
+  const { queues } = JSON.parse(result.stdout) as { queues: Array<{ messages: number }> };
+  return queues.reduce((sum, q) => sum + q.messages, 0);
+}
