@@ -174,6 +174,9 @@ export class LogStore implements MessageStore {
     };
     this.#draining = run().finally(() => {
       this.#draining = null;
+      // a record queued after the loop's last look and before this (a kick is ignored while
+      // draining) would wait for the next one: a deliver record lost to a kill -9 meanwhile
+      if (this.#queued.records.length > 0) this.#kick();
     });
     return this.#draining;
   }
