@@ -89,7 +89,8 @@ export function statusView(broker: Broker) {
     storeHealthy: broker.isStoreHealthy,
     conflict: broker.peers.conflict,
     peers: broker.peers.status(),
-    election: broker.election,
+    // without an election block the configured master rules (SPEC §9)
+    election: broker.election ?? { mode: 'configured', reason: config.isMaster ? (broker.router.isMaster ? 'isMaster: true in the config' : 'isMaster: true, but another configured master with a lower serviceId delivers') : 'isMaster: false in the config' },
   };
 }
 

@@ -42,12 +42,12 @@ async function openPage(): Promise<Watched> {
   const cspViolations: string[] = [];
   page.on('dialog', (dialog) => {
     dialogs.push(dialog.message());
-    void dialog.dismiss();
+    dialog.dismiss().catch(() => undefined); // the page may be closing
   });
   page.on('console', (message) => {
     if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
   });
-  page.on('close', () => void context.close());
+  page.on('close', () => void context.close().catch(() => undefined));
   return { page, dialogs, cspViolations };
 }
 
