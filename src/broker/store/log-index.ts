@@ -42,8 +42,8 @@ export interface Capture {
   readonly recentTo: number;
 }
 
-/** roughly what an id costs in a snapshot: frame header, JSON keys, the timestamp */
-const RECENT_ID_OVERHEAD = 48;
+/** what an id costs in a snapshot besides its characters: operation, length, the timestamp */
+const RECENT_ID_OVERHEAD = 13;
 const NO_RECORDS: readonly RecordTuple[] = [];
 
 /**
