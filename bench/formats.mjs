@@ -1,6 +1,6 @@
 // The per-message cost of a channel format: check() with a 10-field map against no map.
 // In-process and single-threaded, so it measures the validator alone (docs/formats.md).
-import { compileChannelFormat } from '../dist/broker/formats/index.js';
+import { compileChannelFormat } from '../dist/broker/access/formats/index.js';
 
 const map = {
   orderId: ['int', 'min', 1],

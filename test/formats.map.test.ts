@@ -1,6 +1,6 @@
 // Modifiers, nesting, error paths and conversions of the map language (docs/formats.md).
 import { describe, test, expect } from 'vitest';
-import { compileChannelFormat, mapToJsonSchema, type ChannelFormat, type FieldError } from '../src/broker/formats/index.js';
+import { compileChannelFormat, mapToJsonSchema, type ChannelFormat, type FieldError } from '../src/broker/access/formats/index.js';
 
 function formatOf(map: Record<string, unknown>): ChannelFormat {
   const format = compileChannelFormat('shop/v1', { map });

@@ -2,7 +2,7 @@
 // schema checks (docs/formats.md#schema).
 import { describe, test, expect } from 'vitest';
 import { ConfigError } from '../src/config/load.js';
-import { compileChannelFormat, mapToJsonSchema, type ChannelFormat } from '../src/broker/formats/index.js';
+import { compileChannelFormat, mapToJsonSchema, type ChannelFormat } from '../src/broker/access/formats/index.js';
 
 type Settings = Parameters<typeof compileChannelFormat>[1];
 

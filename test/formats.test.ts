@@ -1,6 +1,6 @@
 // Every map type: the values it accepts and the ones it refuses (docs/formats.md#types).
 import { describe, test, expect } from 'vitest';
-import { compileChannelFormat, type ChannelFormat } from '../src/broker/formats/index.js';
+import { compileChannelFormat, type ChannelFormat } from '../src/broker/access/formats/index.js';
 
 function formatOf(definition: readonly unknown[]): ChannelFormat {
   const format = compileChannelFormat('shop/v1', { map: { v: definition } });

@@ -4,7 +4,7 @@ import { join, relative } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { WebSocket } from 'ws';
-import { CLIENT_NAME } from '../src/broker/auth.js';
+import { CLIENT_NAME } from '../src/broker/session/keys.js';
 import type { Done } from '../src/client/subscription.js';
 import { broker, clientConfig, connect, Inbox, once, type TestBroker, unconnected, until } from './support/harness.js';
 import { fuzzCase } from './support/fuzz-frames.js';

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import { Queue, type QueueSettings } from '../src/broker/queue.js';
-import type { Subscriber } from '../src/broker/group.js';
+import { Queue, type QueueSettings } from '../src/broker/queue/queue.js';
+import type { Subscriber } from '../src/broker/queue/group.js';
 import type { Delivery } from '../src/protocol/frames.js';
 import { MemoryStore } from '../src/broker/store/memory.js';
 import type { StoredMessage, StoreEvent } from '../src/broker/store/store.js';

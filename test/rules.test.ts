@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/config/load.js';
 import type { RuleConfig } from '../src/config/types.js';
-import { compileRules, type Rules } from '../src/broker/rules.js';
+import { compileRules, type Rules } from '../src/broker/access/rules.js';
 
 type Table = 'read' | 'write';
 

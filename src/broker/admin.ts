@@ -1,10 +1,10 @@
 import { ControlError, type ControlHandler, type ControlRequest, type ControlResponse } from '../ops/control.js';
 import { canonicalIdSegment, checkQueueParts } from '../protocol/channel.js';
 import { WhiskerError } from '../protocol/errors.js';
-import { CLIENT_NAME, fingerprint } from './auth.js';
+import { CLIENT_NAME, fingerprint } from './session/keys.js';
 import type { Broker } from './broker.js';
-import type { BrokerContext } from './context.js';
-import type { Queue } from './queue.js';
+import type { BrokerContext } from './session/context.js';
+import type { Queue } from './queue/queue.js';
 
 const MAX_LISTED = 1000;
 

@@ -43,7 +43,7 @@ const MAX_BATCH = 1_000;
 /**
  * One broker: dial, handshake with a fresh token, batch outgoing frames per tick, and
  * redial with back-off until closed (docs/protocol.md#handshake). The client library uses one
- * per host; a broker uses one per peer (src/broker/peer-link.ts).
+ * per host; a broker uses one per peer (src/broker/mirror/peer-link.ts).
  */
 export class Connection {
   readonly target: HostTarget;

@@ -1,4 +1,4 @@
-import { CLIENT_NAME } from '../../src/broker/auth.js';
+import { CLIENT_NAME } from '../../src/broker/session/keys.js';
 import { ERROR_CODES, type ErrorCode } from '../../src/protocol/errors.js';
 import { type ClientFrame, decodeClientFrame } from '../../src/protocol/frames.js';
 import type { FuzzCase, FuzzInput } from './fuzz-frames.js';

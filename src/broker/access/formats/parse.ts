@@ -2,7 +2,7 @@
  * Reads a map (`{ field: [type, ...modifiers] }`) into a typed tree, or throws a ConfigError
  * whose key is the field's config path (docs/formats.md#modifiers).
  */
-import { ConfigError } from '../../config/load.js';
+import { ConfigError } from '../../../config/load.js';
 import { FIELD_TYPES, KINDS, isConversion, isFieldType, type Conversion, type FieldType } from './kinds.js';
 
 export interface FieldSpec {

@@ -1,15 +1,15 @@
 import { createHash } from 'node:crypto';
-import { ChannelCache, parseChannel, queueName, WILDCARD } from '../protocol/channel.js';
-import { type ErrorPayload, WhiskerError } from '../protocol/errors.js';
-import type { PeerMessage, PeerSettlement, PublishedMessage, PublishResult, RefusedId } from '../protocol/frames.js';
-import type { Logger } from '../ops/logger.js';
-import { DedupeWindow } from '../protocol/dedupe.js';
+import { ChannelCache, parseChannel, queueName, WILDCARD } from '../../protocol/channel.js';
+import { type ErrorPayload, WhiskerError } from '../../protocol/errors.js';
+import type { PeerMessage, PeerSettlement, PublishedMessage, PublishResult, RefusedId } from '../../protocol/frames.js';
+import type { Logger } from '../../ops/logger.js';
+import { DedupeWindow } from '../../protocol/dedupe.js';
 import { Appends } from './appends.js';
-import { Unconfirmed } from './unconfirmed.js';
-import type { Policy } from './policy.js';
-import { Queue } from './queue.js';
-import type { MessageStore, StoreEvent, StoredMessage } from './store/store.js';
-import type { Subscription } from './subscription.js';
+import { Unconfirmed } from '../mirror/unconfirmed.js';
+import type { Policy } from '../access/policy.js';
+import { Queue } from '../queue/queue.js';
+import type { MessageStore, StoreEvent, StoredMessage } from '../store/store.js';
+import type { Subscription } from '../queue/subscription.js';
 
 const forbidden = () => new WhiskerError('E_FORBIDDEN', 'Not allowed');
 

@@ -1,5 +1,5 @@
 import type { Entry, Group } from './group.js';
-import type { MessageStore } from './store/store.js';
+import type { MessageStore } from '../store/store.js';
 
 /** bodies a queue holds before new waiting ones stay on disk only (bounded memory, SPEC §7);
  * more than a producer keeps unanswered plus a prefetch: a consumer keeping up never waits for the disk */

@@ -1,6 +1,6 @@
-import { Connection, type ConnectionOwner } from '../link/connection.js';
-import type { HostTarget } from '../link/hosts.js';
-import type { BrokerFrame, FeedFrame, PeerMessage, PeerStateFrame, SyncFrame } from '../protocol/frames.js';
+import { Connection, type ConnectionOwner } from '../../link/connection.js';
+import type { HostTarget } from '../../link/hosts.js';
+import type { BrokerFrame, FeedFrame, PeerMessage, PeerStateFrame, SyncFrame } from '../../protocol/frames.js';
 import type { PeersOptions, PeerStatus } from './peers.js';
 
 /** messages per `offer` frame at most (and under the master's frame limit) */

@@ -1,6 +1,6 @@
 import { type KeyObject, randomBytes } from 'node:crypto';
 import type { WebSocket } from 'ws';
-import { protocolError, WhiskerError } from '../protocol/errors.js';
+import { protocolError, WhiskerError } from '../../protocol/errors.js';
 import {
   type BrokerFrame,
   type ClientFrame,
@@ -9,13 +9,13 @@ import {
   encodeFrame,
   PROTOCOL_VERSION,
   type PublishResult,
-} from '../protocol/frames.js';
+} from '../../protocol/frames.js';
 import type { BrokerContext } from './context.js';
 import { handleAck } from './handlers/ack.js';
 import { handleAuth } from './handlers/auth.js';
 import { handlePublish } from './handlers/publish.js';
 import { handleAddIds, handleRemoveIds, handleSubscribe, handleUnsubscribe } from './handlers/subscribe.js';
-import type { Subscription } from './subscription.js';
+import type { Subscription } from '../queue/subscription.js';
 
 type SessionState = 'handshake' | 'authenticating' | 'ready' | 'closed';
 

@@ -1,8 +1,8 @@
-import { canonicalIdSegment, checkQueueParts } from '../../protocol/channel.js';
-import { WhiskerError } from '../../protocol/errors.js';
-import type { AddIdsFrame, RemoveIdsFrame, ReplyFrame, SubscribeFrame, UnsubscribeFrame } from '../../protocol/frames.js';
+import { canonicalIdSegment, checkQueueParts } from '../../../protocol/channel.js';
+import { WhiskerError } from '../../../protocol/errors.js';
+import type { AddIdsFrame, RemoveIdsFrame, ReplyFrame, SubscribeFrame, UnsubscribeFrame } from '../../../protocol/frames.js';
 import type { Session } from '../session.js';
-import { Subscription } from '../subscription.js';
+import { Subscription } from '../../queue/subscription.js';
 
 /** Requests answered with a `reply` of the same `req` (docs/protocol.md#subscribe). */
 function answer(session: Session, req: number, work: () => Pick<ReplyFrame, 'refused'> | void): void {

@@ -1,4 +1,4 @@
-import type { Delivery, SubscriptionMode } from '../protocol/frames.js';
+import type { Delivery, SubscriptionMode } from '../../protocol/frames.js';
 import type { Subscriber } from './group.js';
 
 /** What a subscription needs of its connection. */

@@ -1,7 +1,7 @@
-import { ConfigError } from '../config/load.js';
-import type { RuleConfig } from '../config/types.js';
-import { parseChannel, WILDCARD } from '../protocol/channel.js';
-import { WhiskerError } from '../protocol/errors.js';
+import { ConfigError } from '../../config/load.js';
+import type { RuleConfig } from '../../config/types.js';
+import { parseChannel, WILDCARD } from '../../protocol/channel.js';
+import { WhiskerError } from '../../protocol/errors.js';
 
 /**
  * Rules (SPEC §5, docs/security.md): the config's `rules` compiled once into plain predicates.

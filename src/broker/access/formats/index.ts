@@ -4,7 +4,7 @@
  * a copy-on-write pass only when the map has conversions.
  */
 import type { AnySchema, ValidateFunction } from 'ajv';
-import { ConfigError } from '../../config/load.js';
+import { ConfigError } from '../../../config/load.js';
 import { applyObject, planConversions } from './convert.js';
 import { fieldErrors } from './details.js';
 import type { JsonSchema } from './kinds.js';

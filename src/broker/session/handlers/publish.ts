@@ -1,4 +1,4 @@
-import type { PublishFrame } from '../../protocol/frames.js';
+import type { PublishFrame } from '../../../protocol/frames.js';
 import type { Session } from '../session.js';
 
 /** every broker answers: the master's answer is the send's result, a slave's is `storedBy` */

@@ -1,4 +1,4 @@
-import type { AckFrame } from '../../protocol/frames.js';
+import type { AckFrame } from '../../../protocol/frames.js';
 import type { Session } from '../session.js';
 
 /** acks reach every broker, so slaves drop their copy too (docs/protocol.md#ack) */

@@ -1,4 +1,4 @@
-import type { StoredMessage } from './store/store.js';
+import type { StoredMessage } from '../store/store.js';
 
 /**
  * Store appends under way, by message id: a second copy of an id waits for the first one's

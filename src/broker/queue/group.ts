@@ -1,7 +1,7 @@
-import { WILDCARD } from '../protocol/channel.js';
-import type { Delivery, SubscriptionMode } from '../protocol/frames.js';
+import { WILDCARD } from '../../protocol/channel.js';
+import type { Delivery, SubscriptionMode } from '../../protocol/frames.js';
 import { MinHeap } from './heap.js';
-import type { StoredMessage } from './store/store.js';
+import type { StoredMessage } from '../store/store.js';
 
 /**
  * A recipient group (SPEC §7): every consumer of one id pattern, or every listener of one

@@ -1,5 +1,5 @@
-import { protocolError, WhiskerError } from '../../protocol/errors.js';
-import { type AuthFrame, PROTOCOL_VERSION } from '../../protocol/frames.js';
+import { protocolError, WhiskerError } from '../../../protocol/errors.js';
+import { type AuthFrame, PROTOCOL_VERSION } from '../../../protocol/frames.js';
 import type { Session } from '../session.js';
 
 export function handleAuth(session: Session, frame: AuthFrame): void {

@@ -1,9 +1,9 @@
-import type { Logger } from '../ops/logger.js';
-import type { KeyRegistry } from './auth.js';
-import type { PeerFeed } from './feed.js';
-import type { Peers } from './peers.js';
-import type { Policy } from './policy.js';
-import type { Router } from './router.js';
+import type { Logger } from '../../ops/logger.js';
+import type { KeyRegistry } from './keys.js';
+import type { PeerFeed } from '../mirror/feed.js';
+import type { Peers } from '../mirror/peers.js';
+import type { Policy } from '../access/policy.js';
+import type { Router } from '../messages/router.js';
 import type { Session } from './session.js';
 
 /** What the sessions and handlers of one broker share; `policy` is swapped whole on reload. */

@@ -1,7 +1,7 @@
-import type { BrokerFrame, PeerMessage, PeerSettlement } from '../protocol/frames.js';
-import type { Logger } from '../ops/logger.js';
-import { type ReplicationObserver, type Router, toPeerMessage } from './router.js';
-import type { StoreEvent, StoredMessage } from './store/store.js';
+import type { BrokerFrame, PeerMessage, PeerSettlement } from '../../protocol/frames.js';
+import type { Logger } from '../../ops/logger.js';
+import { type ReplicationObserver, type Router, toPeerMessage } from '../messages/router.js';
+import type { StoreEvent, StoredMessage } from '../store/store.js';
 
 /** what one peer session can be handed: the feed writes through it, nothing else */
 export interface Follower {

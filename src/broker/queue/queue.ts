@@ -1,14 +1,14 @@
-import { unescapeId } from '../protocol/channel.js';
-import { WhiskerError } from '../protocol/errors.js';
+import { unescapeId } from '../../protocol/channel.js';
+import { WhiskerError } from '../../protocol/errors.js';
 import { addRecordTo, type DeliveryRecord, type Entry, Group, groupKey, NO_RECORDS, parseGroupKey, recordOf, removeRecordFrom, type Subscriber } from './group.js';
 import { LOAD_RETRY_MS, QueueBodies } from './bodies.js';
 import { EntryList } from './entry-list.js';
 import { MinHeap } from './heap.js';
-import type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './queue-types.js';
+import type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './types.js';
 import { WakeTimer } from './wake-timer.js';
-import type { RecoveredMessage, Settlement, StoredMessage, StoreEvent } from './store/store.js';
+import type { RecoveredMessage, Settlement, StoredMessage, StoreEvent } from '../store/store.js';
 
-export type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './queue-types.js';
+export type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './types.js';
 
 /** waiting messages a new group adopts per event-loop turn: a large backlog never stalls the loop */
 const ADOPT_SLICE = 5_000;

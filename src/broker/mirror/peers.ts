@@ -1,9 +1,9 @@
-import { type HostTarget, parseHost } from '../link/hosts.js';
-import type { ClientKeys } from '../link/keys.js';
-import type { PeerStateFrame } from '../protocol/frames.js';
-import type { Logger } from '../ops/logger.js';
+import { type HostTarget, parseHost } from '../../link/hosts.js';
+import type { ClientKeys } from '../../link/keys.js';
+import type { PeerStateFrame } from '../../protocol/frames.js';
+import type { Logger } from '../../ops/logger.js';
 import { PeerLink, type PeerView } from './peer-link.js';
-import type { Router } from './router.js';
+import type { Router } from '../messages/router.js';
 
 export interface MasterConflict {
   /** every broker configured as master that this one can see, itself included */

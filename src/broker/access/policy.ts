@@ -1,8 +1,8 @@
-import { ConfigError } from '../config/load.js';
-import type { Config } from '../config/types.js';
-import { parseChannel, WILDCARD } from '../protocol/channel.js';
+import { ConfigError } from '../../config/load.js';
+import type { Config } from '../../config/types.js';
+import { parseChannel, WILDCARD } from '../../protocol/channel.js';
 import { type ChannelFormat, compileChannelFormat } from './formats/index.js';
-import type { QueueSettings } from './queue.js';
+import type { QueueSettings } from '../queue/queue.js';
 import { compileRules, type Rules } from './rules.js';
 
 /**

@@ -1,5 +1,5 @@
-import type { Overflow } from '../config/types.js';
-import type { MessageStore, StoredMessage } from './store/store.js';
+import type { Overflow } from '../../config/types.js';
+import type { MessageStore, StoredMessage } from '../store/store.js';
 
 /** One queue's settings, from the config's defaults and its `channels` entry. */
 export interface QueueSettings {

@@ -4,10 +4,10 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { WhiskerError } from '../protocol/errors.js';
-import { encodeFrame } from '../protocol/frames.js';
-import type { Config } from '../config/types.js';
-import { makeNonce } from './auth.js';
+import { WhiskerError } from '../../protocol/errors.js';
+import { encodeFrame } from '../../protocol/frames.js';
+import type { Config } from '../../config/types.js';
+import { makeNonce } from './keys.js';
 import type { BrokerContext } from './context.js';
 import { Session } from './session.js';
 
