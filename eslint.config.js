@@ -1,5 +1,13 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import importX from 'eslint-plugin-import-x';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+
+/** imports go one way (docs/architecture.md#imports): each folder's imports that are refused */
+const layer = (files, patterns) => ({
+  files,
+  rules: { 'no-restricted-imports': ['error', { patterns: patterns.map(([group, message]) => ({ group, message })) }] },
+});
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'bench/node_modules/**', 'coverage/**'] },
@@ -16,6 +24,19 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
+  {
+    // no import circle in src/, type-only imports included
+    files: ['src/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: { 'import-x/resolver-next': [createTypeScriptImportResolver({ project: 'tsconfig.json' })] },
+    rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
+  },
+  layer(['src/protocol/**/*.ts'], [[['../*'], 'protocol/ is pure: it imports nothing of ours but itself']]),
+  layer(['src/link/**/*.ts'], [[['**/broker/**', '**/client/**', '**/ops/**', '**/cli/**'], 'link/ builds on protocol/ only']]),
+  layer(['src/client/**/*.ts'], [[['**/broker/**', '**/ops/**', '**/cli/**'], 'the client library never imports the broker']]),
+  layer(['src/broker/**/*.ts'], [[['**/client/**', '**/cli/**'], 'the broker never imports the client library or the CLI']]),
+  layer(['src/ops/**/*.ts'], [[['**/broker/*/**', '!**/broker/api.js'], 'ops/ reads the broker through src/broker/api.ts only']]),
+  layer(['src/config/**/*.ts'], [[['**/broker/**', '**/client/**', '**/ops/**', '**/cli/**'], 'config/ builds on protocol/ only']]),
   {
     files: ['**/*.js', '**/*.mjs', 'bin/*'],
     languageOptions: {

@@ -1,10 +1,10 @@
 import { ControlError, type ControlHandler, type ControlRequest, type ControlResponse } from '../ops/control.js';
 import { canonicalIdSegment, checkQueueParts } from '../protocol/channel.js';
 import { WhiskerError } from '../protocol/errors.js';
-import { CLIENT_NAME, fingerprint } from './session/keys.js';
-import type { Broker } from './broker.js';
-import type { BrokerContext } from './session/context.js';
+import type { Logger } from '../ops/logger.js';
+import type { Broker } from './api.js';
 import type { Queue } from './queue/queue.js';
+import { CLIENT_NAME, fingerprint, type KeyRegistry } from './session/keys.js';
 
 const MAX_LISTED = 1000;
 
@@ -14,7 +14,7 @@ const MAX_LISTED = 1000;
  */
 const ok = (result: unknown): ControlResponse => ({ ok: true, result });
 
-export function controlHandler(broker: Broker, ctx: BrokerContext): ControlHandler {
+export function controlHandler(broker: Broker, keys: KeyRegistry, log: Logger): ControlHandler {
   return (request) => {
     switch (request.command) {
       case 'status':
@@ -36,9 +36,9 @@ export function controlHandler(broker: Broker, ctx: BrokerContext): ControlHandl
       case 'delete':
         return ok(deleteIds(broker, request));
       case 'keys-list':
-        return ok(keysView(ctx));
+        return ok(keysView(broker, keys));
       case 'keys-revoke':
-        return ok(revokeKey(ctx, request));
+        return ok(revokeKey(broker, keys, log, request));
       default:
         throw new ControlError('E_COMMAND', `unknown command "${request.command}"`);
     }
@@ -129,25 +129,25 @@ function deleteIds(broker: Broker, request: ControlRequest) {
   return { queue: name, ...(id !== undefined ? { id } : {}), deleted };
 }
 
-function keysView(ctx: BrokerContext) {
+function keysView(broker: Broker, registry: KeyRegistry) {
   const connected = new Map<string, number>();
-  for (const session of ctx.sessions) if (session.isReady) connected.set(session.clientName, (connected.get(session.clientName) ?? 0) + 1);
-  const { keys, revoked } = ctx.keys.list();
-  return { keys: keys.map((k) => ({ ...k, connections: connected.get(k.name) ?? 0 })), revoked, registeredClientsPath: ctx.policy.config.registeredClientsPath };
+  for (const session of broker.sessions) if (session.isReady) connected.set(session.clientName, (connected.get(session.clientName) ?? 0) + 1);
+  const { keys, revoked } = registry.list();
+  return { keys: keys.map((k) => ({ ...k, connections: connected.get(k.name) ?? 0 })), revoked, registeredClientsPath: broker.config.registeredClientsPath };
 }
 
 /** the name's key is refused from now on, and its open connections are closed with E_AUTH */
-function revokeKey(ctx: BrokerContext, request: ControlRequest) {
+function revokeKey(broker: Broker, registry: KeyRegistry, log: Logger, request: ControlRequest) {
   const name = request.name;
   if (typeof name !== 'string' || !CLIENT_NAME.test(name)) throw new ControlError('E_BAD_NAME', `a client name matches ${CLIENT_NAME}`);
-  const key = ctx.keys.revokeName(name);
+  const key = registry.revokeName(name);
   if (!key) throw new ControlError('E_NOT_FOUND', `no registered key for "${name}"`);
   let closedConnections = 0;
-  for (const session of [...ctx.sessions]) {
+  for (const session of [...broker.sessions]) {
     if (!session.isReady || session.clientName !== name || !session.key?.equals(key)) continue;
     session.fail(new WhiskerError('E_AUTH', 'Key revoked'));
     closedConnections++;
   }
-  ctx.log.warn('key revoked', { client: name, fingerprint: fingerprint(key), closedConnections });
+  log.warn('key revoked', { client: name, fingerprint: fingerprint(key), closedConnections });
   return { name, fingerprint: fingerprint(key), closedConnections };
 }

@@ -57,6 +57,9 @@ const DEFAULTS = { connectTimeout: 10_000, sendTimeout: 30_000, maxBufferedMessa
 const SWEEP_MS = 100;
 
 /**
+ * Why this file is long: the public client API, one method per SPEC §3 call with its callback
+ * and promise forms; connections and subscriptions are in their own files.
+ *
  * The client library (SPEC §3): one instance talks to every broker in `hosts` at once, sends
  * each message to all of them and takes deliveries from the master.
  */

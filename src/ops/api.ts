@@ -1,5 +1,4 @@
-import type { MasterConflict, PeerStatus } from '../broker/mirror/peers.js';
-import type { QueueSettings } from '../broker/queue/queue.js';
+import type { MasterConflict, PeerStatus, QueueSettings } from '../broker/api.js';
 import type { Config } from '../config/types.js';
 import type { SubscriptionMode } from '../protocol/frames.js';
 import { unescapeId } from '../protocol/channel.js';

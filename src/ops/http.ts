@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
-import { sameSecret } from '../broker/session/keys.js';
+import { sameSecret } from './secret.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from './logger.js';
 import { clientsView, healthView, type ManagedBroker, queueDetailView, queuesView, uptimeSeconds } from './api.js';

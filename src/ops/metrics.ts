@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { QueueCounters } from '../broker/queue/queue.js';
-import type { MessageStore } from '../broker/store/store.js';
+import type { MessageStore, QueueCounters } from '../broker/api.js';
 
 /** One queue as the metrics see it (`Queue` has these). */
 export interface QueueStats {

@@ -1,4 +1,4 @@
-import type { QueueCounters } from '../broker/queue/queue.js';
+import type { QueueCounters } from '../broker/api.js';
 
 export type QueueRates = Record<keyof QueueCounters, number>;
 

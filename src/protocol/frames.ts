@@ -1,6 +1,9 @@
 import { type ErrorPayload, isErrorCode, protocolError } from './errors.js';
 
 /**
+ * Why this file is long: every frame of the protocol, its type and its check, in one place
+ * that docs/protocol.md follows; splitting would part a frame from its decoder.
+ *
  * Wire frames, protocol version 1 (docs/protocol.md). One WebSocket text message is one JSON
  * frame; frames that carry messages, results or acks carry arrays, so one frame is a batch.
  */

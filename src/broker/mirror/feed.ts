@@ -1,6 +1,6 @@
 import type { BrokerFrame, PeerMessage, PeerSettlement } from '../../protocol/frames.js';
 import type { Logger } from '../../ops/logger.js';
-import { type ReplicationObserver, type Router, toPeerMessage } from '../messages/router.js';
+import { type Replica, toPeerMessage } from './replica.js';
 import type { StoreEvent, StoredMessage } from '../store/store.js';
 
 /** what one peer session can be handed: the feed writes through it, nothing else */
@@ -17,8 +17,8 @@ const CHUNK_BYTES = 4 * 1_048_576;
  * message this broker accepts or makes (dead letters), once per tick: a client that has not
  * reconnected to the mirror yet cannot leave it behind. Only while this broker is master.
  */
-export class PeerFeed implements ReplicationObserver {
-  readonly #router: Router;
+export class PeerFeed {
+  readonly #replica: Replica;
   readonly #followers = new Set<Follower>();
   /** followers still getting their sync, with the feed frames that come after it */
   readonly #syncing = new Map<Follower, BrokerFrame[]>();
@@ -29,10 +29,9 @@ export class PeerFeed implements ReplicationObserver {
 
   readonly #log: Logger;
 
-  constructor(router: Router, log: Logger) {
-    this.#router = router;
+  constructor(replica: Replica, log: Logger) {
+    this.#replica = replica;
     this.#log = log;
-    router.observe(this);
   }
 
   get followerCount(): number {
@@ -44,9 +43,9 @@ export class PeerFeed implements ReplicationObserver {
    * are read a chunk at a time; the feed of what happens meanwhile waits behind the sync.
    */
   follow(follower: Follower): void {
-    if (!this.#router.isMaster || this.#followers.has(follower) || this.#syncing.has(follower)) return;
+    if (!this.#replica.isMaster || this.#followers.has(follower) || this.#syncing.has(follower)) return;
     this.#flush(); // what happened before the snapshot reaches the older followers first
-    const { messages, removed } = this.#router.snapshot();
+    const { messages, removed } = this.#replica.snapshot();
     const backlog: BrokerFrame[] = [];
     this.#syncing.set(follower, backlog);
     void this.#sync(follower, backlog, messages, removed);
@@ -58,7 +57,7 @@ export class PeerFeed implements ReplicationObserver {
     for (let i = 0; i < messages.length; i += CHUNK_MESSAGES) {
       const part = messages.slice(i, i + CHUNK_MESSAGES);
       // a store that cannot read now: the mirror gets what is in memory (the master keeps the rest)
-      const read = await this.#router.withBodies(part).catch((error: unknown) => {
+      const read = await this.#replica.withBodies(part).catch((error: unknown) => {
         const inMemory = part.filter((m) => m.data !== undefined);
         this.#log.error('sync to a mirror: bodies on disk could not be read, those messages left out of it', { messages: part.length - inMemory.length, error: (error as Error).message });
         return inMemory.map(toPeerMessage);

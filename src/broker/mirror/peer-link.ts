@@ -1,26 +1,12 @@
 import { Connection, type ConnectionOwner } from '../../link/connection.js';
 import type { HostTarget } from '../../link/hosts.js';
-import type { BrokerFrame, FeedFrame, PeerMessage, PeerStateFrame, SyncFrame } from '../../protocol/frames.js';
-import type { PeersOptions, PeerStatus } from './peers.js';
+import type { BrokerFrame, FeedFrame, PeerMessage, SyncFrame } from '../../protocol/frames.js';
+import type { LinkDeps, LinkOwner, PeerStatus, PeerView } from './types.js';
 
 /** messages per `offer` frame at most (and under the master's frame limit) */
 const OFFER_CHUNK = 1_000;
 /** a client message the master's feed has not named after this long never reached the master */
 const UNCONFIRMED_AFTER_MS = 2_000;
-
-/** a peer's role as last heard, over our link to it or its link to us */
-export interface PeerView {
-  configuredMaster: boolean;
-  isMaster: boolean;
-}
-
-/** what a link needs of the mirror set it belongs to (`Peers`) */
-export interface LinkOwner {
-  readonly options: PeersOptions;
-  readonly isMaster: boolean;
-  state(): PeerStateFrame;
-  update(): void;
-}
 
 /**
  * Our link to one peer: a client connection that logs in with the broker's key pair as
@@ -40,10 +26,13 @@ export class PeerLink {
   /** while in step with the master: offers what only we got from clients, once a second */
   #offerTimer: NodeJS.Timeout | null = null;
 
-  constructor(target: HostTarget, peers: LinkOwner) {
+  readonly #deps: LinkDeps;
+
+  constructor(target: HostTarget, peers: LinkOwner, deps: LinkDeps) {
     this.target = target;
     this.#peers = peers;
-    const { serviceId, keys } = peers.options;
+    this.#deps = deps;
+    const { serviceId, keys } = deps;
     const owner: ConnectionOwner = {
       clientId: serviceId,
       keys,
@@ -55,7 +44,7 @@ export class PeerLink {
         this.refresh();
       },
       onDown: (_connection, error) => {
-        if (error) peers.options.log.warn('peer refused our link', { peer: target.spec, code: error.code, reason: error.message });
+        if (error) deps.log.warn('peer refused our link', { peer: target.spec, code: error.code, reason: error.message });
         this.view = null;
         this.#stopFollowing();
         peers.update();
@@ -115,15 +104,15 @@ export class PeerLink {
   }
 
   #apply(frame: SyncFrame | FeedFrame): void {
-    const { router, log } = this.#peers.options;
+    const { replica, log } = this.#deps;
     this.#applying = this.#applying
       .then(async () => {
         if (frame.type === 'sync') {
           const named = (this.#named ??= new Set());
           for (const m of frame.messages) named.add(m.messageId);
           for (const messageId of frame.removed) named.add(messageId);
-          await router.applyPeerMessages(frame.messages);
-          router.applyPeerSettled([], frame.removed);
+          await replica.applyMessages(frame.messages);
+          replica.applySettled([], frame.removed);
           if (frame.done && this.#following) {
             this.#named = null;
             // tracking first: a client message stored while the offer reads bodies is not missed
@@ -132,8 +121,8 @@ export class PeerLink {
             log.info('in step with the master', { master: this.target.serviceId });
           }
         } else {
-          if (frame.messages.length > 0) await router.applyPeerMessages(frame.messages);
-          router.applyPeerSettled(frame.settled, frame.removed);
+          if (frame.messages.length > 0) await replica.applyMessages(frame.messages);
+          replica.applySettled(frame.settled, frame.removed);
         }
       })
       .catch((error: unknown) => log.error('could not apply what the master sent', { master: this.target.serviceId, error: (error as Error).message }));
@@ -145,32 +134,32 @@ export class PeerLink {
     if (!this.#offerTimer) return; // not in step with this peer: another link may be
     clearInterval(this.#offerTimer);
     this.#offerTimer = null;
-    this.#peers.options.router.unconfirmed.stop();
+    this.#deps.replica.stopTracking();
   }
 
   /** synced: from now on the master's feed names every message it gets */
   #inStep(): void {
-    const { router } = this.#peers.options;
-    router.unconfirmed.start();
+    const { replica } = this.#deps;
+    replica.startTracking();
     this.#offerTimer ??= setInterval(() => {
-      router.takeUnconfirmed(UNCONFIRMED_AFTER_MS).then(
+      replica.takeUnconfirmed(UNCONFIRMED_AFTER_MS).then(
         (messages) => messages.length > 0 && this.#offer(messages, 'only this broker got from clients'),
-        (error: unknown) => this.#peers.options.log.error('could not read what to offer the master', { master: this.target.serviceId, error: (error as Error).message }),
+        (error: unknown) => this.#deps.log.error('could not read what to offer the master', { master: this.target.serviceId, error: (error as Error).message }),
       );
     }, 1_000).unref();
   }
 
   /** after a sync: what we hold that the master did not name and would remember (docs/protocol.md#peers) */
   async #offerHeldOnlyHere(named: ReadonlySet<string>): Promise<void> {
-    const { router, log } = this.#peers.options;
-    const { messages, older } = await router.heldOnlyHere(named);
+    const { replica, log } = this.#deps;
+    const { messages, older } = await replica.heldOnlyHere(named);
     if (older > 0) log.warn('holding messages the master did not name, older than the dedupe window: kept here, delivered if this broker is promoted', { master: this.target.serviceId, messages: older });
     if (messages.length > 0) this.#offer(messages, 'only this broker stored');
   }
 
   /** hands the master messages, in frames its limit takes */
   #offer(messages: readonly PeerMessage[], what: string): void {
-    const { log } = this.#peers.options;
+    const { log } = this.#deps;
     const maxBytes = this.#connection.maxPayloadBytes * 0.9;
     let chunk: PeerMessage[] = [];
     let bytes = 0;

@@ -1,35 +1,10 @@
 import { type HostTarget, parseHost } from '../../link/hosts.js';
-import type { ClientKeys } from '../../link/keys.js';
 import type { PeerStateFrame } from '../../protocol/frames.js';
-import type { Logger } from '../../ops/logger.js';
-import { PeerLink, type PeerView } from './peer-link.js';
-import type { Router } from '../messages/router.js';
+import type { Lifecycle } from '../lifecycle.js';
+import { PeerLink } from './peer-link.js';
+import type { LinkDeps, LinkOwner, MasterConflict, PeersOptions, PeerStatus, PeerView } from './types.js';
 
-export interface MasterConflict {
-  /** every broker configured as master that this one can see, itself included */
-  readonly masters: readonly string[];
-  /** the one that keeps delivering: the lowest serviceId */
-  readonly delivering: string;
-}
-
-export interface PeerStatus {
-  readonly serviceId: string;
-  readonly spec: string;
-  readonly connected: boolean;
-  readonly role: 'master' | 'slave' | 'unknown';
-  readonly following: boolean;
-}
-
-export interface PeersOptions {
-  readonly serviceId: string;
-  readonly keys: ClientKeys;
-  readonly router: Router;
-  readonly log: Logger;
-  /** the role this broker acts in changed: tell clients */
-  readonly onRoleChange: (isMaster: boolean) => void;
-  /** what this broker tells its peers changed: tell the peers that dialed us */
-  readonly onStateChange: (state: PeerStateFrame) => void;
-}
+export type { MasterConflict, PeerStatus } from './types.js';
 
 /**
  * The mirror brokers this one knows (SPEC §9): a link to each peer in `peers`, what role each
@@ -37,7 +12,7 @@ export interface PeersOptions {
  * masters that see each other, the one with the higher serviceId yields and follows the other.
  * A slave follows the master: its `sync`, then its `feed` of settlements (docs/protocol.md#peers).
  */
-export class Peers {
+export class Peers implements LinkOwner {
   readonly #options: PeersOptions;
   readonly #links = new Map<string, PeerLink>();
   /** links peers opened to us, by link: a peer may have a new one before the old one closed */
@@ -48,8 +23,20 @@ export class Peers {
   #conflict: MasterConflict | null = null;
   #told = '';
 
-  constructor(options: PeersOptions) {
+  readonly #deps: LinkDeps;
+
+  constructor(options: PeersOptions, lifecycle: Lifecycle) {
     this.#options = options;
+    const { serviceId, keys, log, replica } = options;
+    this.#deps = { serviceId, keys, log, replica };
+    // soft-stop: this broker delivers nothing new, so its peers no longer count it as a master
+    // (a slave promoted meanwhile does not yield to it); its in-flight deliveries still finish here
+    lifecycle.observe(() => {
+      if (lifecycle.isStopping && !this.#stopping) {
+        this.#stopping = true;
+        this.update();
+      }
+    });
   }
 
   get isMaster(): boolean {
@@ -88,21 +75,12 @@ export class Peers {
     }
     for (const [serviceId, target] of wanted) {
       if (!this.#links.has(serviceId)) {
-        const link = new PeerLink(target, this);
+        const link = new PeerLink(target, this, this.#deps);
         this.#links.set(serviceId, link);
         link.start();
       }
     }
     this.#configuredMaster = configuredMaster;
-    this.update();
-  }
-
-  /**
-   * soft-stop: this broker delivers nothing new, so its peers no longer count it as a master
-   * (a slave promoted meanwhile does not yield to it); its in-flight deliveries still finish here
-   */
-  stopping(): void {
-    this.#stopping = true;
     this.update();
   }
 
@@ -149,12 +127,6 @@ export class Peers {
       this.#options.onStateChange(state);
     }
     for (const link of this.#links.values()) link.refresh();
-  }
-
-  // ---- for PeerLink ----------------------------------------------------------------------
-
-  get options(): PeersOptions {
-    return this.#options;
   }
 }
 

@@ -3,6 +3,7 @@ import { WhiskerError } from '../../protocol/errors.js';
 import { addRecordTo, type DeliveryRecord, type Entry, Group, groupKey, NO_RECORDS, parseGroupKey, recordOf, removeRecordFrom, type Subscriber } from './group.js';
 import { LOAD_RETRY_MS, QueueBodies } from './bodies.js';
 import { EntryList } from './entry-list.js';
+import { InFlight } from './in-flight.js';
 import { MinHeap } from './heap.js';
 import type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './types.js';
 import { WakeTimer } from './wake-timer.js';
@@ -14,6 +15,10 @@ export type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } f
 const ADOPT_SLICE = 5_000;
 
 /**
+ * Why this file is long: a queue's waiting messages, deliveries in flight, requeues, ttl and
+ * limits change together and have one owner (STYLE habit 1); the parts that stand alone are
+ * beside it (group, in-flight, bodies, entry-list, heap, wake-timer).
+ *
  * One `endpoint/version` queue (SPEC §7): waiting messages per id, recipient groups, in-flight
  * deliveries, requeues, ttl and limits. One timer per queue, never one per message.
  */
@@ -22,16 +27,13 @@ export class Queue {
   #settings: QueueSettings;
   readonly #env: QueueEnvironment;
   #delivering = false;
-  /** soft-stop: deliveries in flight finish, no new one starts */
-  #draining = false;
 
   readonly #entries = new Map<string, Entry>();
   readonly #byId = new Map<string, EntryList>();
   readonly #unassigned = new EntryList((entry) => entry.unassigned);
   readonly #isHeld = (entry: Entry): boolean => this.#entries.get(entry.message.messageId) === entry;
   readonly #groups = new Map<string, Group>();
-  readonly #inFlight = new Set<DeliveryRecord>();
-  readonly #inFlightBySubscriber = new Map<Subscriber, number>();
+  readonly #inFlight = new InFlight();
   readonly #groupsOf = new Map<Subscriber, Set<Group>>();
   readonly #delayed = new MinHeap<{ record: DeliveryRecord; at: number }>((d) => d.at);
   #ttlOrder: Entry[] = [];
@@ -106,8 +108,8 @@ export class Queue {
     if (shift !== 0 && this.#inFlight.size > 0) {
       // deliveries in flight follow the new interval too, so the set stays in deadline order
       // (#wake stops at the first one not due)
-      for (const record of this.#inFlight) record.deadline += shift;
-      this.#timer.armAt(this.#inFlight.values().next().value!.deadline);
+      this.#inFlight.shift(shift);
+      this.#timer.armAt(this.#inFlight.first()!.deadline);
     }
     this.#pumpAll();
   }
@@ -116,11 +118,6 @@ export class Queue {
   setDelivering(delivering: boolean): void {
     this.#delivering = delivering;
     if (delivering) this.#pumpAll();
-  }
-
-  /** soft-stop: nothing more is delivered; acks, nacks and timeouts of what is in flight still count */
-  drain(): void {
-    this.#draining = true;
   }
 
   /** E_QUEUE_FULL when the queue is full and its overflow policy is `reject` */
@@ -220,32 +217,50 @@ export class Queue {
     groups?.delete(group);
     if (!groups || groups.size === 0) {
       this.#groupsOf.delete(subscriber);
-      this.#inFlightBySubscriber.delete(subscriber);
+      this.#inFlight.forget(subscriber);
     }
     this.#dropGroupIfEmpty(group);
     this.#pump(group);
   }
 
   /**
-   * An ack or nack from a subscriber. On the master it counts only from the connection the
-   * message was delivered to; a slave applies it to the record it holds (docs/protocol.md#ack).
+   * Where an ack or nack goes: on the master to the delivery it answers, on a slave to the record
+   * it holds of the master's delivery (acks go to every broker, docs/protocol.md#ack).
    */
   ack(subscriber: Subscriber, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
+    if (this.#delivering) this.ackDelivery(subscriber, messageId, via, ok, delaySeconds);
+    else this.ackReplayed(subscriber, messageId, via, ok, delaySeconds);
+  }
+
+  /** master: an ack counts only from the connection the message was delivered to */
+  ackDelivery(subscriber: Subscriber, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
+    const record = this.#recordFor(subscriber, messageId, via);
+    if (!record || record.state !== 'inflight' || record.deliveredTo !== subscriber) return;
+    this.#answer(record, ok, delaySeconds);
+    this.resume(subscriber);
+  }
+
+  /** slave: a client's answer to the master's delivery, applied to the record held here */
+  ackReplayed(subscriber: Subscriber, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
+    const record = this.#recordFor(subscriber, messageId, via);
+    // in flight here: this broker delivered it itself (it was master), only that delivery answers
+    if (!record || record.state === 'inflight') return;
+    this.#answer(record, ok, delaySeconds);
+  }
+
+  #recordFor(subscriber: Subscriber, messageId: string, via: string): DeliveryRecord | undefined {
     const entry = this.#entries.get(messageId);
     const record = entry && recordOf(entry, groupKey(subscriber.mode, subscriber.clientName, via));
-    if (!record || record.state === 'settled') return;
-    if (this.#delivering) {
-      if (record.state !== 'inflight' || record.deliveredTo !== subscriber) return;
-    } else if (record.state === 'inflight') {
-      return;
-    }
+    return record && record.state !== 'settled' ? record : undefined;
+  }
+
+  #answer(record: DeliveryRecord, ok: boolean, delaySeconds: number): void {
     if (ok) {
       this.counters.acked++;
       this.#settle(record, 'acked');
     } else {
       this.#failDelivery(record, delaySeconds * 1000, 'requeued by consumer');
     }
-    this.resume(subscriber);
   }
 
   /** the master settled this record (docs/protocol.md#peers): a slave forgets it too */
@@ -260,10 +275,7 @@ export class Queue {
   /** the master is done with the message in every group: so is this broker */
   forgetFromPeer(messageId: string): void {
     const entry = this.#entries.get(messageId);
-    if (!entry) return;
-    for (const record of entry.records) this.#settle(record, 'acked');
-    if (entry.unassigned) this.#unmarkUnassigned(entry);
-    this.#forgetIfDone(entry);
+    if (entry) this.#drop(entry, 'acked', true);
   }
 
   /** every message held, in acceptance order (a sync to a mirror) */
@@ -281,11 +293,7 @@ export class Queue {
   /** empties the queue (or one id) without touching subscriptions (`whisker delete`) */
   purge(id?: string): number {
     const victims = id === undefined ? [...this.#entries.values()] : [...(this.#byId.get(id) ?? [])];
-    for (const entry of victims) {
-      for (const record of entry.records) this.#settle(record, 'dropped');
-      if (entry.unassigned) this.#unmarkUnassigned(entry);
-      this.#forgetIfDone(entry);
-    }
+    for (const entry of victims) this.#drop(entry, 'dropped', true);
     return victims.length;
   }
 
@@ -384,8 +392,28 @@ export class Queue {
     }
   }
 
+  /**
+   * Every record of the entry settled with `outcome` (those in flight too, or left to finish),
+   * and it is forgotten once none is left. True when it was still waiting anywhere.
+   */
+  #drop(entry: Entry, outcome: Settlement, inFlightToo: boolean): boolean {
+    let waited = false;
+    if (entry.unassigned) {
+      this.#unmarkUnassigned(entry);
+      waited = true;
+    }
+    for (const record of [...entry.records]) {
+      if (record.state === 'inflight' && !inFlightToo) continue;
+      this.#settle(record, outcome);
+      waited = true;
+    }
+    this.#forgetIfDone(entry);
+    return waited;
+  }
+
   #forget(entry: Entry): void {
     this.#entries.delete(entry.message.messageId);
+    this.#env.forgotten?.(entry.message.messageId);
     this.#bodies.forgotten(entry);
     const ofId = this.#byId.get(entry.message.id);
     ofId?.removed();
@@ -393,14 +421,9 @@ export class Queue {
   }
 
   #endFlight(record: DeliveryRecord): void {
-    this.#inFlight.delete(record);
-    const subscriber = record.deliveredTo;
-    if (subscriber) {
-      const count = (this.#inFlightBySubscriber.get(subscriber) ?? 1) - 1;
-      if (count > 0) this.#inFlightBySubscriber.set(subscriber, count);
-      else this.#inFlightBySubscriber.delete(subscriber);
-    }
+    this.#inFlight.remove(record);
     record.deliveredTo = null;
+    this.#env.flightEnded?.();
   }
 
   /** a delivery that ended without an ack: requeue, or dead-letter past `requeueLimit` */
@@ -511,7 +534,7 @@ export class Queue {
   }
 
   #hasCapacity = (subscriber: Subscriber): boolean => {
-    return subscriber.isWritable() && (this.#inFlightBySubscriber.get(subscriber) ?? 0) < subscriber.prefetch;
+    return subscriber.isWritable() && this.#inFlight.countOf(subscriber) < subscriber.prefetch;
   };
 
   #pumpAll(): void {
@@ -519,7 +542,7 @@ export class Queue {
   }
 
   #pump(group: Group): void {
-    if (!this.#delivering || this.#draining || group.memberCount === 0) return;
+    if (!this.#delivering || group.memberCount === 0 || this.#env.isDraining?.()) return;
     for (;;) {
       const record = group.peekReady();
       if (!record) return;
@@ -542,9 +565,7 @@ export class Queue {
   /** a message whose body the store no longer has: counted and logged as dropped */
   #lose(entry: Entry): void {
     this.counters.dropped++;
-    if (entry.unassigned) this.#unmarkUnassigned(entry);
-    for (const record of entry.records) if (record.state !== 'inflight') this.#settle(record, 'dropped');
-    this.#forgetIfDone(entry);
+    this.#drop(entry, 'dropped', false);
   }
 
   #deliver(record: DeliveryRecord, subscriber: Subscriber, now: number): void {
@@ -554,8 +575,7 @@ export class Queue {
     record.slot = null;
     record.deliveredTo = subscriber;
     record.deadline = now + this.#settings.requeueIntervalMs;
-    this.#inFlight.add(record);
-    this.#inFlightBySubscriber.set(subscriber, (this.#inFlightBySubscriber.get(subscriber) ?? 0) + 1);
+    this.#inFlight.add(record, subscriber);
     this.#timer.armAt(record.deadline);
     this.counters.delivered++;
     const m = entry.message;
@@ -643,18 +663,7 @@ export class Queue {
   /** ttl passed: every record not in flight expires; in-flight ones finish (SPEC §7) */
   #expire(entry: Entry): void {
     if (this.#entries.get(entry.message.messageId) !== entry) return;
-    let expired = false;
-    if (entry.unassigned) {
-      this.#unmarkUnassigned(entry);
-      expired = true;
-    }
-    for (const record of entry.records) {
-      if (record.state === 'inflight') continue;
-      this.#settle(record, 'expired');
-      expired = true;
-    }
-    if (expired) this.counters.expired++;
-    this.#forgetIfDone(entry);
+    if (this.#drop(entry, 'expired', false)) this.counters.expired++;
   }
 
   #dropOldest(id: string): void {
@@ -664,9 +673,7 @@ export class Queue {
     if (!victim) for (const entry of this.#entries.values()) if (isWaiting(entry)) { victim = entry; break; }
     if (!victim) return;
     this.counters.dropped++;
-    if (victim.unassigned) this.#unmarkUnassigned(victim);
-    for (const record of victim.records) if (record.state !== 'inflight') this.#settle(record, 'dropped');
-    this.#forgetIfDone(victim);
+    this.#drop(victim, 'dropped', false);
   }
 }
 

@@ -23,6 +23,12 @@ export interface QueueEnvironment {
   /** bodies a queue keeps in memory before it leaves new ones on disk (needs `store.readsBodies`) */
   readonly bodyWindow?: number;
   warn?(msg: string, fields: Record<string, unknown>): void;
+  /** soft-stop (src/broker/lifecycle.ts): no new delivery starts while this answers true */
+  isDraining?(): boolean;
+  /** the queue no longer holds this message (the router's message index follows) */
+  forgotten?(messageId: string): void;
+  /** a delivery in flight ended (acked, nacked, timed out): soft-stop waits on these */
+  flightEnded?(): void;
 }
 
 export interface QueueCounters {

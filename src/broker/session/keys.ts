@@ -1,9 +1,10 @@
-import { createHash, createPublicKey, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createHash, createPublicKey, randomBytes, type KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeJwt, jwtVerify, errors as joseErrors } from 'jose';
 import { WhiskerError } from '../../protocol/errors.js';
 import type { AuthFrame } from '../../protocol/frames.js';
+import { sameSecret } from '../../ops/secret.js';
 
 /** Client names are file names in registeredClientsPath: nothing that can leave it (SPEC §4). */
 export const CLIENT_NAME = /^(?!\.+$)[A-Za-z0-9._-]{1,128}$/; // not `.` or `..`
@@ -15,11 +16,6 @@ export function makeNonce(): string {
 }
 
 /** constant-time comparison: equal-length digests, so the time taken tells nothing */
-export function sameSecret(given: string | undefined, expected: string): boolean {
-  const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
-  return timingSafeEqual(digest(given ?? ''), digest(expected)) && given !== undefined;
-}
-
 export interface AuthPolicy {
   readonly serviceId: string;
   readonly socketToken: string | undefined;

@@ -8,7 +8,8 @@ import { WhiskerError } from '../../protocol/errors.js';
 import { encodeFrame } from '../../protocol/frames.js';
 import type { Config } from '../../config/types.js';
 import { makeNonce } from './keys.js';
-import type { BrokerContext } from './context.js';
+import type { Lifecycle } from '../lifecycle.js';
+import type { BrokerContext, ConnectedSession } from './ports.js';
 import { Session } from './session.js';
 
 const PING_INTERVAL_MS = 30_000;
@@ -18,11 +19,13 @@ export class SocketServer {
   readonly #ctx: BrokerContext;
   readonly #http: Server;
   readonly #wss: WebSocketServer;
-  #accepting = true;
+  readonly #lifecycle: Lifecycle;
+  readonly #sessions = new Set<Session>();
   #pinger: NodeJS.Timeout | null = null;
 
-  constructor(config: Config, ctx: BrokerContext) {
+  constructor(config: Config, ctx: BrokerContext, lifecycle: Lifecycle) {
     this.#ctx = ctx;
+    this.#lifecycle = lifecycle;
     const tls = config.socketServer.tls;
     this.#http = tls
       ? createHttpsServer({ cert: readFileSync(tls.cert), key: readFileSync(tls.key), ...(tls.ca ? { ca: readFileSync(tls.ca) } : {}) })
@@ -43,21 +46,20 @@ export class SocketServer {
       });
     });
     this.#pinger = setInterval(() => {
-      for (const session of this.#ctx.sessions) session.ping();
+      for (const session of this.#sessions) session.ping();
     }, PING_INTERVAL_MS);
     this.#pinger.unref();
     return this.#http.address() as AddressInfo;
   }
 
-  /** soft-stop: sockets that open from now on are refused with E_STOPPING */
-  refuseConnections(): void {
-    this.#accepting = false;
+  /** every open connection, handshakes included */
+  get sessions(): ReadonlySet<ConnectedSession> {
+    return this.#sessions;
   }
 
   async close(): Promise<void> {
-    this.#accepting = false;
     if (this.#pinger) clearInterval(this.#pinger);
-    for (const session of [...this.#ctx.sessions]) session.close();
+    for (const session of [...this.#sessions]) session.close();
     for (const ws of this.#wss.clients) ws.terminate();
     await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
     this.#http.closeAllConnections?.();
@@ -68,9 +70,10 @@ export class SocketServer {
     socket.on('error', () => socket.destroy());
     this.#wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
       const limit = this.#ctx.policy.config.limits.maxConnections;
-      if (!this.#accepting) return refuse(ws, new WhiskerError('E_STOPPING', 'Broker is stopping'));
-      if (this.#ctx.sessions.size >= limit) return refuse(ws, new WhiskerError('E_LIMIT', `Too many connections (limit ${limit})`));
-      this.#ctx.sessions.add(new Session(ws, this.#ctx, makeNonce()));
+      // soft-stop: sockets that open from now on are refused with E_STOPPING
+      if (!this.#lifecycle.isRunning) return refuse(ws, new WhiskerError('E_STOPPING', 'Broker is stopping'));
+      if (this.#sessions.size >= limit) return refuse(ws, new WhiskerError('E_LIMIT', `Too many connections (limit ${limit})`));
+      this.#sessions.add(new Session(ws, this.#ctx, makeNonce(), (session) => this.#sessions.delete(session)));
     });
   }
 }

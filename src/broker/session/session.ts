@@ -10,9 +10,10 @@ import {
   PROTOCOL_VERSION,
   type PublishResult,
 } from '../../protocol/frames.js';
-import type { BrokerContext } from './context.js';
+import type { BrokerContext, ConnectedSession } from './ports.js';
 import { handleAck } from './handlers/ack.js';
 import { handleAuth } from './handlers/auth.js';
+import { handlePeerFrame, peerGone } from './handlers/peer.js';
 import { handlePublish } from './handlers/publish.js';
 import { handleAddIds, handleRemoveIds, handleSubscribe, handleUnsubscribe } from './handlers/subscribe.js';
 import type { Subscription } from '../queue/subscription.js';
@@ -26,12 +27,14 @@ const MAX_BATCH = 1_000;
  * One WebSocket connection, and the only writer to it. Nothing but the handshake is accepted
  * before auth; deliveries and results are coalesced into one frame each per tick.
  */
-export class Session {
+export class Session implements ConnectedSession {
   readonly node = randomBytes(6).toString('hex');
   readonly nonce: string;
   readonly subscriptions = new Map<number, Subscription>();
   readonly ctx: BrokerContext;
   readonly #ws: WebSocket;
+  /** the server's set of sessions forgets this one */
+  readonly #onGone: (session: Session) => void;
   #state: SessionState = 'handshake';
   #clientName = '';
   /** a mirror broker's link: it follows, it does not publish or subscribe (docs/protocol.md#peers) */
@@ -46,8 +49,9 @@ export class Session {
   #paused = false;
   #alive = true;
 
-  constructor(ws: WebSocket, ctx: BrokerContext, nonce: string) {
+  constructor(ws: WebSocket, ctx: BrokerContext, nonce: string, onGone: (session: Session) => void) {
     this.#ws = ws;
+    this.#onGone = onGone;
     this.ctx = ctx;
     this.nonce = nonce;
     this.#handshakeTimer = setTimeout(() => this.fail(new WhiskerError('E_AUTH', 'Handshake timeout')), HANDSHAKE_TIMEOUT_MS);
@@ -212,7 +216,7 @@ export class Session {
 
   #dispatch(frame: ClientFrame): void {
     if (this.#isPeer) {
-      this.#dispatchPeer(frame);
+      handlePeerFrame(this, frame);
       return;
     }
     switch (frame.type) {
@@ -249,30 +253,6 @@ export class Session {
     }
   }
 
-  #dispatchPeer(frame: ClientFrame): void {
-    switch (frame.type) {
-      case 'peerState':
-        if (frame.serviceId !== this.#clientName) {
-          this.fail(protocolError('a peer speaks for itself only'));
-          return;
-        }
-        this.ctx.peers.observeIncoming(this, this.#clientName, { configuredMaster: frame.configuredMaster, isMaster: frame.isMaster });
-        return;
-      case 'follow':
-        this.ctx.feed.follow(this);
-        return;
-      case 'offer':
-        // what only a follower stored (a send answered E_NO_MASTER) becomes the master's too
-        if (!this.ctx.router.isMaster) return;
-        this.ctx.router.applyPeerMessages(frame.messages).catch((error: unknown) =>
-          this.ctx.log.error('could not store what a mirror offered', { peer: this.label, messages: frame.messages.length, error: (error as Error).message }),
-        );
-        return;
-      default:
-        this.fail(protocolError(`a peer link carries peerState, follow and offer, not ${frame.type}`));
-    }
-  }
-
   #onClose(): void {
     if (this.#state === 'closed') return;
     this.#state = 'closed';
@@ -282,10 +262,9 @@ export class Session {
     this.subscriptions.clear();
     this.#deliveries = [];
     this.#queuedBytes = 0;
-    this.ctx.sessions.delete(this);
+    this.#onGone(this);
     if (this.#isPeer) {
-      this.ctx.feed.unfollow(this);
-      this.ctx.peers.observeIncoming(this, this.#clientName, undefined);
+      peerGone(this);
       this.ctx.log.info('peer disconnected', { peer: this.label });
     } else {
       this.ctx.log.debug('client disconnected', { client: this.label });

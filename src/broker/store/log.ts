@@ -23,6 +23,9 @@ interface Segment {
 }
 
 /**
+ * Why this file is long: the log store is the one owner of its segments, index and commits;
+ * what stands alone is in log-batch, log-format, log-fs, log-index, log-reader, log-replay, log-snapshot.
+ *
  * The durable store (SPEC §8; format in log-format.ts): an append-only log of framed records in
  * numbered segment files. Group commit: one writer takes everything queued, writes it with
  * one call, fdatasyncs, then answers every append in it; records arriving meanwhile form the

@@ -3,8 +3,19 @@
  * Runs only for messages that failed, so it may walk and allocate freely.
  */
 import type { ErrorObject } from 'ajv';
-import type { FieldError } from './index.js';
 import type { MessageNode } from './schema.js';
+
+/**
+ * One failing field. `field` is a path like `countries[0][cities][2][id]` ('' for the root);
+ * `index` is the position in the innermost array on that path, absent outside arrays;
+ * `value` is what the message held there, absent when the field was missing.
+ */
+export interface FieldError {
+  field: string;
+  index?: number;
+  value: unknown;
+  error: string;
+}
 
 const REQUIRED_MESSAGE = 'is required';
 

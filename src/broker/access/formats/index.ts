@@ -12,17 +12,9 @@ import { isPlainObject, parseMap } from './parse.js';
 import { compileMapSchema, type MessageNode } from './schema.js';
 import { compileOnce, mapCompiler, rawCompiler } from './validators.js';
 
-/**
- * One failing field. `field` is a path like `countries[0][cities][2][id]` ('' for the root);
- * `index` is the position in the innermost array on that path, absent outside arrays;
- * `value` is what the message held there, absent when the field was missing.
- */
-export interface FieldError {
-  field: string;
-  index?: number;
-  value: unknown;
-  error: string;
-}
+import type { FieldError } from './details.js';
+
+export type { FieldError };
 
 export type FormatResult = { ok: true; value: unknown } | { ok: false; details: FieldError[] };
 

@@ -1,8 +1,8 @@
 import type { AckFrame } from '../../../protocol/frames.js';
-import type { Session } from '../session.js';
+import type { SessionPort } from '../ports.js';
 
 /** acks reach every broker, so slaves drop their copy too (docs/protocol.md#ack) */
-export function handleAck(session: Session, frame: AckFrame): void {
+export function handleAck(session: SessionPort, frame: AckFrame): void {
   const router = session.ctx.router;
   for (const ack of frame.acks) {
     const subscription = session.subscriptions.get(ack.sub);

@@ -1,8 +1,8 @@
 import { protocolError, WhiskerError } from '../../../protocol/errors.js';
 import { type AuthFrame, PROTOCOL_VERSION } from '../../../protocol/frames.js';
-import type { Session } from '../session.js';
+import type { SessionPort } from '../ports.js';
 
-export function handleAuth(session: Session, frame: AuthFrame): void {
+export function handleAuth(session: SessionPort, frame: AuthFrame): void {
   if (frame.protocol !== PROTOCOL_VERSION) {
     session.fail(protocolError(`protocol version ${frame.protocol} not supported, this broker speaks ${PROTOCOL_VERSION}`));
     return;

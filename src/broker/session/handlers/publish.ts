@@ -1,9 +1,9 @@
 import type { PublishFrame } from '../../../protocol/frames.js';
-import type { Session } from '../session.js';
+import type { SessionPort } from '../ports.js';
 
 /** every broker answers: the master's answer is the send's result, a slave's is `storedBy` */
-export function handlePublish(session: Session, frame: PublishFrame): void {
-  session.ctx.router.publish(session.clientName, frame.messages).then(
+export function handlePublish(session: SessionPort, frame: PublishFrame): void {
+  session.ctx.intake.publish(session.clientName, frame.messages).then(
     (results) => session.queueResults(results),
     (error: unknown) => session.ctx.log.error('publish failed', { client: session.label, error: (error as Error).message }),
   );

@@ -1,11 +1,11 @@
 import { canonicalIdSegment, checkQueueParts } from '../../../protocol/channel.js';
 import { WhiskerError } from '../../../protocol/errors.js';
 import type { AddIdsFrame, RemoveIdsFrame, ReplyFrame, SubscribeFrame, UnsubscribeFrame } from '../../../protocol/frames.js';
-import type { Session } from '../session.js';
+import type { SessionPort } from '../ports.js';
 import { Subscription } from '../../queue/subscription.js';
 
 /** Requests answered with a `reply` of the same `req` (docs/protocol.md#subscribe). */
-function answer(session: Session, req: number, work: () => Pick<ReplyFrame, 'refused'> | void): void {
+function answer(session: SessionPort, req: number, work: () => Pick<ReplyFrame, 'refused'> | void): void {
   try {
     const extra = work() ?? {};
     session.send({ type: 'reply', req, ...extra });
@@ -20,13 +20,13 @@ function wireIds(ids: readonly string[]): string[] {
   return [...new Set(ids.map(canonicalIdSegment))];
 }
 
-function subscriptionOf(session: Session, sub: number): Subscription {
+function subscriptionOf(session: SessionPort, sub: number): Subscription {
   const subscription = session.subscriptions.get(sub);
   if (!subscription) throw new WhiskerError('E_PROTOCOL', `No subscription ${sub}`);
   return subscription;
 }
 
-function add(session: Session, subscription: Subscription, ids: string[]) {
+function add(session: SessionPort, subscription: Subscription, ids: string[]) {
   const limit = session.ctx.policy.config.limits.maxSubscriptionsPerConnection;
   let total = 0;
   for (const s of session.subscriptions.values()) total += s.ids.size;
@@ -36,7 +36,7 @@ function add(session: Session, subscription: Subscription, ids: string[]) {
   return refused.length > 0 ? { refused } : {};
 }
 
-export function handleSubscribe(session: Session, frame: SubscribeFrame): void {
+export function handleSubscribe(session: SessionPort, frame: SubscribeFrame): void {
   answer(session, frame.req, () => {
     if (session.subscriptions.has(frame.sub)) throw new WhiskerError('E_PROTOCOL', `Subscription ${frame.sub} already exists`);
     checkQueueParts(frame.endpoint, frame.version);
@@ -55,17 +55,17 @@ export function handleSubscribe(session: Session, frame: SubscribeFrame): void {
   });
 }
 
-export function handleAddIds(session: Session, frame: AddIdsFrame): void {
+export function handleAddIds(session: SessionPort, frame: AddIdsFrame): void {
   answer(session, frame.req, () => add(session, subscriptionOf(session, frame.sub), wireIds(frame.ids)));
 }
 
-export function handleRemoveIds(session: Session, frame: RemoveIdsFrame): void {
+export function handleRemoveIds(session: SessionPort, frame: RemoveIdsFrame): void {
   answer(session, frame.req, () => {
     session.ctx.router.unsubscribe(subscriptionOf(session, frame.sub), wireIds(frame.ids));
   });
 }
 
-export function handleUnsubscribe(session: Session, frame: UnsubscribeFrame): void {
+export function handleUnsubscribe(session: SessionPort, frame: UnsubscribeFrame): void {
   answer(session, frame.req, () => {
     const subscription = session.subscriptions.get(frame.sub);
     if (!subscription) return;

@@ -1,0 +1,142 @@
+import type { PeerMessage, PeerSettlement } from '../../protocol/frames.js';
+import type { Router } from '../messages/router.js';
+import type { StoredMessage } from '../store/store.js';
+import { Unconfirmed } from './unconfirmed.js';
+
+/** how far two mirrors' clocks may disagree on when a message was accepted */
+const CLOCK_MARGIN_MS = 10_000;
+
+export function toPeerMessage(m: StoredMessage): PeerMessage {
+  return { messageId: m.messageId, queue: m.queue, id: m.id, data: m.data, created: m.created, acceptedAt: m.acceptedAt, from: m.from };
+}
+
+/**
+ * This broker's messages as mirrors see them (SPEC §9, docs/protocol.md#peers): what a master
+ * hands a follower (snapshot, bodies), what a slave applies of its master (messages and
+ * settlements), and what a slave holds that its master never named (offers).
+ */
+export class Replica {
+  readonly #router: Router;
+  /** on a slave in step with its master: client messages the master has not named yet */
+  readonly #unconfirmed = new Unconfirmed();
+
+  constructor(router: Router) {
+    this.#router = router;
+  }
+
+  get isMaster(): boolean {
+    return this.#router.isMaster;
+  }
+
+  // ---- a master's side ------------------------------------------------------------------
+
+  /**
+   * What a mirror that follows this master needs first: what is held, and what was settled.
+   * Bodies left on disk are read with `withBodies`, a chunk at a time.
+   */
+  snapshot(): { messages: StoredMessage[]; removed: string[] } {
+    const router = this.#router;
+    const messages: StoredMessage[] = [];
+    for (const queue of router.queues.values()) for (const m of queue.heldMessages()) messages.push(m);
+    const removed: string[] = [];
+    for (const messageId of router.recentIds()) if (!router.holding(messageId)) removed.push(messageId);
+    return { messages, removed };
+  }
+
+  /**
+   * The messages as a mirror gets them, bodies read back from the store where a queue left them
+   * on disk; one settled meanwhile is left out (its removal follows in the feed).
+   */
+  async withBodies(messages: readonly StoredMessage[]): Promise<PeerMessage[]> {
+    const cold = messages.filter((m) => m.data === undefined);
+    const bodies = cold.length > 0 ? await this.#router.readBodies(cold.map((m) => m.messageId)) : [];
+    const read = new Map(cold.map((m, i) => [m, bodies[i]]));
+    const peerMessages: PeerMessage[] = [];
+    for (const m of messages) {
+      const data = m.data ?? read.get(m);
+      if (data !== undefined) peerMessages.push({ ...toPeerMessage(m), data });
+    }
+    return peerMessages;
+  }
+
+  // ---- a slave's side -------------------------------------------------------------------
+
+  /** messages a master holds (or a follower offered): stored and queued here unless already known */
+  async applyMessages(messages: readonly PeerMessage[]): Promise<void> {
+    const router = this.#router;
+    const fresh: StoredMessage[] = [];
+    const seen = new Set<string>();
+    for (const m of messages) {
+      this.#unconfirmed.confirm(m.messageId);
+      if (seen.has(m.messageId) || router.isKnown(m.messageId) || router.appendUnderWay(m.messageId) || router.holding(m.messageId)) continue;
+      seen.add(m.messageId);
+      fresh.push({ seq: router.nextSeq(), messageId: m.messageId, queue: m.queue, id: m.id, data: m.data, created: m.created, acceptedAt: m.acceptedAt, from: m.from });
+    }
+    if (fresh.length > 0) await router.store(fresh, false);
+  }
+
+  /** the master's settlements: the same records are settled here */
+  applySettled(settled: readonly PeerSettlement[], removed: readonly string[]): void {
+    const router = this.#router;
+    for (const { messageId, group } of settled) {
+      this.#unconfirmed.confirm(messageId);
+      const queue = router.holding(messageId);
+      if (queue) queue.settleFromPeer(messageId, group);
+      else router.whenStored(messageId, () => router.holding(messageId)?.settleFromPeer(messageId, group));
+    }
+    for (const messageId of removed) {
+      this.#unconfirmed.confirm(messageId);
+      const queue = router.holding(messageId);
+      if (queue) queue.forgetFromPeer(messageId);
+      // a copy still on its way from the client, or being stored, is then not queued (SPEC §7)
+      else router.remember(messageId);
+    }
+  }
+
+  /** a client's message stored here while a master is followed: the master should name it */
+  storedFromClient(message: StoredMessage): void {
+    this.#unconfirmed.stored(message.messageId, message.acceptedAt);
+  }
+
+  /** in step with a master: from now on its feed names every message it has */
+  startTracking(): void {
+    this.#unconfirmed.start();
+  }
+
+  stopTracking(): void {
+    this.#unconfirmed.stop();
+  }
+
+  /**
+   * Messages held here that the master's sync did not name, accepted within the dedupe window
+   * (less a margin for the two clocks): the master would remember settling any of those, so it
+   * never had them (a send answered E_NO_MASTER, SPEC §3). Older ones it may have settled and
+   * forgotten: they stay here, counted in `older`.
+   */
+  async heldOnlyHere(named: ReadonlySet<string>): Promise<{ messages: PeerMessage[]; older: number }> {
+    const router = this.#router;
+    const acceptedSince = router.now() - router.dedupeWindowMs + CLOCK_MARGIN_MS;
+    const messages: StoredMessage[] = [];
+    let older = 0;
+    for (const queue of router.queues.values()) {
+      for (const m of queue.heldMessages()) {
+        if (named.has(m.messageId)) continue;
+        if (m.acceptedAt >= acceptedSince) messages.push(m);
+        else older++;
+      }
+    }
+    return { messages: await this.withBodies(messages), older };
+  }
+
+  /** client messages the master has not named within `ageMs`: it never got them (we offer them) */
+  async takeUnconfirmed(ageMs: number): Promise<PeerMessage[]> {
+    const ids = this.#unconfirmed.takeStoredBefore(this.#router.now() - ageMs);
+    if (ids.size === 0) return [];
+    const messages: StoredMessage[] = [];
+    for (const messageId of ids) {
+      const message = this.#router.holding(messageId)?.message(messageId);
+      if (message) messages.push(message);
+    }
+    return this.withBodies(messages);
+  }
+}

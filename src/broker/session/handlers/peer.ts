@@ -1,0 +1,35 @@
+import { protocolError } from '../../../protocol/errors.js';
+import type { ClientFrame } from '../../../protocol/frames.js';
+import type { SessionPort } from '../ports.js';
+
+/** A mirror broker's link carries these three frames only (docs/protocol.md#peers). */
+export function handlePeerFrame(session: SessionPort, frame: ClientFrame): void {
+  const { ctx } = session;
+  switch (frame.type) {
+    case 'peerState':
+      if (frame.serviceId !== session.clientName) {
+        session.fail(protocolError('a peer speaks for itself only'));
+        return;
+      }
+      ctx.peers.observeIncoming(session, session.clientName, { configuredMaster: frame.configuredMaster, isMaster: frame.isMaster });
+      return;
+    case 'follow':
+      ctx.feed.follow(session);
+      return;
+    case 'offer':
+      // what only a follower stored (a send answered E_NO_MASTER) becomes the master's too
+      if (!ctx.router.isMaster) return;
+      ctx.replica.applyMessages(frame.messages).catch((error: unknown) =>
+        ctx.log.error('could not store what a mirror offered', { peer: session.label, messages: frame.messages.length, error: (error as Error).message }),
+      );
+      return;
+    default:
+      session.fail(protocolError(`a peer link carries peerState, follow and offer, not ${frame.type}`));
+  }
+}
+
+/** the peer's link closed: it follows no more, its role is no longer heard */
+export function peerGone(session: SessionPort): void {
+  session.ctx.feed.unfollow(session);
+  session.ctx.peers.observeIncoming(session, session.clientName, undefined);
+}

@@ -1,0 +1,47 @@
+import type { KeyObject } from 'node:crypto';
+import type { WhiskerError } from '../../protocol/errors.js';
+import type { BrokerFrame, PublishResult } from '../../protocol/frames.js';
+import type { Logger } from '../../ops/logger.js';
+import type { Policy } from '../access/policy.js';
+import type { Intake } from '../messages/intake.js';
+import type { Router } from '../messages/router.js';
+import type { PeerFeed } from '../mirror/feed.js';
+import type { Peers } from '../mirror/peers.js';
+import type { Replica } from '../mirror/replica.js';
+import type { Subscription, SubscriptionOwner } from '../queue/subscription.js';
+import type { KeyRegistry } from './keys.js';
+
+/** What the sessions and handlers of one broker share; `policy` is the router's, swapped whole on reload. */
+export interface BrokerContext {
+  readonly policy: Policy;
+  readonly router: Router;
+  readonly intake: Intake;
+  readonly replica: Replica;
+  readonly keys: KeyRegistry;
+  /** the keys of mirror brokers, apart from clients' so no client name can take a peer's */
+  readonly peerKeys: KeyRegistry;
+  readonly peers: Peers;
+  readonly feed: PeerFeed;
+  readonly log: Logger;
+}
+
+/** What a frame handler may do with the connection it serves (`Session` is one). */
+export interface SessionPort extends SubscriptionOwner {
+  readonly ctx: BrokerContext;
+  readonly nonce: string;
+  readonly subscriptions: Map<number, Subscription>;
+  send(frame: BrokerFrame): void;
+  /** an error frame, then close */
+  fail(error: WhiskerError): void;
+  authenticated(clientName: string, key: KeyObject, isPeer?: boolean): void;
+  queueResults(results: PublishResult[]): void;
+}
+
+/** One connection as the broker's wiring and control commands see it. */
+export interface ConnectedSession extends SessionPort {
+  readonly isReady: boolean;
+  readonly isPeer: boolean;
+  readonly key: KeyObject | null;
+  readonly node: string;
+  close(code?: number, reason?: string): void;
+}

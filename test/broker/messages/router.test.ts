@@ -1,0 +1,154 @@
+import { describe, expect, test } from 'vitest';
+import { compilePolicy } from '../../../src/broker/access/policy.js';
+import { Lifecycle } from '../../../src/broker/lifecycle.js';
+import { Intake } from '../../../src/broker/messages/intake.js';
+import { Router } from '../../../src/broker/messages/router.js';
+import { Replica } from '../../../src/broker/mirror/replica.js';
+import { Subscription, type SubscriptionOwner } from '../../../src/broker/queue/subscription.js';
+import { MemoryStore } from '../../../src/broker/store/memory.js';
+import type { StoredMessage, StoreEvent } from '../../../src/broker/store/store.js';
+import { createLogger } from '../../../src/ops/logger.js';
+import type { Delivery } from '../../../src/protocol/frames.js';
+import { brokerConfig } from '../../support/harness.js';
+
+/** The message path without sockets: intake -> appends -> router -> queue, and a replica beside it. */
+class GatedStore extends MemoryStore {
+  readonly gate: Array<() => void> = [];
+  readonly events: StoreEvent[] = [];
+  gated = false;
+  override append(messages: readonly StoredMessage[]): Promise<void> {
+    if (!this.gated) return super.append(messages);
+    return new Promise((resolve) => this.gate.push(() => resolve(super.append(messages))));
+  }
+  override record(events: readonly StoreEvent[]): void {
+    this.events.push(...events);
+    super.record(events);
+  }
+}
+
+function setup(overrides: Record<string, unknown> = {}) {
+  const store = new GatedStore();
+  const lifecycle = new Lifecycle();
+  const router = new Router({ policy: compilePolicy(brokerConfig({ defaultPolicy: 'allow', ...overrides })), store, log: createLogger('silent'), now: Date.now, lifecycle });
+  return { store, lifecycle, router, intake: new Intake(router, lifecycle), replica: new Replica(router) };
+}
+
+function consumer(name: string): SubscriptionOwner & { got: Delivery[] } {
+  const got: Delivery[] = [];
+  return { clientName: name, label: name, got, isWritable: () => true, queueDelivery: (d) => void got.push(d) };
+}
+
+const msg = (messageId: string, id = '1') => ({ messageId, channel: `jobs/v1/${id}`, data: { n: 1 }, created: Date.now() });
+
+describe('intake', () => {
+  test('a message is stored, queued and delivered to a consumer; the index knows its queue', async () => {
+    const { router, intake } = setup();
+    const owner = consumer('w');
+    const sub = new Subscription(owner, 1, 'consume', 'jobs/v1', 10);
+    expect(router.subscribe(sub, ['*'])).toEqual([]);
+    expect(await intake.publish('p', [msg('m-1')])).toEqual([{ messageId: 'm-1' }]);
+    expect(owner.got.map((d) => d.messageId)).toEqual(['m-1']);
+    expect(router.holding('m-1')?.name).toBe('jobs/v1');
+    router.ack(sub, 'm-1', '*', true, 0);
+    expect(router.holding('m-1')).toBeUndefined();
+    expect(router.isKnown('m-1')).toBe(true);
+  });
+
+  test('one id twice in a frame is stored once and both copies answered alike', async () => {
+    const { router, intake } = setup();
+    expect(await intake.publish('p', [msg('m-1'), msg('m-1')])).toEqual([{ messageId: 'm-1' }, { messageId: 'm-1' }]);
+    expect(router.queues.get('jobs/v1')!.size).toBe(1);
+  });
+
+  test('a second frame with an id whose append is under way waits for it and is not stored twice', async () => {
+    const { router, intake, store } = setup();
+    store.gated = true;
+    const first = intake.publish('p', [msg('m-1')]);
+    const second = intake.publish('p', [msg('m-1')]);
+    expect(store.gate).toHaveLength(1);
+    store.gate[0]!();
+    expect(await first).toEqual([{ messageId: 'm-1' }]);
+    expect(await second).toEqual([{ messageId: 'm-1' }]);
+    expect(router.queues.get('jobs/v1')!.size).toBe(1);
+  });
+
+  test('refused sends carry their code: forbidden, bad format, nothing, stopping', async () => {
+    const { intake, lifecycle } = setup({ defaultPolicy: 'deny', rules: [{ client: 'p', write: ['jobs/*'] }] });
+    const [forbidden, empty] = await intake.publish('p', [{ ...msg('a'), channel: 'other/v1/1' }, { ...msg('b'), data: null }]);
+    expect(forbidden!.error?.code).toBe('E_FORBIDDEN');
+    expect(empty!.error?.code).toBe('E_NO_VALUE');
+    lifecycle.enter('draining');
+    const [stopping] = await intake.publish('p', [msg('c')]);
+    expect(stopping!.error?.code).toBe('E_STOPPING');
+  });
+
+  test('a store that fails answers E_STORE and queues nothing', async () => {
+    const failing = setup();
+    failing.store.append = () => Promise.reject(new Error('disk full'));
+    const [result] = await failing.intake.publish('p', [msg('m-1')]);
+    expect(result!.error?.code).toBe('E_STORE');
+    expect(failing.router.holding('m-1')).toBeUndefined();
+    expect(failing.router.queues.get('jobs/v1')?.size ?? 0).toBe(0);
+  });
+});
+
+describe('replica', () => {
+  test("a removal from the master that overtakes the slave's own store write: the copy is not queued once stored", async () => {
+    const { router, intake, replica, store } = setup({ isMaster: false });
+    store.gated = true;
+    const sending = intake.publish('producer', [msg('m-1')]);
+    expect(store.gate).toHaveLength(1);
+    replica.applySettled([], ['m-1']);
+    store.gate[0]!();
+    expect(await sending).toEqual([{ messageId: 'm-1' }]);
+    expect(router.holding('m-1')).toBeUndefined();
+    expect([...router.queues.values()].reduce((n, q) => n + q.size, 0)).toBe(0);
+    expect(store.events).toContainEqual({ kind: 'remove', messageId: 'm-1' });
+  });
+
+  test("an ack that overtakes the master's message on a slave is applied once the message is stored", async () => {
+    const { router, replica, store } = setup({ isMaster: false });
+    const owner = consumer('w');
+    const sub = new Subscription(owner, 1, 'consume', 'jobs/v1', 10);
+    router.subscribe(sub, ['*']);
+    store.gated = true;
+    const peerMessage = { messageId: 'm-1', queue: 'jobs/v1', id: '1', data: { n: 1 }, created: 1, acceptedAt: Date.now(), from: 'p' };
+    const applying = replica.applyMessages([peerMessage]);
+    router.ack(sub, 'm-1', '*', true, 0);
+    store.gate[0]!();
+    await applying;
+    expect(owner.got).toEqual([]); // a slave delivers nothing
+    expect(router.holding('m-1')).toBeUndefined();
+  });
+
+  test('the snapshot names what is held and what was settled within the dedupe window', async () => {
+    const { router, intake, replica } = setup();
+    await intake.publish('p', [msg('held'), msg('gone')]);
+    router.holding('gone')!.purge('1');
+    const { messages, removed } = replica.snapshot();
+    expect(messages.map((m) => m.messageId)).toEqual([]);
+    expect(removed.sort()).toEqual(['gone', 'held']);
+    await intake.publish('p', [msg('kept', '2')]);
+    expect(replica.snapshot().messages.map((m) => m.messageId)).toEqual(['kept']);
+  });
+});
+
+describe('soft-stop', () => {
+  test('whenIdle resolves when the last delivery in flight is acked, and no new delivery starts meanwhile', async () => {
+    const { router, intake, lifecycle } = setup();
+    const owner = consumer('w');
+    const sub = new Subscription(owner, 1, 'consume', 'jobs/v1', 1);
+    router.subscribe(sub, ['*']);
+    await intake.publish('p', [msg('m-1'), msg('m-2')]);
+    expect(owner.got.map((d) => d.messageId)).toEqual(['m-1']);
+    lifecycle.enter('draining');
+    let idle = false;
+    const waiting = router.whenIdle().then(() => (idle = true));
+    await Promise.resolve();
+    expect(idle).toBe(false);
+    router.ack(sub, 'm-1', '*', true, 0);
+    await waiting;
+    expect(idle).toBe(true);
+    expect(owner.got.map((d) => d.messageId)).toEqual(['m-1']); // m-2 waits for the next start
+  });
+});

@@ -1,0 +1,116 @@
+import { describe, expect, test } from 'vitest';
+import { compilePolicy } from '../../../src/broker/access/policy.js';
+import { Lifecycle } from '../../../src/broker/lifecycle.js';
+import { Intake } from '../../../src/broker/messages/intake.js';
+import { Router } from '../../../src/broker/messages/router.js';
+import { PeerFeed } from '../../../src/broker/mirror/feed.js';
+import { Peers } from '../../../src/broker/mirror/peers.js';
+import { Replica } from '../../../src/broker/mirror/replica.js';
+import { Subscription, type SubscriptionOwner } from '../../../src/broker/queue/subscription.js';
+import { MemoryStore } from '../../../src/broker/store/memory.js';
+import { loadOrCreateKeys } from '../../../src/link/keys.js';
+import { createLogger } from '../../../src/ops/logger.js';
+import type { BrokerFrame, FeedFrame, PeerStateFrame, SyncFrame } from '../../../src/protocol/frames.js';
+import { brokerConfig, tempDir } from '../../support/harness.js';
+
+/** The master's feed and the role among mirrors, without sockets: what a follower is sent, and when. */
+function master(overrides: Record<string, unknown> = {}) {
+  const lifecycle = new Lifecycle();
+  const log = createLogger('silent');
+  const router = new Router({ policy: compilePolicy(brokerConfig({ defaultPolicy: 'allow', ...overrides })), store: new MemoryStore(), log, now: Date.now, lifecycle });
+  const replica = new Replica(router);
+  const feed = new PeerFeed(replica, log);
+  router.observe({ settled: (e) => feed.settled(e), made: (m) => feed.made(m), storedFromClient: (m) => replica.storedFromClient(m) });
+  return { lifecycle, router, replica, feed, intake: new Intake(router, lifecycle), log };
+}
+
+function follower() {
+  const frames: BrokerFrame[] = [];
+  return { frames, send: (frame: BrokerFrame) => void frames.push(frame) };
+}
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+const msg = (messageId: string) => ({ messageId, channel: 'jobs/v1/1', data: { n: messageId }, created: 1 });
+
+describe('feed', () => {
+  test('a follower gets a sync of what is held and settled, then every message and settlement in feed frames', async () => {
+    const { router, intake, feed } = master();
+    await intake.publish('p', [msg('held'), msg('acked')]);
+    const owner: SubscriptionOwner = { clientName: 'w', label: 'w', isWritable: () => true, queueDelivery: () => undefined };
+    const sub = new Subscription(owner, 1, 'consume', 'jobs/v1', 10);
+    router.subscribe(sub, ['*']);
+    router.ack(sub, 'acked', '*', true, 0);
+    const f = follower();
+    feed.follow(f);
+    await tick();
+    const syncs = f.frames.filter((frame): frame is SyncFrame => frame.type === 'sync');
+    expect(syncs.at(-1)?.done).toBe(true);
+    expect(syncs.flatMap((s) => s.messages.map((m) => m.messageId))).toEqual(['held']);
+    expect(syncs.flatMap((s) => s.removed)).toEqual(['acked']);
+    expect(feed.followerCount).toBe(1);
+
+    await intake.publish('p', [msg('new')]);
+    router.ack(sub, 'held', '*', true, 0);
+    await tick();
+    const feeds = f.frames.filter((frame): frame is FeedFrame => frame.type === 'feed');
+    expect(feeds.flatMap((x) => x.messages.map((m) => m.messageId))).toEqual(['new']);
+    expect(feeds.flatMap((x) => x.settled)).toContainEqual({ messageId: 'held', group: expect.any(String) as string });
+    expect(feeds.flatMap((x) => x.removed)).toContain('held');
+  });
+
+  test('a slave answers no follow; a demoted master forgets its followers', async () => {
+    const slave = master({ isMaster: false });
+    const f = follower();
+    slave.feed.follow(f);
+    await tick();
+    expect(f.frames).toEqual([]);
+
+    const m = master();
+    const g = follower();
+    m.feed.follow(g);
+    await tick();
+    expect(m.feed.followerCount).toBe(1);
+    m.feed.demoted();
+    await m.intake.publish('p', [msg('after')]);
+    await tick();
+    expect(g.frames.filter((frame) => frame.type === 'feed')).toEqual([]);
+  });
+});
+
+describe('peers', () => {
+  function peers(serviceId: string, lifecycle = new Lifecycle()) {
+    const { replica, log } = master();
+    const roles: boolean[] = [];
+    const states: PeerStateFrame[] = [];
+    const set = new Peers({ serviceId, keys: loadOrCreateKeys(tempDir(), serviceId), log, replica, onRoleChange: (isMaster) => void roles.push(isMaster), onStateChange: (s) => void states.push(s) }, lifecycle);
+    return { set, roles, states, lifecycle };
+  }
+
+  test('configured master with no peer in sight: delivers, and says so to its peers', () => {
+    const { set, roles, states } = peers('a');
+    set.configure([], true);
+    expect(set.isMaster).toBe(true);
+    expect(roles).toEqual([true]);
+    expect(states.at(-1)).toEqual({ type: 'peerState', serviceId: 'a', configuredMaster: true, isMaster: true });
+  });
+
+  test('two configured masters that see each other: the lower serviceId delivers, both report the conflict, it ends when one yields', () => {
+    const b = peers('b');
+    b.set.configure([], true);
+    const link = {};
+    b.set.observeIncoming(link, 'a', { configuredMaster: true, isMaster: true });
+    expect(b.set.isMaster).toBe(false);
+    expect(b.set.conflict).toEqual({ masters: ['a', 'b'], delivering: 'a' });
+    expect(b.roles).toEqual([true, false]);
+    b.set.observeIncoming(link, 'a', undefined); // a's link closed
+    expect(b.set.conflict).toBeNull();
+    expect(b.set.isMaster).toBe(true);
+  });
+
+  test('soft-stop: a draining master stops counting as one for its peers at once', () => {
+    const { set, states, lifecycle } = peers('a');
+    set.configure([], true);
+    lifecycle.enter('draining');
+    expect(states.at(-1)).toEqual({ type: 'peerState', serviceId: 'a', configuredMaster: false, isMaster: false });
+  });
+});
