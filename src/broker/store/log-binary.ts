@@ -1,5 +1,5 @@
 import { crc32 } from 'node:zlib';
-import type { LogRecord } from './log-format.js';
+import type { LogRecord } from './log-records.js';
 import type { Settlement, StoredMessage } from './store.js';
 
 /**

@@ -1,6 +1,6 @@
 import { crc32 } from 'node:zlib';
 import { decodeBinary, FRAME_HEADER_BYTES } from './log-binary.js';
-import type { Settlement, StoredMessage } from './store.js';
+import type { LogRecord } from './log-records.js';
 
 /**
  * The durable log's frames (docs/operations.md#store-format): each frame is
@@ -18,20 +18,7 @@ export const LOG_VERSION = 2;
 /** the versions this broker replays */
 export const READABLE_VERSIONS: readonly number[] = [1, 2];
 
-/** `[group key, nbRequeues, notBefore ms epoch]` */
-export type RecordTuple = readonly [group: string, nbRequeues: number, notBefore: number];
-
-export type LogRecord =
-  /** first record of every segment; a snapshot segment replaces everything before it */
-  | { readonly k: 'h'; readonly v: number; readonly snapshot: boolean }
-  /** an accepted message; in a version 1 snapshot, with its unsettled records (`[]`: waits unassigned) */
-  | { readonly k: 'm'; readonly m: StoredMessage; readonly r?: readonly RecordTuple[] }
-  | { readonly k: 'a'; readonly id: string; readonly g: readonly string[] }
-  | { readonly k: 's'; readonly id: string; readonly g: string; readonly o: Settlement }
-  | { readonly k: 'r'; readonly id: string; readonly g: string; readonly n: number; readonly nb: number }
-  | { readonly k: 'x'; readonly id: string }
-  /** snapshot only: an id removed but still inside the dedupe window (SPEC §7) */
-  | { readonly k: 'd'; readonly id: string; readonly at: number };
+export type { LogRecord, RecordTuple } from './log-records.js';
 
 export type HeaderRecord = Extract<LogRecord, { k: 'h' }>;
 

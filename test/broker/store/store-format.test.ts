@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { afterEach, describe, expect, test } from 'vitest';
-import { LogStore, type LogStoreOptions } from '../src/broker/store/log.js';
-import { decodeRecord, LOG_VERSION } from '../src/broker/store/log-format.js';
-import type { StoredMessage } from '../src/broker/store/store.js';
+import { LogStore, type LogStoreOptions } from '../../../src/broker/store/log.js';
+import { decodeRecord, LOG_VERSION } from '../../../src/broker/store/log-format.js';
+import type { StoredMessage } from '../../../src/broker/store/store.js';
 
 /**
  * The log's format across versions (docs/operations.md#store-format): a broker upgraded from
