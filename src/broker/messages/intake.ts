@@ -89,7 +89,7 @@ export class Intake {
     const held = router.queues.get(queue);
     held?.checkCapacity();
     // the queue's own name string, not one more copy per waiting message
-    return { seq: router.nextSeq(), messageId: m.messageId, queue: held?.name ?? queue, id: channel.id, data, created: m.created, acceptedAt: now, from: clientName };
+    return { seq: router.nextSeq(), messageId: m.messageId, queue: held?.name ?? queue, id: channel.id, data, created: m.created, acceptedAt: now, from: clientName, json: JSON.stringify(data) };
   }
 }
 

@@ -6,6 +6,7 @@ import {
   type ClientFrame,
   decodeClientFrame,
   type Delivery,
+  encodeDelivery,
   encodeFrame,
   PROTOCOL_VERSION,
   type PublishResult,
@@ -123,8 +124,8 @@ export class Session implements ConnectedSession {
     return writable;
   }
 
-  queueDelivery(delivery: Delivery): void {
-    const encoded = JSON.stringify(delivery);
+  queueDelivery(delivery: Delivery, dataJson?: string): void {
+    const encoded = dataJson === undefined ? JSON.stringify(delivery) : encodeDelivery(delivery, dataJson);
     this.#deliveries.push(encoded);
     this.#queuedBytes += encoded.length;
     this.#scheduleFlush();

@@ -197,7 +197,7 @@ function readMessage(r: Reader): LogRecord {
   const id = r.str();
   const from = r.str();
   const data: unknown = r.done() ? undefined : JSON.parse(r.rest());
-  return { k: 'm', m: { seq, messageId, queue, id, data, created, acceptedAt, from } };
+  return { k: 'm', m: { seq, messageId, queue, id, data, created, acceptedAt, from, json: undefined } };
 }
 
 function readEvent(r: Reader): LogRecord {

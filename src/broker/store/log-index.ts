@@ -210,7 +210,10 @@ export class LiveIndex {
   /** replay keeps the oldest bodies up to a budget; later ones are read back when needed */
   #keepReplayedBody(m: StoredMessage, bytes: number): void {
     if (this.#replayBodyBytes + bytes <= this.#replayBodyLimit) this.#replayBodyBytes += bytes;
-    else m.data = undefined;
+    else {
+      m.data = undefined;
+      m.json = undefined;
+    }
   }
 
   /** O(live) reference copies, no serialisation: the writer continues right after */

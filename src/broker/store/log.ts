@@ -99,7 +99,7 @@ export class LogStore implements MessageStore {
     if (messages.length === 0) return Promise.resolve();
     let json: (string | undefined)[];
     try {
-      json = messages.map((m) => JSON.stringify(m.data));
+      json = messages.map((m) => m.json ?? JSON.stringify(m.data));
     } catch (error) {
       return Promise.reject(error as Error);
     }
