@@ -285,7 +285,7 @@ const whisker = {
           ...(i === 0 ? { management: { host: '127.0.0.1', port: managementPort } } : {}),
           ...(withPeers ? { peers: ports.map((_, j) => j).filter((j) => j !== i).map(host) } : {}),
           ...(target.map ? { channels: { [QUEUE]: { map: MAP } } } : {}),
-          ...(target.kind === 'idle' ? { limits: { maxConnections: target.count + 1000 } } : {}),
+          ...(target.kind === 'idle' ? { limits: { maxConnections: target.count + 1000, maxUnauthenticatedPerAddress: 1000 } } : {}),
           ...BROKER_CONFIG,
         };
         const configPath = join(dir, `config-${i + 1}.json`);

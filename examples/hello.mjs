@@ -7,8 +7,8 @@ const consumer = client();
 await producer.connect({ hosts: [host], clientId: 'hello-producer', keysDirectory: 'keys/producer' });
 await consumer.connect({ hosts: [host], clientId: 'hello-consumer', keysDirectory: 'keys/consumer' });
 
-let allReceived;
-const three = new Promise((resolve) => (allReceived = resolve));
+let allReceived = () => {};
+const three = new Promise((resolve) => (allReceived = () => resolve(undefined)));
 let received = 0;
 const handle = consumer.consume('greetings/v1/*', { prefetch: 10 }, (err, msg, done, info) => {
   if (err) throw err;

@@ -1,3 +1,4 @@
+import { operatorCommand } from '../ops/commands.js';
 import { ControlError, type ControlHandler, type ControlRequest, type ControlResponse } from '../ops/control.js';
 import { canonicalIdSegment, checkQueueParts } from '../protocol/channel.js';
 import { WhiskerError } from '../protocol/errors.js';
@@ -15,7 +16,7 @@ const MAX_LISTED = 1000;
 const ok = (result: unknown): ControlResponse => ({ ok: true, result });
 
 export function controlHandler(broker: Broker, keys: KeyRegistry, log: Logger): ControlHandler {
-  return (request) => {
+  return (request, stream) => {
     switch (request.command) {
       case 'status':
         return ok(statusView(broker));
@@ -29,6 +30,11 @@ export function controlHandler(broker: Broker, keys: KeyRegistry, log: Logger): 
         const soft = request.command === 'soft-stop';
         // after this answer is written: the stop closes the control socket last
         setImmediate(() => (soft ? broker.softStop() : broker.stop()).catch(() => undefined)); // failures: logged, and in `closed`
+        if (soft) {
+          // progress for `whisker soft-stop`: what is still in flight, twice a second, until the socket closes
+          const progress = setInterval(() => stream.write({ inFlight: broker.router.inFlightCount }), 500).unref();
+          stream.onClose(() => clearInterval(progress));
+        }
         return ok({ stopping: soft ? 'soft' : 'now', inFlight: broker.router.inFlightCount, softStopTimeout: broker.config.softStopTimeout });
       }
       case 'list':
@@ -39,8 +45,12 @@ export function controlHandler(broker: Broker, keys: KeyRegistry, log: Logger): 
         return ok(keysView(broker, keys));
       case 'keys-revoke':
         return ok(revokeKey(broker, keys, log, request));
-      default:
+      default: {
+        // stat, peek, tail, dlq: the operator's views, in src/ops (docs/operations.md#commands)
+        const answer = operatorCommand(broker, request, stream);
+        if (answer) return answer;
         throw new ControlError('E_COMMAND', `unknown command "${request.command}"`);
+      }
     }
   };
 }
@@ -65,6 +75,11 @@ export function statusView(broker: Broker) {
     dataDirectory: config.dataDirectory,
     reloadFailures: broker.reloadFailures,
     lastReloadError: broker.lastReloadError,
+    storeHealthy: broker.isStoreHealthy,
+    conflict: broker.peers.conflict,
+    peers: broker.peers.status(),
+    // no election yet (SPEC §9): the configured master rules
+    election: { mode: 'configured', reason: config.isMaster ? (broker.router.isMaster ? 'isMaster: true in the config' : 'isMaster: true, but another configured master with a lower serviceId delivers') : 'isMaster: false in the config' },
   };
 }
 

@@ -10,11 +10,12 @@ import type { Router } from './messages/router.js';
 import type { Peers } from './mirror/peers.js';
 import type { ConnectedSession } from './session/ports.js';
 import type { MessageStore } from './store/store.js';
+import type { PublishedMessage, PublishResult } from '../protocol/frames.js';
 
 export type { BrokerState } from './lifecycle.js';
 export type { MasterConflict, PeerStatus } from './mirror/types.js';
 export type { QueueCounters, QueueSettings, MessageSummary } from './queue/types.js';
-export type { MessageStore } from './store/store.js';
+export type { MessageStore, StoredMessage } from './store/store.js';
 
 export interface BrokerOptions {
   /** defaults to the durable log store in `dataDirectory/store` */
@@ -63,6 +64,8 @@ export interface Broker {
   readonly controlSocketPath: string | null;
   /** resolves once the broker has stopped, whoever asked (a signal, `whisker stop`): with what failed, or null */
   readonly closed: Promise<Error | null>;
+  /** messages checked, stored and queued as if this client had sent them (the dead-letter replay, docs/management.md#dead-letters) */
+  publish(clientName: string, messages: readonly PublishedMessage[]): Promise<PublishResult[]>;
   /** swaps in a new config (validated and compiled first); throws and keeps the old one if bad */
   reload(config: Config): ReloadResult;
   /** reads the config file again and reloads it, or keeps the running config and counts the failure */

@@ -122,6 +122,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
     router,
     peers: ctx.peers,
     sessions: socketServer.sessions,
+    publish: (clientName, messages) => ctx.intake.publish(clientName, messages),
     get managementPort() {
       return management?.port ?? null;
     },

@@ -10,6 +10,8 @@ export interface Target {
   readonly configPath: string | null;
   /** seconds, for how long `whisker soft-stop` waits */
   readonly softStopTimeout: number;
+  /** the file is not JSON and names no dataDirectory: the default one was tried (said if nothing answers there) */
+  readonly configProblem: string | null;
 }
 
 /** a failure the command reports on stderr with this exit code */
@@ -31,16 +33,20 @@ export class CommandError extends Error {
 export function locate(configPath: string | undefined, socketOverride?: string): Target {
   const base = configPath ? dirname(resolve(configPath)) : process.cwd();
   let fields: Record<string, unknown> = {};
+  let configProblem: string | null = null;
   if (configPath) {
+    let text: string;
     try {
-      fields = looseFields(readFileSync(resolve(configPath), 'utf8'));
+      text = readFileSync(resolve(configPath), 'utf8');
     } catch (error) {
       throw new CommandError(`cannot read ${resolve(configPath)}: ${(error as Error).message}`, 2);
     }
+    ({ fields, jsonError: configProblem } = looseFields(text));
+    if (configProblem) configProblem = `${resolve(configPath)} is not valid JSON (${configProblem})`;
   }
   const dataDirectory = resolve(base, typeof fields.dataDirectory === 'string' ? fields.dataDirectory : defaults.dataDirectory.default);
   const softStopTimeout = typeof fields.softStopTimeout === 'number' ? fields.softStopTimeout : defaults.softStopTimeout.default;
-  return { socketPath: socketOverride ?? controlSocketPath(dataDirectory), configPath: configPath ? resolve(configPath) : null, softStopTimeout };
+  return { socketPath: socketOverride ?? controlSocketPath(dataDirectory), configPath: configPath ? resolve(configPath) : null, softStopTimeout, configProblem };
 }
 
 const defaults = configSchema.properties;
@@ -83,7 +89,10 @@ export async function ask(target: Target, request: ControlRequest, options: AskO
     });
     socket.once('close', () => finish(answer ? null : new CommandError(`the broker closed ${target.socketPath} without answering`)));
     socket.once('error', (error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT' || error.code === 'ECONNREFUSED') {
+      if ((error.code === 'ENOENT' || error.code === 'ECONNREFUSED') && target.configProblem) {
+        // not "no broker": the broker may well run, from a data directory this file no longer says
+        finish(new CommandError(`${target.configProblem}; nothing answers on ${target.socketPath}, the default data directory. Fix the file: a broker restarted on it would not start`, 2));
+      } else if (error.code === 'ENOENT' || error.code === 'ECONNREFUSED') {
         finish(new CommandError(`no broker is running here: nothing answers on ${target.socketPath}${target.configPath ? ` (data directory of ${target.configPath})` : ' (built-in default; use -c CONFIG)'}`));
       } else if (error.code === 'EACCES') {
         finish(new CommandError(`permission denied on ${target.socketPath}: run the command as the broker's user (for example sudo -u whisker)`));
@@ -100,20 +109,73 @@ export function resultOf(response: ControlResponse, exitCode = 1): unknown {
   throw new CommandError(response.error.message, exitCode);
 }
 
-/** `dataDirectory` and `softStopTimeout` of a file that may not even be JSON any more (a half-saved edit) */
-function looseFields(text: string): Record<string, unknown> {
+/**
+ * `dataDirectory` and `softStopTimeout` of a file that may not even be JSON any more (a half-saved
+ * edit); `jsonError` when it is not JSON and names no dataDirectory either
+ */
+function looseFields(text: string): { fields: Record<string, unknown>; jsonError: string | null } {
   try {
     const raw: unknown = JSON.parse(text);
-    if (typeof raw === 'object' && raw !== null) return raw as Record<string, unknown>;
-  } catch {
+    return { fields: typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>) : {}, jsonError: null };
+  } catch (error) {
     const match = /"dataDirectory"\s*:\s*("(?:[^"\\]|\\.)*")/.exec(text);
     if (match) {
       try {
-        return { dataDirectory: JSON.parse(match[1]!) as unknown };
+        return { fields: { dataDirectory: JSON.parse(match[1]!) as unknown }, jsonError: null };
       } catch {
         // not even the string reads: the default it is
       }
     }
+    return { fields: {}, jsonError: (error as Error).message };
   }
-  return {};
+}
+
+/**
+ * One request, its answer, then the events the broker writes after it (`whisker tail`, the
+ * progress of a soft stop) until the broker closes the connection or `stop` resolves. Resolves
+ * with the answer's result once done; a refusal is a CommandError.
+ */
+export async function follow(target: Target, request: ControlRequest, onEvent: (event: unknown) => void, options: { stop?: Promise<void>; onAnswer?: (result: unknown) => void; exitCode?: number } = {}): Promise<unknown> {
+  return new Promise<unknown>((resolvePromise, reject) => {
+    const socket = connect(target.socketPath);
+    let buffered = '';
+    let answer: ControlResponse | null = null;
+    let done = false;
+    const finish = (error: Error | null) => {
+      if (done) return;
+      done = true;
+      socket.destroy();
+      if (error) reject(error);
+      else resolvePromise(answer && answer.ok ? answer.result : undefined);
+    };
+    void options.stop?.then(() => finish(null));
+    socket.setEncoding('utf8');
+    socket.once('connect', () => socket.write(JSON.stringify(request) + '\n'));
+    socket.on('data', (chunk: string) => {
+      buffered += chunk;
+      let newline: number;
+      while (!done && (newline = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(line);
+        } catch {
+          return finish(new CommandError(`${target.socketPath} answered something that is not JSON`));
+        }
+        if (!answer) {
+          answer = parsed as ControlResponse;
+          if (!answer.ok) return finish(new CommandError(answer.error.message, options.exitCode ?? 1));
+          options.onAnswer?.(answer.result);
+        } else {
+          onEvent((parsed as { event: unknown }).event);
+        }
+      }
+    });
+    socket.once('close', () => finish(answer ? null : new CommandError(`the broker closed ${target.socketPath} without answering`)));
+    socket.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT' || error.code === 'ECONNREFUSED') finish(new CommandError(`no broker is running here: nothing answers on ${target.socketPath}`));
+      else finish(new CommandError(`cannot reach ${target.socketPath}: ${error.message}`));
+    });
+  });
 }

@@ -1,8 +1,7 @@
 import { ask, CommandError, locate, resultOf } from './control-client.js';
 import type { ControlOptions } from './lifecycle.js';
-import { table } from './table.js';
+import { print, printJson, table, terminalSafe } from './table.js';
 
-const print = (text: string): void => void process.stdout.write(text);
 
 /** `whisker keys list` and `whisker keys revoke NAME`, answered by the running broker */
 export async function runKeys(action: string | undefined, name: string | undefined, options: ControlOptions): Promise<void> {
@@ -13,18 +12,18 @@ export async function runKeys(action: string | undefined, name: string | undefin
       revoked: number;
       registeredClientsPath: string;
     };
-    if (options.json) return print(JSON.stringify(result) + '\n');
-    if (result.keys.length === 0) print(`no registered key in ${result.registeredClientsPath}\n`);
+    if (options.json) return printJson(result);
+    if (result.keys.length === 0) print(`no registered key in ${terminalSafe(result.registeredClientsPath)}\n`);
     else print(table(['NAME', 'SHA-256 OF THE KEY', 'CONNECTIONS'], result.keys.map((k) => [k.name, k.fingerprint ?? '(unreadable file)', k.connections])));
-    print(`${result.revoked} revoked keys in ${result.registeredClientsPath}/revoked\n`);
+    print(`${result.revoked} revoked keys in ${terminalSafe(result.registeredClientsPath)}/revoked\n`);
     return;
   }
   if (action === 'revoke') {
     if (!name) throw new CommandError('keys revoke needs a client name', 2);
     const target = locate(options.config, options.socket);
     const result = resultOf(await ask(target, { command: 'keys-revoke', name })) as { fingerprint: string; closedConnections: number };
-    if (options.json) return print(JSON.stringify(result) + '\n');
-    print(`revoked the key of ${name} (sha256 ${result.fingerprint}); ${result.closedConnections} connections closed\n`);
+    if (options.json) return printJson(result);
+    print(`revoked the key of ${terminalSafe(name)} (sha256 ${result.fingerprint}); ${result.closedConnections} connections closed\n`);
     return;
   }
   throw new CommandError('keys needs "list" or "revoke NAME"', 2);

@@ -1,5 +1,5 @@
-import { ask, CommandError, locate, resultOf } from './control-client.js';
-import { duration } from './table.js';
+import { ask, CommandError, follow, locate, resultOf } from './control-client.js';
+import { duration, print, printJson, terminalSafe } from './table.js';
 
 /** what every command that talks to a running broker is given (docs/operations.md#commands) */
 export interface ControlOptions {
@@ -8,7 +8,6 @@ export interface ControlOptions {
   readonly json?: boolean | undefined;
 }
 
-const print = (text: string): void => void process.stdout.write(text);
 
 /** `whisker reload`: exit 0 applied, 2 refused (the running config stays), 1 no broker */
 export async function runReload(options: ControlOptions): Promise<void> {
@@ -19,7 +18,7 @@ export async function runReload(options: ControlOptions): Promise<void> {
     throw new CommandError(`config refused, the running one stays: ${response.error.message}${key}`, response.error.code === 'E_CONFIG' ? 2 : 1);
   }
   const { restartNeeded } = response.result as { restartNeeded: string[] };
-  if (options.json) return print(JSON.stringify(response.result) + '\n');
+  if (options.json) return printJson(response.result);
   print('config reloaded\n');
   if (restartNeeded.length > 0) print(`changed, applied only after a restart: ${restartNeeded.join(', ')}\n`);
 }
@@ -28,10 +27,20 @@ export async function runReload(options: ControlOptions): Promise<void> {
 export async function runSoftStop(options: ControlOptions): Promise<void> {
   const target = locate(options.config, options.socket);
   const started = Date.now();
-  // the broker answers at once and closes the connection once stopped: wait past its own timeout
-  const response = await ask(target, { command: 'soft-stop' }, { untilClosed: true, timeoutMs: (target.softStopTimeout + 30) * 1000 });
-  const { inFlight } = resultOf(response) as { inFlight: number };
-  if (options.json) return print(JSON.stringify({ stopped: true, inFlightAtStart: inFlight, ms: Date.now() - started }) + '\n');
+  // the broker answers at once, tells what is still in flight, and closes the connection once
+  // stopped: wait past its own timeout
+  let timedOut = false;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((resolve) => (timer = setTimeout(() => ((timedOut = true), resolve()), (target.softStopTimeout + 30) * 1000)));
+  let last = -1;
+  const result = await follow(target, { command: 'soft-stop' }, (event) => {
+    const { inFlight: now } = event as { inFlight: number };
+    if (now !== last && !options.json) process.stderr.write(`whisker: soft stop: ${now} deliveries still in flight\n`);
+    last = now;
+  }, { stop: deadline }).finally(() => clearTimeout(timer));
+  if (timedOut) throw new CommandError(`the broker did not stop within ${target.softStopTimeout + 30} s`);
+  const { inFlight } = result as { inFlight: number };
+  if (options.json) return printJson({ stopped: true, inFlightAtStart: inFlight, ms: Date.now() - started });
   print(`broker stopped (soft: ${inFlight} deliveries were in flight, ${Date.now() - started} ms)\n`);
 }
 
@@ -39,7 +48,7 @@ export async function runSoftStop(options: ControlOptions): Promise<void> {
 export async function runStop(options: ControlOptions): Promise<void> {
   const target = locate(options.config, options.socket);
   resultOf(await ask(target, { command: 'stop' }, { untilClosed: true }));
-  if (options.json) return print('{"stopped":true}\n');
+  if (options.json) return printJson({ stopped: true });
   print('broker stopped\n');
 }
 
@@ -59,12 +68,21 @@ interface Status {
   dataDirectory: string;
   reloadFailures: number;
   lastReloadError: string | null;
+  storeHealthy?: boolean;
+  conflict?: { masters: string[]; delivering: string } | null;
+  peers?: Array<{ serviceId: string; spec: string; connected: boolean; role: string; following: boolean; inStep: boolean; lagMessages: number; lagSeconds: number }>;
+  election?: { mode: string; reason: string };
+}
+
+function peerLine(p: NonNullable<Status['peers']>[number]): string {
+  const state = !p.connected ? 'link down' : p.following ? (p.inStep ? `following, in step, lag ${p.lagMessages} (${p.lagSeconds.toFixed(1)} s)` : 'following, syncing') : p.role;
+  return `  peer          ${terminalSafe(p.serviceId)} (${terminalSafe(p.spec)}): ${state}`;
 }
 
 export async function runStatus(options: ControlOptions): Promise<void> {
   const target = locate(options.config, options.socket);
   const status = resultOf(await ask(target, { command: 'status' })) as Status;
-  if (options.json) return print(JSON.stringify(status) + '\n');
+  if (options.json) return printJson(status);
   const lines = [
     `${status.serviceId}: ${status.role}, ${status.state}, pid ${status.pid}, up ${duration(status.uptimeSeconds)}`,
     `  url           ${status.url}`,
@@ -72,7 +90,11 @@ export async function runStatus(options: ControlOptions): Promise<void> {
     `  queues        ${status.queues} (${status.waiting} messages waiting, ${status.inFlight} in flight)`,
     `  config        ${status.configPath ?? '(built-in default)'}`,
     `  data          ${status.dataDirectory}`,
-    `  reloads       ${status.reloadFailures} refused${status.lastReloadError ? `, last: ${status.lastReloadError}` : ''}`,
+    `  reloads       ${status.reloadFailures} refused${status.lastReloadError ? `, last: ${terminalSafe(status.lastReloadError)}` : ''}`,
   ];
+  if (status.storeHealthy !== undefined) lines.push(`  store         ${status.storeHealthy ? 'healthy' : 'UNHEALTHY: a write failed, sends are refused (E_STORE)'}`);
+  if (status.election) lines.push(`  election      ${status.election.mode}: ${status.election.reason}`);
+  if (status.conflict) lines.push(`  conflict      ${status.conflict.masters.map(terminalSafe).join(' and ')} are configured as master; ${terminalSafe(status.conflict.delivering)} delivers`);
+  for (const peer of status.peers ?? []) lines.push(peerLine(peer));
   print(lines.join('\n') + '\n');
 }

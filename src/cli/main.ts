@@ -1,12 +1,16 @@
 import { parseArgs } from 'node:util';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { CommandError } from './control-client.js';
+import { terminalSafe } from './table.js';
+
+const DEFAULT_CONFIG_FILE = 'whisker.config.json';
 
 const USAGE = `Usage: whisker <command> [options]
 
 Commands:
-  start [-c config] [--no-watch] run a broker in the foreground (built-in default config without -c);
-                                 it reloads when the file changes, unless --no-watch
+  start [-c config] [--no-watch] run a broker in the foreground; without -c: ./whisker.config.json if
+                                 it exists, else the built-in default. It reloads when the file
+                                 changes (unless --no-watch), on SIGHUP and SIGUSR2
   reload [-c config]             re-read the config file; prints what needs a restart
   soft-stop [-c config]          refuse new work, finish what is in flight, stop (what SIGTERM does)
   stop [-c config]               stop at once (in-flight messages are delivered again after a restart)
@@ -17,13 +21,29 @@ Commands:
   keygen [--dir DIR] [--name N]  make an Ed25519 key pair: N.pem (private, 0600) and N.pub
   init-conf [path]               write the documented default config (config.example.json)
 
-reload, soft-stop, stop, status, list, delete and keys reach the running broker through its
-control socket, <dataDirectory>/whisker.sock, found from -c (./whisker-data without -c).
+For people at a terminal:
+  pub CHANNEL DATA|-             send DATA (JSON if it parses, else a string; --string: always a
+                                 string), or one message per line of stdin with -
+  sub CHANNEL [--consume]        listen (or --consume: take and ack) and print each message
+  tail QUEUE [-i id]             print every message entering the queue; takes nothing
+  peek QUEUE [-i id] [-n N]      the oldest held messages (bodies only with showBodies in the config)
+  stat [QUEUE] [--interval S]    a line of live rates every S seconds (default 2)
+  dlq list [-q QUEUE] [-n N]     dead-letter queues and their oldest dead letters
+  dlq replay -q QUEUE ID...|--all        send them again to their original channel, then drop them
+  dlq purge -q QUEUE ID...|--all --yes   drop them
+
+pub and sub are clients of the broker: they connect to the broker of -c and its peers (or
+--host, repeatable: host:port@serviceId#token) as --client NAME (default whisker-cli), with the
+key pair NAME.pem/NAME.pub in --keys DIR (default ~/.config/whisker; made when missing).
+The other commands reach the running broker through its control socket,
+<dataDirectory>/whisker.sock, found from -c (without -c: from ./whisker.config.json if it
+exists, else ./whisker-data).
 
 Options:
   -c, --config FILE  the broker's config file
   --socket PATH      the control socket, when it is not in the config's data directory
-  --json             machine-readable output
+  --json             machine-readable output (one JSON object per line for sub, tail, stat)
+  --count N          sub, tail, stat: stop after N messages (lines)
   -h, --help         this text
   -v, --version      the version
 
@@ -32,6 +52,11 @@ Exit codes: 0 ok, 1 failure (no broker running, ...), 2 bad usage or a config re
 
 /** Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config. */
 export async function main(argv: readonly string[]): Promise<number> {
+  // `whisker list | head -n 1`: the reader left, nothing more to say (not a stack trace)
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(0);
+  });
   let parsed;
   try {
     parsed = parseArgs({
@@ -48,6 +73,15 @@ export async function main(argv: readonly string[]): Promise<number> {
         yes: { type: 'boolean' },
         dir: { type: 'string' },
         name: { type: 'string' },
+        host: { type: 'string', multiple: true },
+        client: { type: 'string' },
+        keys: { type: 'string' },
+        string: { type: 'boolean' },
+        consume: { type: 'boolean' },
+        count: { type: 'string' },
+        interval: { type: 'string' },
+        limit: { type: 'string', short: 'n' },
+        all: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -66,12 +100,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(USAGE);
     return command || values.help ? 0 : 2;
   }
-  const control = { config: values.config, socket: values.socket, json: values.json };
+  // without -c, ./whisker.config.json when it exists (SPEC §10), for start and for the commands that find its broker
+  const implicit = values.config === undefined && existsSync(DEFAULT_CONFIG_FILE);
+  const config = values.config ?? (implicit ? DEFAULT_CONFIG_FILE : undefined);
+  const control = { config, socket: values.socket, json: values.json };
+  const messaging = { config: config, host: values.host, client: values.client, keys: values.keys, json: values.json, string: values.string, count: values.count, consume: values.consume };
+  const inspect = { ...control, queue: values.queue, id: values.id, limit: values.limit, count: values.count, interval: values.interval };
   // each command loads only its own modules: `whisker status` need not load the broker
   try {
     switch (command) {
       case 'start':
-        return await (await import('./start.js')).runStart(values.config, { watch: values['no-watch'] !== true });
+        return await (await import('./start.js')).runStart(config, { watch: values['no-watch'] !== true, implicit });
       case 'reload':
         await (await import('./lifecycle.js')).runReload(control);
         return 0;
@@ -93,17 +132,35 @@ export async function main(argv: readonly string[]): Promise<number> {
       case 'keys':
         await (await import('./keys.js')).runKeys(rest[0], rest[1], control);
         return 0;
+      case 'pub':
+        await (await import('./messaging.js')).runPub(rest[0], rest[1], messaging);
+        return 0;
+      case 'sub':
+        await (await import('./messaging.js')).runSub(rest[0], messaging);
+        return 0;
+      case 'tail':
+        await (await import('./inspect.js')).runTail(rest[0], inspect);
+        return 0;
+      case 'peek':
+        await (await import('./inspect.js')).runPeek(rest[0], inspect);
+        return 0;
+      case 'stat':
+        await (await import('./inspect.js')).runStat(rest[0], inspect);
+        return 0;
+      case 'dlq':
+        await (await import('./dlq.js')).runDlq(rest[0], rest.slice(1), { ...control, queue: values.queue, limit: values.limit, all: values.all, yes: values.yes });
+        return 0;
       case 'keygen':
         return (await import('./files.js')).runKeygen(values.dir ?? 'keys', values.name ?? 'client');
       case 'init-conf':
-        return (await import('./files.js')).runInitConf(rest[0] ?? 'whisker.config.json');
+        return (await import('./files.js')).runInitConf(rest[0] ?? DEFAULT_CONFIG_FILE);
       default:
         process.stderr.write(`whisker: unknown command "${command}"\n\n${USAGE}`);
         return 2;
     }
   } catch (error) {
     if (!(error instanceof CommandError)) throw error;
-    process.stderr.write(`whisker: ${error.message}\n`);
+    process.stderr.write(`whisker: ${terminalSafe(error.message)}\n`);
     return error.exitCode;
   }
 }

@@ -1,6 +1,6 @@
 import { ask, CommandError, locate, resultOf } from './control-client.js';
 import type { ControlOptions } from './lifecycle.js';
-import { table } from './table.js';
+import { print, printJson, table, terminalSafe } from './table.js';
 
 export interface ListOptions extends ControlOptions {
   readonly queue?: string | undefined;
@@ -30,27 +30,26 @@ interface QueueView {
   messagesTruncated?: boolean;
 }
 
-const print = (text: string): void => void process.stdout.write(text);
 
 /** `whisker list [-q endpoint/version] [-i id] [-m]`: counts, ids, message metadata; never bodies */
 export async function runList(options: ListOptions): Promise<void> {
   const target = locate(options.config, options.socket);
   const request = { command: 'list', messages: options.messages === true, ...(options.queue !== undefined ? { queue: options.queue } : {}), ...(options.id !== undefined ? { id: options.id } : {}) };
   const { queues } = resultOf(await ask(target, request), 2) as { queues: QueueView[] };
-  if (options.json) return print(JSON.stringify({ queues }) + '\n');
+  if (options.json) return printJson({ queues });
   if (queues.length === 0) {
     const what = options.queue ? `queue ${options.queue}${options.id !== undefined ? ` id ${options.id}` : ''}` : options.id !== undefined ? `id ${options.id}` : 'queue';
-    return print(`no ${what} holds messages on this broker\n`);
+    return print(`no ${terminalSafe(what)} holds messages on this broker\n`);
   }
   print(table(['QUEUE', 'MESSAGES', 'WAITING', 'IN FLIGHT', 'IDS'], queues.map((q) => [q.queue, q.messages, q.waiting, q.inFlight, q.idCount])));
   for (const q of queues) {
     if (q.ids && q.ids.length > 0) {
-      print(`\n${q.queue}: ids\n`);
+      print(`\n${terminalSafe(q.queue)}: ids\n`);
       print(table(['ID', 'MESSAGES'], q.ids.map((i) => [i.id, i.count])));
       if (q.idsTruncated) print('(first 1000 ids only)\n');
     }
     if (q.messageList) {
-      print(`\n${q.queue}: messages\n`);
+      print(`\n${terminalSafe(q.queue)}: messages\n`);
       const rows = q.messageList.map((m) => [
         m.messageId,
         m.id,
@@ -80,6 +79,6 @@ export async function runDelete(options: DeleteOptions): Promise<void> {
   const target = locate(options.config, options.socket);
   const request = { command: 'delete', queue: options.queue, ...(options.id !== undefined ? { id: options.id } : {}) };
   const result = resultOf(await ask(target, request), 2) as { deleted: number };
-  if (options.json) return print(JSON.stringify(result) + '\n');
-  print(`deleted ${result.deleted} messages from ${what}\n`);
+  if (options.json) return printJson(result);
+  print(`deleted ${result.deleted} messages from ${terminalSafe(what)}\n`);
 }

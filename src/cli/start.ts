@@ -4,12 +4,18 @@ import type { Config } from '../config/types.js';
 import { createLogger } from '../ops/logger.js';
 import { systemdNotifier } from '../ops/notify.js';
 
+function warnIgnored(config: Config): void {
+  if (config.ignoredKeys.length === 0) return;
+  process.stderr.write(`whisker: warning: Kitten-MQ config keys with no meaning here, ignored: ${config.ignoredKeys.join(', ')} (docs/migrating-from-kitten.md)\n`);
+}
+
 /**
- * `whisker start`: runs in the foreground until stopped. SIGTERM and SIGINT soft-stop (a second
- * one stops at once), SIGHUP reloads; `whisker stop` and `soft-stop` end it too. Exit 0 once the
- * store is closed (docs/operations.md#stopping).
+ * `whisker start`: runs in the foreground until stopped. SIGTERM, SIGINT and SIGUSR1 (as
+ * Kitten-MQ) soft-stop (a second one stops at once), SIGHUP and SIGUSR2 (as Kitten-MQ) reload;
+ * `whisker stop` and `soft-stop` end it too. Exit 0 once the store is closed
+ * (docs/operations.md#stopping). `implicit`: the path is ./whisker.config.json, found without -c.
  */
-export async function runStart(configPath: string | undefined, options: { watch?: boolean } = {}): Promise<number> {
+export async function runStart(configPath: string | undefined, options: { watch?: boolean; implicit?: boolean } = {}): Promise<number> {
   let config: Config;
   try {
     config = configPath ? loadConfigFile(configPath) : defaultConfig();
@@ -17,6 +23,8 @@ export async function runStart(configPath: string | undefined, options: { watch?
     process.stderr.write(`whisker: ${(error as Error).message}\n`);
     return 2;
   }
+  if (options.implicit && config.configPath) process.stderr.write(`whisker: no -c given, using ${config.configPath}\n`);
+  warnIgnored(config);
   // listen for signals before the broker starts: a stop asked for during start-up is not lost
   let broker: Broker | null = null;
   let signals = 0;
@@ -26,15 +34,18 @@ export async function runStart(configPath: string | undefined, options: { watch?
     process.stderr.write(`whisker: ${signal}, ${signals === 1 ? `soft stop (up to ${broker.config.softStopTimeout} s; again to stop at once)` : 'stopping at once'}\n`);
     (signals === 1 ? broker.softStop() : broker.stop()).catch(() => undefined); // the failure is in `closed`
   };
-  const onReload = () => {
+  const onReload = (signal: NodeJS.Signals) => {
     if (!broker) return;
     const outcome = broker.reloadFromFile();
-    if (outcome.ok) process.stderr.write(`whisker: SIGHUP, config reloaded${outcome.restartNeeded.length > 0 ? `; needs a restart: ${outcome.restartNeeded.join(', ')}` : ''}\n`);
-    else process.stderr.write(`whisker: SIGHUP, config refused, the running one stays: ${outcome.error}\n`);
+    if (outcome.ok) process.stderr.write(`whisker: ${signal}, config reloaded${outcome.restartNeeded.length > 0 ? `; needs a restart: ${outcome.restartNeeded.join(', ')}` : ''}\n`);
+    else process.stderr.write(`whisker: ${signal}, config refused, the running one stays: ${outcome.error}\n`);
+    if (outcome.ok) warnIgnored(broker.config);
   };
-  process.on('SIGINT', onStop);
-  process.on('SIGTERM', onStop);
-  process.on('SIGHUP', onReload);
+  // a SIGUSR1 listener also keeps Node from opening its inspector on that signal
+  const stopSignals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGUSR1'];
+  const reloadSignals: NodeJS.Signals[] = ['SIGHUP', 'SIGUSR2'];
+  for (const signal of stopSignals) process.on(signal, onStop);
+  for (const signal of reloadSignals) process.on(signal, onReload);
   try {
     const log = createLogger(config.logLevel);
     const notify = systemdNotifier(log);
@@ -51,8 +62,7 @@ export async function runStart(configPath: string | undefined, options: { watch?
     await notify.close();
     return failure ? 1 : 0;
   } finally {
-    process.off('SIGINT', onStop);
-    process.off('SIGTERM', onStop);
-    process.off('SIGHUP', onReload);
+    for (const signal of stopSignals) process.off(signal, onStop);
+    for (const signal of reloadSignals) process.off(signal, onReload);
   }
 }

@@ -1,21 +1,23 @@
 import { canonicalIds, type ChannelSet, unescapeId } from '../protocol/channel.js';
-import { errorFromPayload, type WhiskerError } from '../protocol/errors.js';
+import { errorFromPayload, WhiskerError } from '../protocol/errors.js';
 import type { ClientFrame, ReplyFrame, SubscriptionMode } from '../protocol/frames.js';
+import type { ChannelId, DeliveryInfo } from './types.js';
 
-export interface DeliveryInfo {
-  messageId: string;
-  channel: { endpoint: string; version: string; id: string };
-  created: number;
-  nbRequeues: number;
-  from: string;
-}
-
-export type Done = (ack?: boolean, delaySeconds?: number) => void;
-export type ListenHandler = (err: WhiskerError | null, msg?: unknown, info?: DeliveryInfo) => void;
-export type ConsumeHandler = (err: WhiskerError | null, msg?: unknown, done?: Done, info?: DeliveryInfo) => unknown;
 export type IdsCallback = (err: WhiskerError | null) => void;
 
-/** What a handle needs of its client. */
+/** settles one delivery on every broker: ack, or requeue in `delaySeconds` */
+export type Settle = (ok: boolean, delaySeconds: number) => void;
+
+/** Where a subscription's messages and refusals go: a handler (dispatch.ts) or a stream (stream.ts). */
+export interface SubscriptionSink {
+  message(data: unknown, info: DeliveryInfo, settle: Settle): void;
+  /** a refusal or revocation; `empty`: the subscription has no id left */
+  refusal(error: WhiskerError, empty: boolean): void;
+  /** the subscription was closed (close(), an abort, disconnect()) */
+  closed?(): void;
+}
+
+/** What a subscription needs of its client. */
 export interface SubscriptionHost {
   /** sends to every connected broker; `onMasterReply` gets the master's answer, or null if none */
   request(build: (req: number) => ClientFrame, onMasterReply: (reply: ReplyFrame | null) => void): void;
@@ -23,8 +25,9 @@ export interface SubscriptionHost {
 }
 
 /**
- * One listen/consume handler, kept by the client so it can be registered again on every
- * broker and after every reconnection (SPEC §3).
+ * One listen/consume subscription, kept by the client so it can be registered again on every
+ * broker and after every reconnection (SPEC §3). A `broken` one (a bad channel) never reaches
+ * a broker: every call on it fails with its error.
  */
 export class ClientSubscription {
   readonly sub: number;
@@ -32,29 +35,37 @@ export class ClientSubscription {
   readonly endpoint: string;
   readonly version: string;
   readonly prefetch: number | undefined;
-  readonly handler: ListenHandler | ConsumeHandler;
+  readonly sink: SubscriptionSink;
   /** canonical ids, as the brokers know them */
   readonly wireIds = new Set<string>();
   /** the handle's live `ids` array (ids as the user means them) */
   readonly ids: string[] = [];
   readonly ready: Promise<void>;
-  #resolveReady!: () => void;
+  #settleReady!: (error: WhiskerError | null) => void;
   #isReady = false;
   #closed = false;
+  readonly #broken: WhiskerError | null;
   /** addId/removeId callbacks waiting for a master to confirm */
   #waiting: IdsCallback[] = [];
   readonly #host: SubscriptionHost;
 
-  constructor(host: SubscriptionHost, sub: number, mode: SubscriptionMode, set: ChannelSet, prefetch: number | undefined, handler: ListenHandler | ConsumeHandler) {
+  constructor(host: SubscriptionHost, sub: number, mode: SubscriptionMode, set: ChannelSet, prefetch: number | undefined, sink: SubscriptionSink, broken: WhiskerError | null = null) {
     this.#host = host;
     this.sub = sub;
     this.mode = mode;
     this.endpoint = set.endpoint;
     this.version = set.version;
     this.prefetch = prefetch;
-    this.handler = handler;
-    this.ready = new Promise((resolve) => (this.#resolveReady = resolve));
+    this.sink = sink;
+    this.#broken = broken;
+    this.ready = new Promise((resolve, reject) => (this.#settleReady = (error) => (error ? reject(error) : resolve())));
+    // the refusal also reaches the handler: a caller that never looks at `ready` must not crash
+    this.ready.catch(() => {});
     this.#addLocal(set.ids);
+    if (broken) {
+      this.#closed = true;
+      setImmediate(() => this.#refuse(broken, true));
+    }
   }
 
   get closed(): boolean {
@@ -77,17 +88,17 @@ export class ClientSubscription {
   /** the master answered a subscribe (first time or after a reconnection) */
   onMasterReply(reply: ReplyFrame | null): void {
     if (!reply) return; // the master went away first: it gets the subscription again on reconnect
+    const hadIds = this.wireIds.size > 0;
     const error = this.#applyReply(reply);
-    if (!this.#isReady) {
-      this.#isReady = true;
-      this.#resolveReady();
-    }
+    // wholly refused: `ready` rejects with the code (a subscription with no id asked for is fine)
+    this.#readyWith(error && (reply.error || (hadIds && this.wireIds.size === 0)) ? error : null);
     const waiting = this.#waiting;
     this.#waiting = [];
     for (const cb of waiting) cb(error);
   }
 
   addId(ids: unknown, cb: IdsCallback): void {
+    if (this.#broken) return cb(this.#broken);
     let added: string[];
     try {
       added = this.#addLocal(canonicalIds(Array.isArray(ids) ? ids : [ids]));
@@ -95,7 +106,7 @@ export class ClientSubscription {
       cb(error as WhiskerError);
       return;
     }
-    if (added.length === 0) return cb(null);
+    if (added.length === 0 || this.#closed) return cb(null);
     // without a master yet, the callback waits for the master's answer to the whole subscription
     this.#host.request(
       (req) => ({ type: 'addIds', req, sub: this.sub, ids: added }),
@@ -104,6 +115,7 @@ export class ClientSubscription {
   }
 
   removeId(ids: unknown, cb: IdsCallback): void {
+    if (this.#broken) return cb(this.#broken);
     let removed: string[];
     try {
       removed = canonicalIds(Array.isArray(ids) ? ids : [ids]).filter((id) => this.wireIds.has(id));
@@ -112,7 +124,7 @@ export class ClientSubscription {
       return;
     }
     this.#removeLocal(removed);
-    if (removed.length === 0) return cb(null);
+    if (removed.length === 0 || this.#closed) return cb(null);
     this.#host.request(
       (req) => ({ type: 'removeIds', req, sub: this.sub, ids: removed }),
       (reply) => cb(reply?.error ? errorFromPayload(reply.error) : null),
@@ -122,32 +134,41 @@ export class ClientSubscription {
   close(cb: IdsCallback): void {
     if (this.#closed) return cb(null);
     this.#closed = true;
+    this.#readyWith(new WhiskerError('E_ABORTED', 'Subscription closed before the master registered it'));
     this.#host.forget(this);
+    this.sink.closed?.();
     this.#host.request((req) => ({ type: 'unsubscribe', req, sub: this.sub }), () => cb(null));
   }
 
-  /** a refusal from the broker reaches the handler as `err` (compat) */
-  refuse(error: WhiskerError): void {
-    if (this.mode === 'listen') (this.handler as ListenHandler)(error);
-    else void (this.handler as ConsumeHandler)(error, undefined, () => {}, undefined);
+  /** the broker removed ids on its own (a reload took the right away, docs/protocol.md#revoked) */
+  revoked(ids: readonly string[], error: WhiskerError): void {
+    this.#removeLocal(ids.filter((id) => this.wireIds.has(id)));
+    this.#refuse(error, this.wireIds.size === 0);
   }
 
-  removeRefused(ids: readonly string[]): void {
-    this.#removeLocal(ids.filter((id) => this.wireIds.has(id)));
+  #readyWith(error: WhiskerError | null): void {
+    if (this.#isReady) return;
+    this.#isReady = true;
+    this.#settleReady(error);
+  }
+
+  #refuse(error: WhiskerError, empty: boolean): void {
+    if (this.#broken) this.#readyWith(error);
+    this.sink.refusal(error, empty);
   }
 
   #applyReply(reply: ReplyFrame): WhiskerError | null {
     if (reply.error) {
       const error = errorFromPayload(reply.error);
-      this.refuse(error);
+      this.#refuse(error, this.wireIds.size === 0);
       return error;
     }
     let first: WhiskerError | null = null;
     for (const refused of reply.refused ?? []) {
       const error = errorFromPayload(refused.error);
       first ??= error;
-      this.removeRefused([refused.id]);
-      this.refuse(error);
+      this.#removeLocal([refused.id].filter((id) => this.wireIds.has(id)));
+      this.#refuse(error, this.wireIds.size === 0);
     }
     return first;
   }
@@ -178,6 +199,7 @@ export class Handle {
     this.#subscription = subscription;
   }
 
+  /** the live list of ids, as the user means them */
   get ids(): string[] {
     return this.#subscription.ids;
   }
@@ -187,26 +209,34 @@ export class Handle {
     return { ids: this.#subscription.ids };
   }
 
-  /** resolves once the master has registered the subscription */
+  /** resolves once the master has registered the subscription; rejects with the code if it refused all of it */
   get ready(): Promise<void> {
     return this.#subscription.ready;
   }
 
-  addId(ids: unknown, cb?: IdsCallback): Promise<void> | undefined {
+  addId(ids: ChannelId | readonly ChannelId[]): Promise<void>;
+  addId(ids: ChannelId | readonly ChannelId[], cb: IdsCallback): void;
+  addId(ids: ChannelId | readonly ChannelId[], cb?: IdsCallback): Promise<void> | void {
     return withCallback((done) => this.#subscription.addId(ids, done), cb);
   }
 
-  removeId(ids: unknown, cb?: IdsCallback): Promise<void> | undefined {
+  removeId(ids: ChannelId | readonly ChannelId[]): Promise<void>;
+  removeId(ids: ChannelId | readonly ChannelId[], cb: IdsCallback): void;
+  removeId(ids: ChannelId | readonly ChannelId[], cb?: IdsCallback): Promise<void> | void {
     return withCallback((done) => this.#subscription.removeId(ids, done), cb);
   }
 
-  close(cb?: IdsCallback): Promise<void> | undefined {
+  close(): Promise<void>;
+  close(cb: IdsCallback): void;
+  close(cb?: IdsCallback): Promise<void> | void {
     return withCallback((done) => this.#subscription.close(done), cb);
   }
 }
 
 /** Node-style callback when given, a promise otherwise; the callback fires exactly once. */
-export function withCallback(work: (done: IdsCallback) => void, cb?: IdsCallback): Promise<void> | undefined {
+export function withCallback(work: (done: IdsCallback) => void, cb: IdsCallback): void;
+export function withCallback(work: (done: IdsCallback) => void, cb?: IdsCallback): Promise<void> | void;
+export function withCallback(work: (done: IdsCallback) => void, cb?: IdsCallback): Promise<void> | void {
   if (cb) {
     let called = false;
     work((err) => {
@@ -214,7 +244,7 @@ export function withCallback(work: (done: IdsCallback) => void, cb?: IdsCallback
       called = true;
       cb(err);
     });
-    return undefined;
+    return;
   }
   return new Promise((resolve, reject) => {
     let called = false;

@@ -42,6 +42,34 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** Kitten-MQ config keys that have no meaning here: accepted, named in a warning (docs/migrating-from-kitten.md) */
+const REFERENCE_KEYS = ['logsDirectory', 'packetsFilename', 'serverId', 'isManagementInterface'] as const;
+const REFERENCE_SOCKET_KEYS = ['logs', 'packetsFilename'] as const;
+
+function stripReferenceKeys(config: Record<string, unknown>): string[] {
+  const ignored: string[] = [];
+  for (const key of REFERENCE_KEYS) {
+    if (!Object.hasOwn(config, key)) continue;
+    delete config[key];
+    ignored.push(key);
+  }
+  const socket = config.socketServer;
+  if (typeof socket === 'object' && socket !== null && !Array.isArray(socket)) {
+    const fields = socket as Record<string, unknown>;
+    for (const key of REFERENCE_SOCKET_KEYS) {
+      if (!Object.hasOwn(fields, key)) continue;
+      delete fields[key];
+      ignored.push(`socketServer.${key}`);
+    }
+    // the reference's way of saying "no token"
+    if (fields.token === null) {
+      delete fields.token;
+      ignored.push('socketServer.token (null)');
+    }
+  }
+  return ignored;
+}
+
 /**
  * Validates a parsed config object, applies defaults once and resolves relative paths
  * against `baseDirectory` (the config file's folder). Throws ConfigError naming the key.
@@ -51,11 +79,12 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
   if (typeof copy !== 'object' || copy === null || Array.isArray(copy)) {
     throw new ConfigError('', 'the file must hold one JSON object');
   }
+  const ignoredKeys = stripReferenceKeys(copy as Record<string, unknown>);
   if (!validate(copy)) {
     const error = validate.errors?.[0];
     throw error ? new ConfigError(keyOf(error), describe(error)) : new ConfigError('', 'invalid');
   }
-  const config = copy as Record<string, unknown> & Omit<Config, 'configPath'>;
+  const config = copy as Record<string, unknown> & Omit<Config, 'configPath' | 'ignoredKeys'>;
   checkPeers(config.peers, config.serviceId);
   const paths = ['dataDirectory', 'registeredClientsPath', 'keysDirectory'] as const;
   const resolved: Record<string, string> = {};
@@ -71,7 +100,7 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
         },
       }
     : config.socketServer;
-  return deepFreeze({ ...config, ...resolved, socketServer, configPath } as Config);
+  return deepFreeze({ ...config, ...resolved, socketServer, configPath, ignoredKeys } as Config);
 }
 
 /** each peer is a host string naming its serviceId, another broker's, once (SPEC §9) */

@@ -23,6 +23,8 @@ export interface RuleConfig {
 export interface Config {
   /** where the file was read from, or null for the built-in default */
   readonly configPath: string | null;
+  /** Kitten-MQ keys found in the file and ignored (logsDirectory, socketServer.logs...): warned about at start */
+  readonly ignoredKeys: readonly string[];
   readonly serviceId: string;
   readonly isMaster: boolean;
   readonly dataDirectory: string;
@@ -44,17 +46,39 @@ export interface Config {
   readonly dedupeWindow: number;
   /** seconds */
   readonly softStopTimeout: number;
+  /** seconds an empty queue nobody subscribes to is kept before it is forgotten */
+  readonly idleQueueTimeout: number;
   readonly rules?: readonly RuleConfig[];
   readonly defaultPolicy: 'deny' | 'allow';
   readonly autoRegister: boolean;
   readonly channels: Readonly<Record<string, ChannelConfig>>;
   readonly peers: readonly string[];
-  readonly management?: { readonly host: string; readonly port: number; readonly token?: string };
+  readonly management?: {
+    readonly host: string;
+    readonly port: number;
+    readonly token?: string;
+    /** per-queue series for at most this many queues (by name); the rest add up under `queue="_other"` */
+    readonly maxQueueSeries: number;
+    /** opt-in: in flight per consumer group (one series per id pattern), at most `maxGroupSeries` */
+    readonly groupSeries: boolean;
+    readonly maxGroupSeries: number;
+  };
   readonly limits: {
     readonly maxPayloadBytes: number;
     readonly maxConnections: number;
     readonly maxSubscriptionsPerConnection: number;
     readonly maxBufferedBytesPerConnection: number;
+    /** sockets not authenticated yet, raw TCP before the upgrade included */
+    readonly maxUnauthenticatedConnections: number;
+    readonly maxUnauthenticatedPerAddress: number;
+    /** seconds a TCP socket may take to complete its WebSocket upgrade */
+    readonly upgradeTimeout: number;
+    /** queues (endpoint/version), held or subscribed; a new one past it is E_LIMIT */
+    readonly maxQueues: number;
+    /** names auto-registration may bring to registeredClientsPath; past it E_LIMIT */
+    readonly maxRegisteredClients: number;
   };
+  /** peek, tail and dead letters (dashboard, API, CLI) show message bodies; off by default: they are the users' data */
+  readonly showBodies: boolean;
   readonly logLevel: LogLevel;
 }

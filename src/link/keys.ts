@@ -11,8 +11,24 @@ export interface ClientKeys {
   readonly algorithm: 'EdDSA' | 'ES256' | 'ES512';
 }
 
-/** `<name>.pem` (private, PKCS#8) and `<name>.pub` (public, SPKI); made if both are absent. */
-export function loadOrCreateKeys(directory: string, name: string): ClientKeys {
+/** A key pair given as PEM text (a secret, an environment variable); the public key is derived when absent. */
+export function keysFromPem(privatePem: string | Buffer, publicPem?: string | Buffer): ClientKeys {
+  try {
+    const privateKey = createPrivateKey(privatePem);
+    const publicKey = createPublicKey(publicPem ?? privateKey);
+    const publicKeyPem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
+    if (publicPem !== undefined && publicKeyPem !== createPublicKey(privateKey).export({ type: 'spki', format: 'pem' }).toString()) {
+      throw new WhiskerError('E_KEYS', 'publicKey is not the public half of privateKey');
+    }
+    return { privateKey, publicKeyPem, algorithm: algorithmOf(privateKey) };
+  } catch (error) {
+    if (error instanceof WhiskerError) throw error;
+    throw new WhiskerError('E_KEYS', `Cannot read the key given in the config: ${(error as Error).message}`);
+  }
+}
+
+/** `<name>.pem` (private, PKCS#8) and `<name>.pub` (public, SPKI); made if both are absent (`onCreate` is told). */
+export function loadOrCreateKeys(directory: string, name: string, onCreate: (privatePath: string) => void = () => {}): ClientKeys {
   const privatePath = join(directory, `${name}.pem`);
   const publicPath = join(directory, `${name}.pub`);
   const hasPrivate = existsSync(privatePath);
@@ -22,6 +38,7 @@ export function loadOrCreateKeys(directory: string, name: string): ClientKeys {
     mkdirSync(directory, { recursive: true, mode: 0o700 });
     writeFileSync(privatePath, pair.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600, flag: 'wx' });
     writeFileSync(publicPath, pair.publicKey.export({ type: 'spki', format: 'pem' }), { mode: 0o600, flag: 'wx' });
+    onCreate(privatePath);
   } else if (!hasPrivate || !hasPublic) {
     throw new WhiskerError('E_KEYS', `Key pair incomplete: ${hasPrivate ? publicPath : privatePath} is missing`);
   }

@@ -5,10 +5,30 @@ import { unescapeId } from '../protocol/channel.js';
 import type { QueueStats } from './metrics.js';
 import type { QueueRates, RateWindow } from './rates.js';
 
+/** what the queue knows a handler by (the broker's `Subscriber`) */
+export interface SubscriberLike {
+  readonly clientName: string;
+  readonly mode: SubscriptionMode;
+  readonly prefetch: number;
+}
+
+/** One listen or consume handler as the management surface reads it (`Subscription` has these). */
+export interface ManagedSubscription extends SubscriberLike {
+  readonly sub: number;
+  readonly mode: SubscriptionMode;
+  readonly queue: string;
+  readonly ids: ReadonlySet<string>;
+  readonly prefetch: number;
+  /** deliveries handed to it so far */
+  readonly delivered: number;
+}
+
 /** One queue as the management surface reads it (`Queue` has these). */
 export interface ManagedQueue extends QueueStats {
   readonly settings: QueueSettings;
   listIds(): Map<string, number>;
+  /** the broker's own subscriber object: one of the sessions' subscriptions */
+  inFlightFor(subscription: SubscriberLike): number;
 }
 
 /** One connection as the management surface reads it (`Session` has these). */
@@ -16,7 +36,9 @@ export interface ManagedSession {
   readonly clientName: string;
   readonly node: string;
   readonly isReady: boolean;
-  readonly subscriptions: ReadonlyMap<number, { readonly sub: number; readonly mode: SubscriptionMode; readonly queue: string; readonly ids: ReadonlySet<string> }>;
+  /** a mirror broker's link (it follows; it has no subscriptions) */
+  readonly isPeer?: boolean;
+  readonly subscriptions: ReadonlyMap<number, ManagedSubscription>;
 }
 
 /**
@@ -76,18 +98,61 @@ export interface QueueView {
   depth: number;
   inFlight: number;
   size: number;
+  consumers: number;
+  listeners: number;
+  /** age of the oldest message waiting for a delivery; 0 when none waits */
+  oldestWaitingSeconds: number;
   counters: QueueStats['counters'];
   /** per second over the last ~10 s */
   rates: QueueRates;
 }
 
-function queueView(queue: ManagedQueue, rates: RateWindow, now: number): QueueView {
-  return { name: queue.name, depth: queue.depth, inFlight: queue.inFlightCount, size: queue.size, counters: { ...queue.counters }, rates: rates.rates(now, queue.name, queue.counters) };
+type Counts = ReadonlyMap<string, { consumers: number; listeners: number }>;
+
+function queueView(queue: ManagedQueue, rates: RateWindow, now: number, counts: Counts): QueueView {
+  const oldest = queue.oldestWaitingAcceptedAt();
+  return {
+    name: queue.name, depth: queue.depth, inFlight: queue.inFlightCount, size: queue.size,
+    consumers: counts.get(queue.name)?.consumers ?? 0, listeners: counts.get(queue.name)?.listeners ?? 0,
+    oldestWaitingSeconds: oldest === null ? 0 : Math.max(0, Math.round((now - oldest) / 100) / 10),
+    counters: { ...queue.counters }, rates: rates.rates(now, queue.name, queue.counters),
+  };
 }
 
 export function queuesView(broker: ManagedBroker, rates: RateWindow, now: number): { queues: QueueView[] } {
   const queues = [...broker.router.queues.values()].sort((a, b) => a.name.localeCompare(b.name));
-  return { queues: queues.map((q) => queueView(q, rates, now)) };
+  const counts = subscriberCounts(broker);
+  return { queues: queues.map((q) => queueView(q, rates, now, counts)) };
+}
+
+export interface ConsumerView {
+  client: string;
+  node: string;
+  sub: number;
+  mode: SubscriptionMode;
+  ids: string[];
+  /** null for listeners (no bound) */
+  prefetch: number | null;
+  inFlight: number;
+  delivered: number;
+  /** deliveries per second since the previous look at this handler */
+  rate: number;
+}
+
+/**
+ * Deliveries per second of each handler, from how many it had at the previous request: a
+ * WeakMap, so a closed subscription leaves nothing behind.
+ */
+export class HandlerRates {
+  readonly #seen = new WeakMap<ManagedSubscription, { at: number; delivered: number; rate: number }>();
+
+  rate(subscription: ManagedSubscription, now: number): number {
+    const seen = this.#seen.get(subscription);
+    if (seen && now - seen.at < 500) return seen.rate;
+    const rate = seen ? Math.round(((subscription.delivered - seen.delivered) / ((now - seen.at) / 1000)) * 10) / 10 : 0;
+    this.#seen.set(subscription, { at: now, delivered: subscription.delivered, rate });
+    return rate;
+  }
 }
 
 export interface QueueDetailView extends QueueView {
@@ -96,20 +161,49 @@ export interface QueueDetailView extends QueueView {
   ids: Array<{ id: string; count: number }>;
   idCount: number;
   truncated: boolean;
+  /** every listen and consume handler on the queue, busiest first */
+  handlers: ConsumerView[];
 }
 
 /** null for an unknown queue; at most `limit` ids */
-export function queueDetailView(broker: ManagedBroker, name: string, rates: RateWindow, now: number, limit: number): QueueDetailView | null {
+export function queueDetailView(broker: ManagedBroker, name: string, rates: RateWindow, now: number, limit: number, handlerRates: HandlerRates): QueueDetailView | null {
   const queue = broker.router.queues.get(name);
   if (!queue) return null;
   const all = [...queue.listIds()].map(([id, count]) => ({ id, count })).sort((a, b) => b.count - a.count || a.id.localeCompare(b.id));
-  return { ...queueView(queue, rates, now), settings: { ...queue.settings }, ids: all.slice(0, limit), idCount: all.length, truncated: all.length > limit };
+  const consumers: ConsumerView[] = [];
+  for (const session of broker.sessions) {
+    for (const s of session.subscriptions.values()) {
+      if (s.queue !== name) continue;
+      consumers.push({
+        client: session.clientName, node: session.node, sub: s.sub, mode: s.mode, ids: [...s.ids].map(unescapeId),
+        prefetch: Number.isFinite(s.prefetch) ? s.prefetch : null, inFlight: queue.inFlightFor(s), delivered: s.delivered, rate: handlerRates.rate(s, now),
+      });
+    }
+  }
+  consumers.sort((a, b) => b.inFlight - a.inFlight || b.delivered - a.delivered || a.client.localeCompare(b.client));
+  return { ...queueView(queue, rates, now, subscriberCounts(broker)), settings: { ...queue.settings }, ids: all.slice(0, limit), idCount: all.length, truncated: all.length > limit, handlers: consumers };
 }
 
 export interface ClientView {
   client: string;
   node: string;
+  /** `peer`: a mirror broker following or watching this one */
+  kind: 'client' | 'peer';
   subscriptions: Array<{ sub: number; mode: SubscriptionMode; queue: string; ids: string[] }>;
+}
+
+/** listen and consume handlers per queue, from the sessions' subscriptions */
+export function subscriberCounts(broker: ManagedBroker): Map<string, { consumers: number; listeners: number }> {
+  const counts = new Map<string, { consumers: number; listeners: number }>();
+  for (const session of broker.sessions) {
+    for (const s of session.subscriptions.values()) {
+      let count = counts.get(s.queue);
+      if (!count) counts.set(s.queue, (count = { consumers: 0, listeners: 0 }));
+      if (s.mode === 'consume') count.consumers++;
+      else count.listeners++;
+    }
+  }
+  return counts;
 }
 
 /** authenticated connections; `connections` counts handshakes too */
@@ -120,7 +214,7 @@ export function clientsView(broker: ManagedBroker): { connections: number; clien
     const subscriptions = [...session.subscriptions.values()]
       .sort((a, b) => a.sub - b.sub)
       .map((s) => ({ sub: s.sub, mode: s.mode, queue: s.queue, ids: [...s.ids].map(unescapeId) }));
-    clients.push({ client: session.clientName, node: session.node, subscriptions });
+    clients.push({ client: session.clientName, node: session.node, kind: session.isPeer === true ? 'peer' : 'client', subscriptions });
   }
   clients.sort((a, b) => a.client.localeCompare(b.client) || a.node.localeCompare(b.node));
   return { connections: broker.sessions.size, clients };

@@ -28,7 +28,22 @@ export interface ControlFailure {
 
 export type ControlResponse = { readonly ok: true; readonly result: unknown } | { readonly ok: false; readonly error: ControlFailure };
 
-export type ControlHandler = (request: ControlRequest) => Promise<ControlResponse> | ControlResponse;
+/**
+ * What a command that follows something (`whisker tail`) writes after its answer: one JSON
+ * line per event, until the command's connection closes. A reader that does not keep up does
+ * not make the broker buffer without bound: past `MAX_STREAM_BUFFER_BYTES` unsent, `write`
+ * drops the event and says so by returning false.
+ */
+export interface ControlStream {
+  write(event: unknown): boolean;
+  /** called once, when the connection closes */
+  onClose(listener: () => void): void;
+}
+
+export type ControlHandler = (request: ControlRequest, stream: ControlStream) => Promise<ControlResponse> | ControlResponse;
+
+/** unsent event bytes one following connection may hold in the broker (docs/security.md) */
+export const MAX_STREAM_BUFFER_BYTES = 1_048_576;
 
 export class ControlError extends Error {
   readonly code: string;
@@ -97,6 +112,23 @@ export class ControlServer {
     socket.setEncoding('utf8');
     let buffered = '';
     let chain = Promise.resolve();
+    const closeListeners: Array<() => void> = [];
+    // events wait until the answer before them is written
+    let answered = false;
+    const early: string[] = [];
+    const stream: ControlStream = {
+      write(event) {
+        if (socket.destroyed || socket.writableEnded) return false;
+        if (socket.writableLength > MAX_STREAM_BUFFER_BYTES) return false;
+        const line = JSON.stringify({ event }) + '\n';
+        if (answered) socket.write(line);
+        else early.push(line);
+        return true;
+      },
+      onClose(listener) {
+        closeListeners.push(listener);
+      },
+    };
     socket.on('data', (chunk: string) => {
       buffered += chunk;
       if (buffered.length > MAX_REQUEST_BYTES) {
@@ -110,16 +142,21 @@ export class ControlServer {
         if (line.trim() === '') continue;
         // in order, one at a time: `reload` then `status` on one connection sees the reload done
         chain = chain.then(async () => {
-          const response = await this.#answer(line);
+          const response = await this.#answer(line, stream);
           if (!socket.writableEnded) socket.write(JSON.stringify(response) + '\n');
+          answered = true;
+          for (const event of early.splice(0)) socket.write(event);
         });
       }
     });
     socket.on('error', () => socket.destroy());
-    socket.on('close', () => this.#sockets.delete(socket));
+    socket.on('close', () => {
+      this.#sockets.delete(socket);
+      for (const listener of closeListeners.splice(0)) listener();
+    });
   }
 
-  async #answer(line: string): Promise<ControlResponse> {
+  async #answer(line: string, stream: ControlStream): Promise<ControlResponse> {
     let request: unknown;
     try {
       request = JSON.parse(line);
@@ -130,7 +167,7 @@ export class ControlServer {
       return { ok: false, error: { code: 'E_PROTOCOL', message: 'a request needs a "command" string' } };
     }
     try {
-      return await this.#handler(request as ControlRequest);
+      return await this.#handler(request as ControlRequest, stream);
     } catch (error) {
       const code = error instanceof ControlError ? error.code : 'E_INTERNAL';
       return { ok: false, error: { code, message: (error as Error).message } };

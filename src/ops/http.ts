@@ -3,10 +3,13 @@ import { isIP, type AddressInfo } from 'node:net';
 import { sameSecret } from './secret.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from './logger.js';
-import { clientsView, healthView, type ManagedBroker, queueDetailView, queuesView, uptimeSeconds } from './api.js';
-import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.js';
-import { BrokerMetrics } from './metrics.js';
+import { HandlerRates, type ManagedBroker, subscriberCounts, uptimeSeconds } from './api.js';
+import { RateHistory } from './history.js';
+import type { InspectedBroker } from './messages.js';
+import type { BrokerMetrics } from './metrics.js';
 import { RateWindow } from './rates.js';
+import { getRoutes, json, postRoutes, queueRoute, type Reply, type Route, type RouteContext } from './routes.js';
+import { RenderCache } from './render-cache.js';
 
 export type ManagementConfig = NonNullable<Config['management']>;
 
@@ -25,16 +28,15 @@ export interface ManagementServer {
   close(): Promise<void>;
 }
 
-type Reply = { status: number; type: string; body: string; headers?: Record<string, string> };
-
-const JSON_TYPE = 'application/json; charset=utf-8';
-const IDS_LIMIT = 1000;
-const MAX_IDS_LIMIT = 100_000;
-
-const escapeChar = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
-/** `<`, `>` and `&` as \u escapes: the same JSON to a parser, inert if something renders it as HTML */
-const json = (status: number, value: unknown): Reply => ({ status, type: JSON_TYPE, body: JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, escapeChar) + '\n' });
+/** a grey dot: what the dashboard's tab shows */
+const FAVICON_SVG = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="7" fill="#778"/></svg>';
+/** answers not yet read by their client hold at most this much; past it, data is 503 (docs/management.md) */
+const MAX_UNREAD_BYTES = 16 * 1_048_576;
+/** a connection that takes nothing for this long is closed, answer or not */
+const IDLE_TIMEOUT_MS = 10_000;
 const notFound = (): Reply => json(404, { error: 'not found' });
+/** a POST body larger than this is refused: the actions take a queue and some message ids */
+const MAX_BODY_BYTES = 64 * 1024;
 
 /** headers on every answer: nothing is cached, sniffed, framed or sent a referrer */
 const COMMON_HEADERS: Record<string, string> = {
@@ -47,16 +49,23 @@ const COMMON_HEADERS: Record<string, string> = {
 
 /**
  * The management HTTP surface (SPEC §11, docs/management.md): metrics, health, a read-only
- * JSON API and the dashboard. GET only; a bearer token on everything but the static page
- * when `management.token` is set.
+ * JSON API and the dashboard. GET, and POST for the dashboard's dead-letter actions (only
+ * with a token); a bearer token on everything but the static page when `management.token` is set.
  */
-export async function startManagement(broker: ManagedBroker, config: ManagementConfig, options: ManagementOptions): Promise<ManagementServer> {
+export async function startManagement(broker: ManagedBroker & InspectedBroker, config: ManagementConfig, options: ManagementOptions): Promise<ManagementServer> {
   const { metrics, log } = options;
   const now = options.now ?? Date.now;
   const rates = new RateWindow();
-  const sample = () => rates.record(now(), broker.router.queues.values());
+  const history = new RateHistory();
+  const sample = () => {
+    rates.record(now(), broker.router.queues.values());
+    history.record(now(), broker.router.queues.values());
+  };
   metrics.bind({
     queues: () => broker.router.queues.values(),
+    subscriberCounts: () => subscriberCounts(broker),
+    peers: () => broker.peers?.status() ?? [],
+    now,
     get connections() { return broker.sessions.size; },
     get isMaster() { return broker.router.isMaster; },
     get reloadFailures() { return broker.reloadFailures ?? 0; },
@@ -64,38 +73,30 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
     get uptimeSeconds() { return uptimeSeconds(broker, now()); },
     get conflictingMasters() { return broker.peers?.conflict?.masters.length ?? 0; },
     get peersConnected() { return broker.peers?.status().filter((p) => p.connected).length ?? 0; },
-  });
+  }, config);
 
   // the whole block needs a restart (docs/operations.md#what-a-reload-applies)
   const expected = config.token;
+  const handlerRates = new HandlerRates();
+  const ctx: RouteContext = { broker, metrics, rates, history, now, actions: expected !== undefined };
+  const gets = getRoutes(ctx);
+  const posts = postRoutes(ctx);
 
-  const routes: Record<string, (url: URL) => Reply | Promise<Reply>> = {
-    '/': () => ({ status: 200, type: 'text/html; charset=utf-8', body: DASHBOARD_HTML, headers: { 'Content-Security-Policy': DASHBOARD_CSP } }),
-    '/metrics': async () => ({ status: 200, type: metrics.contentType, body: await metrics.text() }),
-    '/statistics': async () => ({ status: 200, type: metrics.contentType, body: await metrics.text() }),
-    '/health': () => {
-      const view = healthView(broker, now());
-      return json(view.status === 'ok' ? 200 : 503, view);
-    },
-    '/api/queues': () => json(200, queuesView(broker, rates, now())),
-    '/api/clients': () => json(200, clientsView(broker)),
+  const rendered = new RenderCache(() => metrics.text());
+  const unread = new UnreadAnswers();
+  const busy = (): Reply => ({ ...json(503, { error: 'busy: too many answers not read yet, retry' }), headers: { 'Retry-After': '1' } });
+  /** data views make new bodies: refused while unread answers hold too much (a fresh render costs nothing) */
+  const guarded = (make: Route): Route => (url, body) => (unread.bytes >= MAX_UNREAD_BYTES ? busy() : make(url, body));
+  const metricsReply = async (): Promise<Reply> => {
+    const fresh = rendered.fresh;
+    if (!fresh && unread.bytes >= MAX_UNREAD_BYTES) return busy();
+    return { status: 200, type: metrics.contentType, body: fresh ?? (await rendered.get()) };
   };
-
-  function route(path: string): ((url: URL) => Reply | Promise<Reply>) | null {
-    if (Object.hasOwn(routes, path)) return routes[path]!;
-    if (!path.startsWith('/api/queues/')) return null;
-    let name: string;
-    try {
-      // `endpoint/version`, URL-encoded (`news%2Fv1`) or not (`news/v1`)
-      name = decodeURIComponent(path.slice('/api/queues/'.length));
-    } catch {
-      return () => json(400, { error: 'bad queue name encoding' });
-    }
-    return (url) => {
-      const detail = queueDetailView(broker, name, rates, now(), idsLimit(url));
-      return detail ? json(200, detail) : json(404, { error: 'unknown queue' });
-    };
-  }
+  for (const path of Object.keys(gets)) if (path.startsWith('/api/')) gets[path] = guarded(gets[path]!);
+  gets['/metrics'] = metricsReply;
+  gets['/statistics'] = metricsReply;
+  // browsers ask for it on every page load: a tiny icon, not a 404 in the console
+  gets['/favicon.ico'] = () => ({ status: 200, type: 'image/svg+xml', body: FAVICON_SVG, headers: { 'Cache-Control': 'max-age=86400' } });
 
   async function answer(req: IncomingMessage): Promise<Reply> {
     if (!hostAllowed(req.headers.host, config.host, expected !== undefined)) return json(403, { error: 'unexpected Host header' });
@@ -103,29 +104,41 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
     const target = req.url ?? '/';
     if (!target.startsWith('/')) return json(400, { error: 'bad request target' });
     const url = new URL(`http://management.invalid${target}`);
-    const handler = route(url.pathname);
-    if (!handler) return notFound();
-    if (req.method !== 'GET') return { ...json(405, { error: 'method not allowed' }), headers: { Allow: 'GET' } };
-    // the page holds no data; what it fetches needs the token
-    if (url.pathname !== '/' && expected !== undefined && !sameSecret(bearer(req.headers.authorization), expected)) {
+    const path = url.pathname;
+    const queue = Object.hasOwn(gets, path) ? null : queueRoute(ctx, path, handlerRates);
+    const get = Object.hasOwn(gets, path) ? gets[path]! : queue ? guarded(queue) : null;
+    const post = Object.hasOwn(posts, path) ? posts[path]! : null;
+    if (!get && !post) return notFound();
+    const handler = req.method === 'GET' ? get : req.method === 'POST' ? post : null;
+    if (!handler) return { ...json(405, { error: 'method not allowed' }), headers: { Allow: get ? 'GET' : 'POST' } };
+    // the page (and its icon) hold no data; what it fetches needs the token
+    if (path !== '/' && path !== '/favicon.ico' && expected !== undefined && !sameSecret(bearer(req.headers.authorization), expected)) {
       return { ...json(401, { error: 'bearer token required' }), headers: { 'WWW-Authenticate': 'Bearer realm="whisker"' } };
     }
-    return handler(url);
+    if (req.method !== 'POST') return handler(url, undefined);
+    // actions change the broker: never without a token (a page elsewhere cannot send one)
+    if (expected === undefined) return json(403, { error: 'actions need management.token in the config' });
+    if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) return json(415, { error: 'a JSON body (Content-Type: application/json) is expected' });
+    const body = await readBody(req);
+    if (body === undefined) return json(400, { error: `the body is not a JSON object under ${MAX_BODY_BYTES} bytes` });
+    log.info('management action', { path, queue: (body as { queue?: unknown }).queue });
+    return handler(url, body);
   }
 
   const server: Server = createServer((req, res) => {
     answer(req).then(
-      // a request body is never read, so a connection that sent one is not reused
-      (reply) => send(res, reply, req.method !== 'GET'),
+      // a request body left unread: the connection is not reused
+      (reply) => send(res, reply, req.method !== 'GET' && !req.readableEnded, unread),
       (error: unknown) => {
         log.error('management request failed', { path: req.url, error: (error as Error).message });
-        send(res, json(500, { error: 'internal error' }), true);
+        send(res, json(500, { error: 'internal error' }), true, unread);
       },
     );
   });
   server.headersTimeout = 10_000;
   server.requestTimeout = 15_000;
   server.keepAliveTimeout = 5_000;
+  server.timeout = IDLE_TIMEOUT_MS;
   const address = await new Promise<AddressInfo>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {
@@ -137,7 +150,13 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
   const sampler = setInterval(sample, options.sampleIntervalMs ?? 1000);
   sampler.unref();
   sample();
-  log.info('management listening', { url: `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`, token: expected !== undefined });
+  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  log.info('management listening', { url, token: expected !== undefined });
+  if (expected === undefined) {
+    // the data views (queues, ids, client names) are then anyone's who can reach the port
+    const who = isLoopback(address.address) ? 'every local user of this host' : 'everyone who can reach this address';
+    log.warn(`management HTTP has no token: ${who} can read its metrics and API (set management.token)`, { url });
+  }
 
   let closed: Promise<void> | null = null;
   return {
@@ -154,9 +173,36 @@ export async function startManagement(broker: ManagedBroker, config: ManagementC
   };
 }
 
-function send(res: ServerResponse, reply: Reply, closeAfter: boolean): void {
+function send(res: ServerResponse, reply: Reply, closeAfter: boolean, unread: UnreadAnswers): void {
   res.writeHead(reply.status, { ...COMMON_HEADERS, 'Content-Type': reply.type, ...reply.headers, ...(closeAfter ? { Connection: 'close' } : {}) });
+  unread.track(res, reply.body);
   res.end(reply.body);
+}
+
+/** the bodies of answers still being written, each counted once however many sockets share it */
+class UnreadAnswers {
+  readonly #bodies = new Map<string | Buffer, number>();
+  #bytes = 0;
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  track(res: ServerResponse, body: string | Buffer): void {
+    const sharing = this.#bodies.get(body) ?? 0;
+    if (sharing === 0) this.#bytes += body.length;
+    this.#bodies.set(body, sharing + 1);
+    res.once('close', () => {
+      const left = this.#bodies.get(body)! - 1;
+      if (left > 0) return void this.#bodies.set(body, left);
+      this.#bodies.delete(body);
+      this.#bytes -= body.length;
+    });
+  }
+}
+
+function isLoopback(address: string): boolean {
+  return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
 }
 
 function bearer(header: string | undefined): string | undefined {
@@ -164,9 +210,21 @@ function bearer(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
-function idsLimit(url: URL): number {
-  const asked = Number(url.searchParams.get('limit') ?? IDS_LIMIT);
-  return Number.isInteger(asked) && asked > 0 ? Math.min(asked, MAX_IDS_LIMIT) : IDS_LIMIT;
+/** the JSON object of a POST, or undefined when it is not one or too large */
+async function readBody(req: IncomingMessage): Promise<object | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) return undefined;
+    chunks.push(chunk);
+  }
+  try {
+    const value: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

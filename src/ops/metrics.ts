@@ -1,19 +1,16 @@
 import { performance } from 'node:perf_hooks';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { MessageStore, QueueCounters } from '../broker/api.js';
+import { type GroupSeries, groupSeries, type PeerSeries, type QueueSeries, queueSeries, type QueueStats } from './series.js';
 
-/** One queue as the metrics see it (`Queue` has these). */
-export interface QueueStats {
-  readonly name: string;
-  readonly depth: number;
-  readonly inFlightCount: number;
-  readonly size: number;
-  readonly counters: QueueCounters;
-}
+export type { QueueStats } from './series.js';
 
 /** What the metrics read of a running broker, at scrape time (docs/management.md#metrics). */
 export interface MetricsSource {
   queues(): Iterable<QueueStats>;
+  /** listen and consume handlers per queue name */
+  subscriberCounts(): ReadonlyMap<string, { consumers: number; listeners: number }>;
+  peers(): readonly PeerSeries[];
   readonly connections: number;
   readonly isMaster: boolean;
   readonly reloadFailures: number;
@@ -22,7 +19,18 @@ export interface MetricsSource {
   /** configured masters this broker sees, itself included, when more than one */
   readonly conflictingMasters: number;
   readonly peersConnected: number;
+  /** ms epoch, for ages */
+  now(): number;
 }
+
+/** how many series a client can make the broker export (docs/management.md#label-cardinality) */
+export interface SeriesLimits {
+  readonly maxQueueSeries: number;
+  readonly groupSeries: boolean;
+  readonly maxGroupSeries: number;
+}
+
+const DEFAULT_LIMITS: SeriesLimits = { maxQueueSeries: 1000, groupSeries: false, maxGroupSeries: 200 };
 
 /** one Prometheus counter per queue counter; names end in `_total` as Prometheus expects */
 const COUNTERS: ReadonlyArray<[keyof QueueCounters, string, string]> = [
@@ -42,7 +50,8 @@ const APPEND_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.
 /**
  * The broker's Prometheus metrics in their own registry (never prom-client's global one, so
  * two brokers in one process do not share series). Values are read from `source` on scrape;
- * only the append latency is observed as it happens.
+ * only the append latency is observed as it happens. Per-queue series are bounded by
+ * `maxQueueSeries`, per-group ones are opt-in and bounded too.
  */
 export class BrokerMetrics {
   readonly registry = new Registry();
@@ -50,30 +59,62 @@ export class BrokerMetrics {
   /** one 10 ms timer: how late it fires is how long the event loop was held up */
   readonly #loopTimer: NodeJS.Timeout;
   #source: MetricsSource | null = null;
+  #limits: SeriesLimits;
+  /** one scrape reads the queues once, however many metrics use them */
+  #scrape: { queues: QueueSeries[]; groups: GroupSeries[] } | null = null;
 
-  constructor() {
+  constructor(limits: SeriesLimits = DEFAULT_LIMITS) {
+    this.#limits = limits;
     const registers = [this.registry];
     const read = () => this.#source;
+    const scraped = () => this.#scrapeNow();
+    // Node process metrics: CPU, memory, heap, GC, event-loop lag, handles (prom-client's own names)
+    collectDefaultMetrics({ register: this.registry });
     for (const [key, name, help] of COUNTERS) {
       new Counter({
         name, help, labelNames: ['queue'], registers,
         collect() {
           this.reset();
-          for (const queue of read()?.queues() ?? []) this.inc({ queue: queue.name }, queue.counters[key]);
+          for (const queue of scraped().queues) this.inc({ queue: queue.name }, queue.counters[key]);
         },
       });
     }
-    const perQueue = (name: string, help: string, value: (queue: QueueStats) => number) =>
+    const perQueue = (name: string, help: string, value: (queue: QueueSeries) => number) =>
       new Gauge({
         name, help, labelNames: ['queue'], registers,
         collect() {
           this.reset();
-          for (const queue of read()?.queues() ?? []) this.set({ queue: queue.name }, value(queue));
+          for (const queue of scraped().queues) this.set({ queue: queue.name }, value(queue));
         },
       });
     perQueue('whisker_queue_depth', 'Messages not yet delivered to every group (waiting, requeued or delayed)', (q) => q.depth);
-    perQueue('whisker_queue_in_flight', 'Deliveries sent and not yet acked', (q) => q.inFlightCount);
+    perQueue('whisker_queue_in_flight', 'Deliveries sent and not yet acked', (q) => q.inFlight);
     perQueue('whisker_queue_messages', 'Messages the queue holds, in flight included', (q) => q.size);
+    perQueue('whisker_queue_oldest_waiting_seconds', 'Age of the oldest message waiting for a delivery (0 when none waits)', (q) => q.oldestWaitingSeconds);
+    perQueue('whisker_queue_consumers', 'Consume handlers subscribed to the queue', (q) => q.consumers);
+    perQueue('whisker_queue_listeners', 'Listen handlers subscribed to the queue', (q) => q.listeners);
+    perQueue('whisker_queue_group_in_flight_max', 'Deliveries in flight in the busiest recipient group of the queue', (q) => q.maxGroupInFlight);
+    new Gauge({
+      name: 'whisker_group_in_flight', help: 'Deliveries in flight per recipient group (opt-in: management.groupSeries)', labelNames: ['queue', 'mode', 'client', 'id'], registers,
+      collect() {
+        this.reset();
+        for (const g of scraped().groups) this.set({ queue: g.queue, mode: g.mode, client: g.client, id: g.id }, g.inFlight);
+      },
+    });
+    const perPeer = (name: string, help: string, value: (peer: PeerSeries) => number) =>
+      new Gauge({
+        name, help, labelNames: ['peer'], registers,
+        collect() {
+          this.reset();
+          for (const peer of read()?.peers() ?? []) this.set({ peer: peer.serviceId }, value(peer));
+        },
+      });
+    perPeer('whisker_peer_connected', 'Link to the peer is up: 1, else 0', (p) => Number(p.connected));
+    perPeer('whisker_peer_role', 'Role of the peer as last heard: 1 master, 0 slave, -1 unknown (link down)', (p) => (p.role === 'master' ? 1 : p.role === 'slave' ? 0 : -1));
+    perPeer('whisker_peer_following', 'This broker follows the peer as its master: 1, else 0', (p) => Number(p.following));
+    perPeer('whisker_peer_in_step', 'Following the peer and past its sync: 1, else 0', (p) => Number(p.inStep));
+    perPeer('whisker_peer_lag_messages', 'Messages and settlements from the peer not applied here yet', (p) => p.lagMessages);
+    perPeer('whisker_peer_lag_seconds', 'Age of the oldest of those, in seconds', (p) => p.lagSeconds);
     const single = (name: string, help: string, value: (s: MetricsSource) => number) =>
       new Gauge({
         name, help, registers,
@@ -84,6 +125,7 @@ export class BrokerMetrics {
       });
     single('whisker_connections', 'Open client connections, handshakes included', (s) => s.connections);
     single('whisker_role', 'Role of this broker: 1 master, 0 slave', (s) => (s.isMaster ? 1 : 0));
+    single('whisker_master_seen', 'This broker delivers, or has a live link to a peer that does: 1, else 0 (no master in sight)', (s) => Number(s.isMaster || s.peers().some((p) => p.connected && p.role === 'master')));
     single('whisker_store_healthy', 'Message store health: 1 healthy, 0 failed (sends are refused with E_STORE)', (s) => (s.isStoreHealthy ? 1 : 0));
     single('whisker_master_conflict', 'Brokers configured as master that see each other (0 when there is no conflict); the lowest serviceId delivers', (s) => s.conflictingMasters);
     single('whisker_peers_connected', 'Peers this broker has a live link to', (s) => s.peersConnected);
@@ -119,8 +161,9 @@ export class BrokerMetrics {
   }
 
   /** the broker to read from; set once it exists (the store is wrapped before) */
-  bind(source: MetricsSource): void {
+  bind(source: MetricsSource, limits?: SeriesLimits): void {
     this.#source = source;
+    if (limits) this.#limits = limits;
   }
 
   /** stops sampling the event loop: the broker stopped */
@@ -132,8 +175,26 @@ export class BrokerMetrics {
     return this.registry.contentType;
   }
 
-  text(): Promise<string> {
-    return this.registry.metrics();
+  async text(): Promise<string> {
+    this.#scrape = null;
+    try {
+      return await this.registry.metrics();
+    } finally {
+      this.#scrape = null;
+    }
+  }
+
+  #scrapeNow(): { queues: QueueSeries[]; groups: GroupSeries[] } {
+    if (this.#scrape) return this.#scrape;
+    const source = this.#source;
+    if (!source) return { queues: [], groups: [] };
+    const queues = [...source.queues()];
+    const now = source.now();
+    this.#scrape = {
+      queues: queueSeries(queues, source.subscriberCounts(), now, this.#limits.maxQueueSeries),
+      groups: this.#limits.groupSeries ? groupSeries(queues, this.#limits.maxGroupSeries) : [],
+    };
+    return this.#scrape;
   }
 
   /**

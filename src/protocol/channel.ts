@@ -120,7 +120,7 @@ export interface ChannelSet {
 
 /**
  * Channel argument of listen/consume: a string `ep/ver/id` or `{ endpoint, version, ids }`
- * where `ids` is one value or an array of raw ids.
+ * where `ids` is one value or an array of raw ids (possibly empty).
  */
 export function parseChannelSet(value: unknown): ChannelSet {
   if (typeof value === 'string') {
@@ -130,8 +130,8 @@ export function parseChannelSet(value: unknown): ChannelSet {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badChannel();
   const { endpoint, version, ids } = value as Record<string, unknown>;
   checkQueueParts(endpoint, version);
+  // an empty list is a subscription that addId fills later (SPEC §2, reference test K59)
   const list = Array.isArray(ids) ? ids : [ids];
-  if (list.length === 0) throw badChannel('Bad id');
   return { endpoint: endpoint as string, version: version as string, ids: canonicalIds(list) };
 }
 

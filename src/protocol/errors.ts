@@ -20,6 +20,11 @@ export const ERROR_CODES = [
   'E_DISCONNECTED',
   'E_PROTOCOL',
   'E_LIMIT',
+  // client library only (docs/client.md#errors)
+  'E_HANDLER',
+  'E_ABORTED',
+  'E_BAD_ARGUMENT',
+  'E_ALREADY_CONNECTED',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -34,8 +39,8 @@ export class WhiskerError extends Error {
   readonly code: ErrorCode;
   readonly details: unknown;
 
-  constructor(code: ErrorCode, message: string, details?: unknown) {
-    super(message);
+  constructor(code: ErrorCode, message: string, details?: unknown, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = 'WhiskerError';
     this.code = code;
     this.details = details;

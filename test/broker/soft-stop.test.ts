@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import type { Done } from '../../src/client/subscription.js';
+import type { Done } from '../../src/client/types.js';
 import { type BrokerProcess, startProcess, whisker, writeConfig } from '../support/broker-process.js';
 import { connect, Inbox, tempDir, unconnected, clientConfig } from '../support/harness.js';
 

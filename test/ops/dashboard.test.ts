@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { Done } from '../../src/client/subscription.js';
+import type { Done } from '../../src/client/types.js';
 import { broker, connect, tempDir } from '../support/harness.js';
 import { countColour, decodePng, distinctColours } from '../support/png.js';
 
@@ -86,7 +86,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'news/v1' }).click();
     await page.locator('#id-rows tr').first().waitFor();
     expect(await page.locator('#detail-name').textContent()).toBe('news/v1');
-    expect(await page.locator('#id-rows tr td').allTextContents()).toEqual([HOSTILE, '2']);
+    expect((await page.locator('#id-rows tr td').allTextContents()).slice(0, 2)).toEqual([HOSTILE, '2']);
 
     // hostile ids are text: no element made from them, no handler ran, nothing refused by the CSP
     expect(await page.locator('img').count()).toBe(0);
@@ -106,7 +106,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     // more traffic: the page follows without a reload
     for (let i = 0; i < 3; i++) await producer.send(`news/v1/${encodeURIComponent(HOSTILE)}`, i);
     await expect.poll(async () => (await cells(page, 'news/v1'))[1], { timeout: 5000 }).toBe('5');
-    await expect.poll(() => page.locator('#id-rows tr td').allTextContents(), { timeout: 5000 }).toEqual([HOSTILE, '5']);
+    await expect.poll(async () => (await page.locator('#id-rows tr td').allTextContents()).slice(0, 2), { timeout: 5000 }).toEqual([HOSTILE, '5']);
     const after = join(dir, 'after.png');
     await page.screenshot({ path: after, fullPage: true });
     expect(readFileSync(after).equals(readFileSync(before))).toBe(false);

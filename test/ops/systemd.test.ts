@@ -78,9 +78,12 @@ describe('systemd', () => {
   test.skipIf(!hasAnalyze)('systemd/whisker.service passes systemd-analyze verify', () => {
     // verify checks that ExecStart's binary exists: point a copy at this checkout's bin/whisker
     const unit = readFileSync(join(root, 'systemd', 'whisker.service'), 'utf8');
-    expect(unit).toContain('ExecStart=/usr/bin/whisker start -c /etc/whisker/config.json');
+    expect(unit).toContain('ExecStart=/usr/local/bin/whisker start -c /etc/whisker/config.json');
+    // a bad config exits 2 (test/cli/cli.test.ts): systemd must not restart it in a loop
+    expect(unit).toMatch(/^RestartPreventExitStatus=2$/m);
+    expect(unit).toMatch(/^SyslogLevelPrefix=yes$/m);
     const copy = join(tempDir(), 'whisker.service');
-    writeFileSync(copy, unit.replaceAll('/usr/bin/whisker', bin));
+    writeFileSync(copy, unit.replaceAll('/usr/local/bin/whisker', bin));
     const result = spawnSync('systemd-analyze', ['verify', copy], { encoding: 'utf8' });
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);

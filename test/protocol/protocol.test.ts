@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { WhiskerError } from '../../src/protocol/errors.js';
-import type { SendInfo } from '../../src/client/client.js';
+import type { ChannelString, SendInfo } from '../../src/client/types.js';
 import { MemoryStore } from '../../src/broker/store/memory.js';
 import { startBroker } from '../../src/broker/broker.js';
 import { broker, brokerConfig, clientConfig, connect, Inbox, tempDir, type TestBroker, unconnected, freePort } from '../support/harness.js';
@@ -38,7 +38,7 @@ function message(channel: string, data: unknown = 1): Record<string, unknown> {
 
 /** the error a callback-style send reports, with its info */
 function sendResult(c: ReturnType<typeof unconnected>, channel: unknown, data: unknown): Promise<{ err: WhiskerError | null; info: SendInfo }> {
-  return new Promise((resolve) => c.send(channel as string, data, (err, _result, info) => resolve({ err, info })));
+  return new Promise((resolve) => c.send(channel as ChannelString, data, (err, _result, info) => resolve({ err, info })));
 }
 
 interface BadFrame {
@@ -249,7 +249,7 @@ describe('client-side errors have codes', () => {
     const c = await connect('app', b.hostSpec);
     const { err } = await sendResult(c, channel, { a: 1 });
     expect(err?.code).toBe('E_BAD_CHANNEL');
-    await expect(c.send(channel as string, { a: 1 })).rejects.toMatchObject({ code: 'E_BAD_CHANNEL' });
+    await expect(c.send(channel as ChannelString, { a: 1 })).rejects.toMatchObject({ code: 'E_BAD_CHANNEL' });
     expect(b.router.queues.size).toBe(0);
   });
 
@@ -264,7 +264,7 @@ describe('client-side errors have codes', () => {
     const b = await broker();
     const c = await connect('app', b.hostSpec);
     const errors = new Inbox<WhiskerError>();
-    c.listen(channel, (err) => err && errors.push(err));
+    c.listen(channel as ChannelString, (err) => err && errors.push(err));
     const [err] = await errors.waitFor(1);
     expect(err!.code).toBe('E_BAD_CHANNEL');
     expect(b.router.queues.size).toBe(0);
@@ -418,12 +418,12 @@ describe('broker-side refusals have codes', () => {
       const errors = new Inbox<WhiskerError>();
       const got: unknown[] = [];
       const handle = other.listen('x/v1/1', (err, msg) => (err ? errors.push(err) : got.push(msg)));
-      await handle.ready;
+      await expect(handle.ready).rejects.toMatchObject({ code: 'E_FORBIDDEN' });
       const [err] = await errors.waitFor(1);
       expect(err!.code).toBe('E_FORBIDDEN');
       expect(handle.ids).toEqual([]);
       const consumed = new Inbox<WhiskerError>();
-      await other.consume('x/v1/*', (e) => void (e && consumed.push(e))).ready;
+      await expect(other.consume('x/v1/*', (e) => void (e && consumed.push(e))).ready).rejects.toMatchObject({ code: 'E_FORBIDDEN' });
       expect((await consumed.waitFor(1))[0]!.code).toBe('E_FORBIDDEN');
       // a's own listener gets the message, b's refused one never does
       const inbox = new Inbox();

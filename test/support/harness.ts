@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { startBroker, type Broker, type BrokerOptions } from '../../src/broker/broker.js';
-import { WhiskerClient, type ClientConfig } from '../../src/client/client.js';
+import { WhiskerClient } from '../../src/client/client.js';
+import type { ClientConfig, DeliveryInfo, Done } from '../../src/client/types.js';
 import { buildConfig } from '../../src/config/load.js';
+import { loadOrCreateKeys } from '../../src/link/keys.js';
 import type { Config } from '../../src/config/types.js';
-import type { DeliveryInfo, Done } from '../../src/client/subscription.js';
 
 /**
  * One place that starts real brokers on port 0 in temp dirs and real clients, and closes
@@ -71,6 +72,7 @@ export function clientConfig(name: string, hosts: string | string[], extra: Part
   let keysDirectory = keyDirs.get(name);
   if (!keysDirectory) {
     keysDirectory = mkdtempSync(join(tmpdir(), `whisker-keys-${name}-`));
+    loadOrCreateKeys(keysDirectory, 'client'); // made here: a client that makes its own keys warns
     keyDirs.set(name, keysDirectory);
   }
   return { hosts: Array.isArray(hosts) ? hosts : [hosts], clientId: name, keysDirectory, connectTimeout: 3000, reconnect: { initialMs: 50, maxMs: 500 }, ...extra };

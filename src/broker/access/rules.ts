@@ -78,10 +78,16 @@ class ChannelGrants {
   }
 }
 
+/** One table of a rule: `plain` leaves out `!` patterns, which never grant `*` (SPEC §5). */
+interface CompiledTable {
+  readonly all: ChannelGrants;
+  readonly plain: ChannelGrants;
+}
+
 interface CompiledRule {
   /** undefined: the rule has no `read` key, so it says nothing about reading */
-  readonly read: ChannelGrants | undefined;
-  readonly write: ChannelGrants | undefined;
+  readonly read: CompiledTable | undefined;
+  readonly write: CompiledTable | undefined;
 }
 
 type Table = 'read' | 'write';
@@ -116,9 +122,10 @@ function compileTable(
   table: Table,
   key: string,
   reserved: ChannelGrants,
-): ChannelGrants | undefined {
+): CompiledTable | undefined {
   if (patterns === undefined) return undefined;
   const grants = new ChannelGrants();
+  const plain = new ChannelGrants();
   patterns.forEach((raw, index) => {
     const patternKey = `${key}.${index}`;
     const isReservation = raw.startsWith(RESERVED_MARK);
@@ -126,10 +133,11 @@ function compileTable(
       throw new ConfigError(patternKey, `"${raw}": "!" (reserved) is only allowed in read patterns`);
     }
     const pattern = parsePattern(isReservation ? raw.slice(RESERVED_MARK.length) : raw, patternKey);
-    grants.add(pattern); // a reserving pattern grants read too
+    grants.add(pattern); // a reserving pattern grants read too, of specific ids only
     if (isReservation) reserved.add(pattern);
+    else plain.add(pattern);
   });
-  return grants;
+  return { all: grants, plain };
 }
 
 function allowEverything(): Rules {
@@ -180,8 +188,10 @@ export function compileRules(rules: readonly RuleConfig[] | undefined, defaultPo
   function isAllowed(table: Table, client: string, endpoint: string, version: string, id: string): boolean {
     let restricted = false;
     for (const rule of rulesOf(client)) {
-      const grants = rule[table];
-      if (grants === undefined) continue;
+      const compiled = rule[table];
+      if (compiled === undefined) continue;
+      // Kitten-MQ README: with `!`, "the client cannot listen on *. It must listen on a specific channel id"
+      const grants = id === WILDCARD ? compiled.plain : compiled.all;
       if (grants.covers(endpoint, version, id)) return true;
       restricted = true;
     }

@@ -35,6 +35,8 @@ export class Intake {
     /** a frame may carry an id twice (a retry batched with its original): one is stored */
     const firstCopy = new Map<string, number>();
     const copies: Array<[index: number, first: number]> = [];
+    /** queues this batch would make: counted against limits.maxQueues before anything is stored */
+    const creates = new Set<string>();
     const now = router.now();
     messages.forEach((m, index) => {
       try {
@@ -49,7 +51,7 @@ export class Intake {
           return;
         }
         if (router.isKnown(m.messageId)) return;
-        accepted.push({ index, message: this.#check(clientName, m, now) });
+        accepted.push({ index, message: this.#check(clientName, m, now, creates) });
         firstCopy.set(m.messageId, index);
       } catch (error) {
         results[index] = { messageId: m.messageId, error: toPayload(error) };
@@ -69,7 +71,7 @@ export class Intake {
     return results;
   }
 
-  #check(clientName: string, m: PublishedMessage, now: number): StoredMessage {
+  #check(clientName: string, m: PublishedMessage, now: number, creates: Set<string>): StoredMessage {
     if (!this.#lifecycle.isRunning) throw new WhiskerError('E_STOPPING', 'Broker is stopping');
     const router = this.#router;
     if (!router.isStoreHealthy) throw new WhiskerError('E_STORE', 'Message store unavailable');
@@ -88,6 +90,10 @@ export class Intake {
     }
     const held = router.queues.get(queue);
     held?.checkCapacity();
+    if (!held && !creates.has(queue)) {
+      router.checkQueueLimit(creates.size);
+      creates.add(queue);
+    }
     // the queue's own name string, not one more copy per waiting message
     return { seq: router.nextSeq(), messageId: m.messageId, queue: held?.name ?? queue, id: channel.id, data, created: m.created, acceptedAt: now, from: clientName, json: JSON.stringify(data) };
   }

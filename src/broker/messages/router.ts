@@ -9,6 +9,7 @@ import type { Subscription } from '../queue/subscription.js';
 import type { MessageStore, StoreEvent, StoredMessage } from '../store/store.js';
 import { Appends } from './appends.js';
 import { DeadLetters } from './dead-letters.js';
+import { IdleQueues } from './idle-queues.js';
 import { Reservations } from './reservations.js';
 
 const forbidden = () => new WhiskerError('E_FORBIDDEN', 'Not allowed');
@@ -47,8 +48,11 @@ export class Router {
   readonly #holders = new Map<string, Queue>();
   readonly #dedupe: DedupeWindow;
   readonly #appends = new Appends();
+  /** who watches messages enter their queues without being a recipient (`whisker tail`) */
+  readonly #taps = new Set<(message: StoredMessage) => void>();
   readonly #reservations = new Reservations();
   readonly #deadLetters: DeadLetters;
+  readonly #idleQueues: IdleQueues;
   /** what the queues see of the store: every state change also reaches the mirrors */
   readonly #queueStore: MessageStore;
   #hooks: MirrorHooks | null = null;
@@ -95,6 +99,21 @@ export class Router {
     this.#lifecycle.observe(() => {
       if (this.#lifecycle.isStopping) this.#checkIdle();
     });
+    this.#idleQueues = new IdleQueues({ queues: this.#queues, timeoutSeconds: () => this.#policy.config.idleQueueTimeout, now: this.now });
+  }
+
+  /** forgets queues idle for idleQueueTimeout now (the sweep does it on its own); returns how many */
+  forgetIdleQueues(): number {
+    return this.#idleQueues.sweep();
+  }
+
+  /**
+   * A new queue past limits.maxQueues is refused: clients choose queue names (SPEC §7).
+   * `creating`: queues the caller is about to make besides this one.
+   */
+  checkQueueLimit(creating = 0): void {
+    const limit = this.#policy.config.limits.maxQueues;
+    if (this.#queues.size + creating >= limit) throw new WhiskerError('E_LIMIT', `Too many queues (limit ${limit})`);
   }
 
   observe(hooks: MirrorHooks | null): void {
@@ -114,6 +133,12 @@ export class Router {
   }
 
   /** the role this broker acts in, decided by its config and its peers (src/broker/mirror/peers.ts) */
+  /** `listener` sees every message as it enters its queue, until the returned function is called */
+  tap(listener: (message: StoredMessage) => void): () => void {
+    this.#taps.add(listener);
+    return () => this.#taps.delete(listener);
+  }
+
   setMaster(isMaster: boolean): void {
     this.#isMaster = isMaster;
     for (const queue of this.#queues.values()) queue.setDelivering(isMaster);
@@ -198,6 +223,7 @@ export class Router {
       this.#holders.set(message.messageId, queue);
       queue.accept(message);
       this.#appends.admitted(message.messageId);
+      for (const tap of this.#taps) tap(message);
     }
     this.recordRemoved(finished);
   }
@@ -213,6 +239,7 @@ export class Router {
       this.#dedupe.addAt(item.message.messageId, item.message.acceptedAt);
     }
     for (const queue of this.#queues.values()) queue.finishRestore();
+    this.#idleQueues.start();
     return messages.length;
   }
 
@@ -230,6 +257,7 @@ export class Router {
     const [endpoint, version] = subscription.queue.split('/') as [string, string];
     const rules = this.#policy.rules;
     let queue: Queue | undefined;
+    if (ids.length > 0 && !this.#queues.has(subscription.queue)) this.checkQueueLimit();
     for (const id of ids) {
       if (subscription.ids.has(id)) continue;
       if (!rules.canRead(subscription.clientName, endpoint, version, id) || !this.#reservations.reserve(rules, subscription, id)) {
@@ -287,6 +315,7 @@ export class Router {
   }
 
   close(): void {
+    this.#idleQueues.stop();
     for (const queue of this.#queues.values()) queue.close();
   }
 

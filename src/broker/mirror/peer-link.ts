@@ -25,6 +25,8 @@ export class PeerLink {
   #named: Set<string> | null = null;
   /** while in step with the master: offers what only we got from clients, once a second */
   #offerTimer: NodeJS.Timeout | null = null;
+  /** frames from the master received and not applied yet: when each came, how many items */
+  readonly #unapplied: Array<{ at: number; items: number }> = [];
 
   readonly #deps: LinkDeps;
 
@@ -65,7 +67,10 @@ export class PeerLink {
 
   status(): PeerStatus {
     const role = this.view ? (this.view.isMaster ? 'master' : 'slave') : 'unknown';
-    return { serviceId: this.target.serviceId!, spec: this.target.spec, connected: this.#connection.isReady, role, following: this.#following };
+    const lagMessages = this.#unapplied.reduce((sum, frame) => sum + frame.items, 0);
+    const lagSeconds = this.#unapplied.length > 0 ? (Date.now() - this.#unapplied[0]!.at) / 1000 : 0;
+    const inStep = this.#following && this.#offerTimer !== null;
+    return { serviceId: this.target.serviceId!, spec: this.target.spec, connected: this.#connection.isReady, role, following: this.#following, inStep, lagMessages, lagSeconds };
   }
 
   /** tells the peer our role when it changed, and follows it when it is the master and we are not */
@@ -105,6 +110,8 @@ export class PeerLink {
 
   #apply(frame: SyncFrame | FeedFrame): void {
     const { replica, log } = this.#deps;
+    const received = { at: Date.now(), items: frame.messages.length + frame.removed.length + (frame.type === 'feed' ? frame.settled.length : 0) };
+    this.#unapplied.push(received);
     this.#applying = this.#applying
       .then(async () => {
         if (frame.type === 'sync') {
@@ -125,7 +132,8 @@ export class PeerLink {
           replica.applySettled(frame.settled, frame.removed);
         }
       })
-      .catch((error: unknown) => log.error('could not apply what the master sent', { master: this.target.serviceId, error: (error as Error).message }));
+      .catch((error: unknown) => log.error('could not apply what the master sent', { master: this.target.serviceId, error: (error as Error).message }))
+      .finally(() => this.#unapplied.splice(this.#unapplied.indexOf(received), 1));
   }
 
   #stopFollowing(): void {

@@ -16,6 +16,12 @@ export interface PeerStatus {
   readonly connected: boolean;
   readonly role: 'master' | 'slave' | 'unknown';
   readonly following: boolean;
+  /** following and past the master's sync: its feed names everything it gets (docs/management.md#health) */
+  readonly inStep: boolean;
+  /** messages and settlements the master sent that this broker has not applied yet */
+  readonly lagMessages: number;
+  /** how long the oldest of those has waited, in seconds (0 when none waits) */
+  readonly lagSeconds: number;
 }
 
 /** a peer's role as last heard, over our link to it or its link to us */

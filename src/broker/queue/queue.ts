@@ -1,5 +1,6 @@
 import { unescapeId } from '../../protocol/channel.js';
 import { WhiskerError } from '../../protocol/errors.js';
+import type { SubscriptionMode } from '../../protocol/frames.js';
 import { addRecordTo, type DeliveryRecord, type Entry, Group, groupKey, NO_RECORDS, parseGroupKey, recordOf, removeRecordFrom, type Subscriber } from './group.js';
 import { LOAD_RETRY_MS, QueueBodies } from './bodies.js';
 import { EntryList } from './entry-list.js';
@@ -91,6 +92,11 @@ export class Queue {
   /** messages held whose body is in memory; the others are read back from the store */
   get bodiesInMemory(): number {
     return this.#bodies.held;
+  }
+
+  /** nothing held, nobody subscribed: the router may forget it (docs/configuration.md, idleQueueTimeout) */
+  get isIdle(): boolean {
+    return this.#entries.size === 0 && this.#groups.size === 0 && this.#inFlight.size === 0 && this.#delayed.size === 0;
   }
 
   has(messageId: string): boolean {
@@ -297,6 +303,14 @@ export class Queue {
     return victims.length;
   }
 
+  /** drops one held message, in flight or not (a dead letter replayed or purged by the operator) */
+  remove(messageId: string): boolean {
+    const entry = this.#entries.get(messageId);
+    if (!entry) return false;
+    this.#drop(entry, 'dropped', true);
+    return true;
+  }
+
   /** ids in their canonical escaped form, as in channel strings (`whisker list`) */
   idCounts(): Map<string, number> {
     const ids = new Map<string, number>();
@@ -314,6 +328,28 @@ export class Queue {
       summaries.push({ messageId: message.messageId, id: message.id, created: message.created, acceptedAt: message.acceptedAt, from: message.from, waitingForSubscriber: unassigned, groups });
     }
     return summaries;
+  }
+
+  /**
+   * ms epoch at which the oldest message still waiting for a delivery was accepted, null when
+   * none waits (docs/management.md#metrics). Stops at the first waiting one: held messages are
+   * in acceptance order, so this is quick unless many at the head are in flight.
+   */
+  oldestWaitingAcceptedAt(): number | null {
+    for (const entry of this.#entries.values()) if (entry.pending > 0 || entry.unassigned) return entry.message.acceptedAt;
+    return null;
+  }
+
+  /** deliveries in flight to this subscriber (a consumer's prefetch used) */
+  inFlightFor(subscriber: Subscriber): number {
+    return this.#inFlight.countOf(subscriber);
+  }
+
+  /** deliveries in flight per recipient group (only groups with some) */
+  inFlightByGroup(): Array<{ readonly mode: SubscriptionMode; readonly clientName: string; readonly pattern: string; readonly inFlight: number }> {
+    const counts = new Map<Group, number>();
+    for (const record of this.#inFlight) counts.set(record.group, (counts.get(record.group) ?? 0) + 1);
+    return [...counts].map(([group, inFlight]) => ({ mode: group.mode, clientName: group.clientName, pattern: group.pattern, inFlight }));
   }
 
   /** ids as users mean them (`a/b`), for the management API */

@@ -18,6 +18,8 @@ export class Subscription implements Subscriber {
   readonly prefetch: number;
   readonly ids = new Set<string>();
   readonly owner: SubscriptionOwner;
+  /** deliveries handed to this handler, for its rate on the dashboard */
+  delivered = 0;
 
   constructor(owner: SubscriptionOwner, sub: number, mode: SubscriptionMode, queue: string, prefetch: number) {
     this.owner = owner;
@@ -37,6 +39,7 @@ export class Subscription implements Subscriber {
 
   deliver(delivery: Delivery, dataJson?: string): void {
     delivery.sub = this.sub;
+    this.delivered++;
     this.owner.queueDelivery(delivery, dataJson);
   }
 }

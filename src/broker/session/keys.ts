@@ -21,6 +21,8 @@ export interface AuthPolicy {
   readonly socketToken: string | undefined;
   /** may this unknown name register its key on first use? */
   mayRegister(name: string): boolean;
+  /** names registered past which a new one is refused with E_LIMIT (limits.maxRegisteredClients) */
+  readonly maxRegistered?: number;
 }
 
 /**
@@ -32,11 +34,22 @@ export class KeyRegistry {
   readonly #keys = new Map<string, KeyObject>();
 
   readonly #revokedDirectory: string;
+  /** `<name>.pub` files, counted at start and at each `forget()` (reload), kept up to date between */
+  #registeredCount: number;
 
   constructor(directory: string) {
     this.#directory = directory;
     this.#revokedDirectory = join(directory, 'revoked');
     mkdirSync(this.#revokedDirectory, { recursive: true, mode: 0o700 });
+    this.#registeredCount = this.#countFiles();
+  }
+
+  get registeredCount(): number {
+    return this.#registeredCount;
+  }
+
+  #countFiles(): number {
+    return readdirSync(this.#directory).filter((file) => file.endsWith('.pub') && CLIENT_NAME.test(file.slice(0, -4))).length;
   }
 
   /**
@@ -62,6 +75,7 @@ export class KeyRegistry {
     this.revoke(name, key);
     rmSync(join(this.#directory, `${name}.pub`), { force: true });
     this.#keys.delete(name);
+    this.#registeredCount = this.#countFiles();
     return key;
   }
 
@@ -86,6 +100,7 @@ export class KeyRegistry {
   /** forget cached keys so a removed or replaced file is read again (reload, revocation) */
   forget(): void {
     this.#keys.clear();
+    this.#registeredCount = this.#countFiles();
   }
 
   /** is `key` still the registered key of `name`? false once the file is removed or replaced */
@@ -121,6 +136,7 @@ export class KeyRegistry {
       return this.registered(name) ?? key;
     }
     this.#keys.set(name, key);
+    this.#registeredCount++;
     return key;
   }
 
@@ -149,6 +165,8 @@ export class KeyRegistry {
     if (!key) {
       if (!frame.publicKey) throw new WhiskerError('E_AUTH', 'Unknown client, no public key given');
       if (!policy.mayRegister(name)) throw new WhiskerError('E_AUTH', 'Unknown client, registration not allowed');
+      const limit = policy.maxRegistered;
+      if (limit !== undefined && this.#registeredCount >= limit) throw new WhiskerError('E_LIMIT', `Too many registered clients (limit ${limit})`);
       try {
         key = createPublicKey(frame.publicKey);
       } catch {
@@ -157,13 +175,30 @@ export class KeyRegistry {
       isNew = true;
     }
     if (this.isRevoked(key)) throw new WhiskerError('E_AUTH', 'Key revoked');
-    await verifyToken(frame.token, key, name, nonce, policy.serviceId);
+    try {
+      await verifyToken(frame.token, key, name, nonce, policy.serviceId);
+    } catch (error) {
+      // a rebuilt client (new folder, fresh container) made a new key: say so (docs/security.md#keys)
+      if (!isNew && offersOtherKey(frame.publicKey, key)) {
+        throw new WhiskerError('E_AUTH', `Client name ${name} is registered with another key; see whisker keys revoke ${name}`);
+      }
+      throw error;
+    }
     if (isNew) {
       const winner = this.register(name, key);
       if (winner !== key) await verifyToken(frame.token, winner, name, nonce, policy.serviceId);
       key = winner;
     }
     return { name, key };
+  }
+}
+
+function offersOtherKey(publicKeyPem: string | undefined, registered: KeyObject): boolean {
+  if (!publicKeyPem) return false;
+  try {
+    return fingerprint(createPublicKey(publicKeyPem)) !== fingerprint(registered);
+  } catch {
+    return false;
   }
 }
 

@@ -31,10 +31,12 @@ export interface SessionPort extends SubscriptionOwner {
   readonly nonce: string;
   readonly subscriptions: Map<number, Subscription>;
   send(frame: BrokerFrame): void;
-  /** an error frame, then close */
-  fail(error: WhiskerError): void;
+  /** an error frame, then close (1002 for E_PROTOCOL, else 1008, unless given) */
+  fail(error: WhiskerError, closeCode?: number): void;
   authenticated(clientName: string, key: KeyObject, isPeer?: boolean): void;
-  queueResults(results: PublishResult[]): void;
+  /** counts the answers a publish will need; returns what `queueResults` releases */
+  expectResults(messages: readonly { readonly messageId: string }[]): number;
+  queueResults(results: PublishResult[], expectedBytes?: number): void;
 }
 
 /** One connection as the broker's wiring and control commands see it. */

@@ -18,11 +18,26 @@ import { handlePeerFrame, peerGone } from './handlers/peer.js';
 import { handlePublish } from './handlers/publish.js';
 import { handleAddIds, handleRemoveIds, handleSubscribe, handleUnsubscribe } from './handlers/subscribe.js';
 import type { Subscription } from '../queue/subscription.js';
+import { Outbound, type OutboundLimits } from './outbound.js';
 
 type SessionState = 'handshake' | 'authenticating' | 'ready' | 'closed';
 
+/** what the server that owns the slots hears of a session (session/server.ts) */
+export interface SessionHooks {
+  /** the handshake succeeded: null to take a slot, or the refusal */
+  admitted(): WhiskerError | null;
+  /** closed: the server's sets forget it */
+  gone(): void;
+}
+
 const HANDSHAKE_TIMEOUT_MS = 5_000;
 const MAX_BATCH = 1_000;
+/** a client owing this many times maxBufferedBytesPerConnection (or maxPayloadBytes) is closed (docs/security.md#limits) */
+const HARD_BOUND_FACTOR = 4;
+/** `{"messageId":"…"},` around each id in a results frame */
+const RESULT_OVERHEAD_BYTES = 16;
+/** how long a connection closed for not reading may take to read its close frame */
+const CLOSE_GRACE_MS = 1_000;
 
 /**
  * One WebSocket connection, and the only writer to it. Nothing but the handshake is accepted
@@ -34,8 +49,7 @@ export class Session implements ConnectedSession {
   readonly subscriptions = new Map<number, Subscription>();
   readonly ctx: BrokerContext;
   readonly #ws: WebSocket;
-  /** the server's set of sessions forgets this one */
-  readonly #onGone: (session: Session) => void;
+  readonly #hooks: SessionHooks;
   #state: SessionState = 'handshake';
   #clientName = '';
   /** a mirror broker's link: it follows, it does not publish or subscribe (docs/protocol.md#peers) */
@@ -46,16 +60,21 @@ export class Session implements ConnectedSession {
   #deliveries: string[] = [];
   #queuedBytes = 0;
   #results: PublishResult[] = [];
+  #resultBytes = 0;
+  readonly #outbound: Outbound;
   #flushScheduled = false;
-  #paused = false;
   #alive = true;
 
-  constructor(ws: WebSocket, ctx: BrokerContext, nonce: string, onGone: (session: Session) => void) {
+  constructor(ws: WebSocket, ctx: BrokerContext, nonce: string, hooks: SessionHooks) {
     this.#ws = ws;
-    this.#onGone = onGone;
+    this.#hooks = hooks;
     this.ctx = ctx;
     this.nonce = nonce;
     this.#handshakeTimer = setTimeout(() => this.fail(new WhiskerError('E_AUTH', 'Handshake timeout')), HANDSHAKE_TIMEOUT_MS);
+    this.#outbound = new Outbound(ws, () => this.#bounds(), {
+      drained: () => this.#resumeDeliveries(),
+      overflowed: (unsent, limit) => this.#overflowed(unsent, limit),
+    });
     ws.on('message', (data, isBinary) => this.#onMessage(data.toString(), isBinary));
     ws.on('close', () => this.#onClose());
     ws.on('error', () => this.#onClose());
@@ -87,6 +106,11 @@ export class Session implements ConnectedSession {
   /** the handshake succeeded: from now on this connection is `name` and nothing else */
   authenticated(clientName: string, key: KeyObject, isPeer = false): void {
     if (this.#state !== 'authenticating') return;
+    const refusal = this.#hooks.admitted();
+    if (refusal) {
+      this.fail(refusal, 1013);
+      return;
+    }
     this.#clientName = clientName;
     this.#isPeer = isPeer;
     this.#key = key;
@@ -105,34 +129,51 @@ export class Session implements ConnectedSession {
 
   send(frame: BrokerFrame): void {
     if (this.#state === 'closed') return;
-    this.#ws.send(encodeFrame(frame));
+    this.#outbound.write(encodeFrame(frame));
   }
 
   /** an error frame, then close: for protocol and auth failures (docs/protocol.md#errors) */
-  fail(error: WhiskerError): void {
+  fail(error: WhiskerError, closeCode = error.code === 'E_PROTOCOL' ? 1002 : 1008): void {
     if (this.#state === 'closed') return;
     this.ctx.log.info('connection refused', { client: this.label, code: error.code, reason: error.message });
     this.send({ type: 'error', error: error.toJSON() });
-    this.#ws.close(error.code === 'E_PROTOCOL' ? 1002 : 1008, error.code);
+    this.#ws.close(closeCode, error.code);
     this.#onClose();
   }
 
   isWritable(): boolean {
-    const unsent = this.#ws.bufferedAmount + this.#queuedBytes;
-    const writable = this.#state === 'ready' && unsent < this.ctx.policy.config.limits.maxBufferedBytesPerConnection;
-    if (!writable) this.#paused = true;
-    return writable;
+    return this.#state === 'ready' && !this.#outbound.isFull;
   }
 
   queueDelivery(delivery: Delivery, dataJson?: string): void {
     const encoded = dataJson === undefined ? JSON.stringify(delivery) : encodeDelivery(delivery, dataJson);
     this.#deliveries.push(encoded);
     this.#queuedBytes += encoded.length;
+    this.#outbound.hold(encoded.length);
     this.#scheduleFlush();
   }
 
-  queueResults(results: PublishResult[]): void {
-    for (const result of results) this.#results.push(result);
+  /**
+   * The answers a publish will need, counted from the moment it is read: a publisher that reads
+   * no results is not read either (docs/security.md#limits). Returns what `queueResults` releases.
+   */
+  expectResults(messages: readonly { readonly messageId: string }[]): number {
+    let bytes = 0;
+    for (const m of messages) bytes += m.messageId.length + RESULT_OVERHEAD_BYTES;
+    this.#outbound.hold(bytes);
+    return bytes;
+  }
+
+  queueResults(results: PublishResult[], expectedBytes = 0): void {
+    this.#outbound.release(expectedBytes);
+    if (this.#state === 'closed') return;
+    let bytes = 0;
+    for (const result of results) {
+      this.#results.push(result);
+      bytes += result.error ? JSON.stringify(result).length : result.messageId.length + RESULT_OVERHEAD_BYTES;
+    }
+    this.#resultBytes += bytes;
+    this.#outbound.hold(bytes);
     this.#scheduleFlush();
   }
 
@@ -164,6 +205,8 @@ export class Session implements ConnectedSession {
   #flush(): void {
     this.#flushScheduled = false;
     if (this.#state === 'closed') return;
+    this.#outbound.release(this.#resultBytes + this.#queuedBytes);
+    this.#resultBytes = 0;
     while (this.#results.length > 0) this.send({ type: 'results', results: this.#results.splice(0, MAX_BATCH) });
     if (this.#deliveries.length === 0) return;
     // frames stay near maxPayloadBytes so a client's frame limit holds: encode one by one
@@ -174,7 +217,7 @@ export class Session implements ConnectedSession {
     let parts: string[] = [];
     let bytes = 0;
     const sendBatch = () => {
-      this.#ws.send(`{"type":"deliver","messages":[${parts.join(',')}]}`, () => this.#maybeResume());
+      this.#outbound.write(`{"type":"deliver","messages":[${parts.join(',')}]}`);
       parts = [];
       bytes = 0;
     };
@@ -186,11 +229,26 @@ export class Session implements ConnectedSession {
     sendBatch();
   }
 
-  #maybeResume(): void {
-    if (!this.#paused || this.#state !== 'ready') return;
-    if (this.#ws.bufferedAmount >= this.ctx.policy.config.limits.maxBufferedBytesPerConnection / 2) return;
-    this.#paused = false;
+  #bounds(): OutboundLimits {
+    const { maxBufferedBytesPerConnection: softBytes, maxPayloadBytes } = this.ctx.policy.config.limits;
+    // mirrors are configured brokers: their link is neither paused nor closed for a long sync
+    if (this.#isPeer) return { softBytes, hardBytes: null, pausesReading: false };
+    // the answers to one frame may exceed the soft bound by a frame's worth
+    return { softBytes, hardBytes: HARD_BOUND_FACTOR * Math.max(softBytes, maxPayloadBytes), pausesReading: true };
+  }
+
+  #resumeDeliveries(): void {
+    if (this.#state !== 'ready') return;
     for (const subscription of this.subscriptions.values()) this.ctx.router.resume(subscription);
+  }
+
+  /** it reads nothing while it is owed more than the hard bound: closed, so it costs no more */
+  #overflowed(unsentBytes: number, limitBytes: number): void {
+    if (this.#state === 'closed') return;
+    this.ctx.log.warn('connection closed: it does not read what it is sent', { client: this.label, code: 'E_LIMIT', unsentBytes, limitBytes });
+    this.#ws.close(1008, 'E_LIMIT: not reading');
+    setTimeout(() => this.#ws.terminate(), CLOSE_GRACE_MS).unref();
+    this.#onClose();
   }
 
   #onMessage(text: string, isBinary: boolean): void {
@@ -263,7 +321,10 @@ export class Session implements ConnectedSession {
     this.subscriptions.clear();
     this.#deliveries = [];
     this.#queuedBytes = 0;
-    this.#onGone(this);
+    this.#results = [];
+    this.#resultBytes = 0;
+    this.#outbound.clear();
+    this.#hooks.gone();
     if (this.#isPeer) {
       peerGone(this);
       this.ctx.log.info('peer disconnected', { peer: this.label });

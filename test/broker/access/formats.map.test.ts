@@ -71,7 +71,7 @@ describe('min and max', () => {
 });
 
 describe('optional', () => {
-  const types = ['int', 'number', 'numeric', 'decimal', 'string', 'alpha', 'alphanumeric', 'boolean', 'binary', 'array', 'object', 'email', 'emailList'];
+  const types = ['int', 'number', 'numeric', 'decimal', 'string', 'alpha', 'alphanumeric', 'unicodeAlpha', 'unicodeAlphanumeric', 'boolean', 'binary', 'array', 'object', 'email', 'emailList'];
   const empties: [string, Record<string, unknown>][] = [['absent', {}], ['null', { v: null }], ["''", { v: '' }]];
 
   describe.each(types)('%s', (type) => {

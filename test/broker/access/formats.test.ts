@@ -61,15 +61,28 @@ const TABLE: Row[] = [
     rejects: [0, -0, 13, NaN, true, false, ...NOT_SCALARS],
   },
   {
+    // ASCII only, as the reference (issue #16 fault 6)
     type: 'alpha',
+    error: 'must contain only letters',
+    accepts: ['abc', 'ABCxyz', 'Zz'],
+    rejects: ['', 'éàè', 'Ωμέγα', 'Ça', 'straße', 'e\u0301', 'a1', '2', 'a b', 'a-b', 'abc ', "l'été", '😀', 1.23, 0, true, ...NOT_SCALARS],
+  },
+  {
+    type: 'alphanumeric',
+    error: 'must contain only letters and digits',
+    accepts: ['abc', '123', 'a1b2', '1234azkjazlskjlmsa567890'],
+    rejects: ['', 'Éa1', 'Ωμέγα1', '١٢٣', 'a b', 'a_b', '#', '1.2', '-1', 12, true, ...NOT_SCALARS],
+  },
+  {
+    type: 'unicodeAlpha',
     error: 'must contain only letters',
     accepts: ['abc', 'ABCxyz', 'éàè', 'Ça', 'Zoë', 'straße', 'Ελληνικά', 'e\u0301t\u00e9'],
     rejects: ['', 'a1', '2', 'a b', 'a-b', 'abc ', "l'été", '😀', 1.23, 0, true, ...NOT_SCALARS],
   },
   {
-    type: 'alphanumeric',
+    type: 'unicodeAlphanumeric',
     error: 'must contain only letters and digits',
-    accepts: ['abc', '123', 'a1b2', '1234azkjazlskjlmsa567890', 'Éa1'],
+    accepts: ['abc', '123', 'a1b2', 'Éa1', 'Ωμέγα1'],
     rejects: ['', 'a b', 'a_b', '#', '1.2', '-1', 12, true, ...NOT_SCALARS],
   },
   {

@@ -196,7 +196,10 @@ describe('reserved ids (! read patterns)', () => {
   it.each<{ name: string; table: Table; channel: string; allowed: boolean }>([
     { name: '!ep/ver/id grants read of that id', table: 'read', channel: 'orders/v1/42', allowed: true },
     { name: '!ep/ver/id does not grant *', table: 'read', channel: 'orders/v1/*', allowed: false },
-    { name: '!ep/ver/* grants read of *', table: 'read', channel: 'invoices/v1/*', allowed: true },
+    // Kitten-MQ README: "! means the client cannot listen on *. It must listen on a specific channel id"
+    { name: '!ep/ver/* does not grant read of *', table: 'read', channel: 'invoices/v1/*', allowed: false },
+    { name: '!ep/ver/* grants read of any id', table: 'read', channel: 'invoices/v1/7', allowed: true },
+    { name: '!ep/* does not grant read of *', table: 'read', channel: 'audit/v3/*', allowed: false },
     { name: '!ep/* grants read of any id', table: 'read', channel: 'audit/v3/x', allowed: true },
     { name: 'a reservation grants no write', table: 'write', channel: 'orders/v1/42', allowed: false },
   ])('$name', ({ table, channel, allowed }) => {

@@ -7,6 +7,8 @@ import type { WhiskerError } from '../../../src/protocol/errors.js';
 /** SPEC §5: reserved ids (`!` read patterns), and what a reload does to rights and keys. */
 const rules = [
   { client: '*', read: ['!room/v1/*', 'open/v1/*', '!lobby/*'], write: ['room/v1/*', 'open/v1/*', 'lobby/*'] },
+  // a plain read pattern: the only way to listen on room/v1/*
+  { client: 'watcher', read: ['room/v1/*'] },
 ];
 
 function refusals(): { errors: WhiskerError[]; handler: (err: WhiskerError | null) => void } {
@@ -22,7 +24,8 @@ describe('reserved ids', () => {
     await owner.listen('room/v1/42', inbox.listener).ready;
     const refused = refusals();
     const handle = other.listen('room/v1/42', refused.handler);
-    await handle.ready;
+    // wholly refused: ready rejects with the code (#16 fault 4), and the handler got it too
+    await expect(handle.ready).rejects.toMatchObject({ code: 'E_FORBIDDEN' });
     expect(refused.errors.map((e) => e.code)).toEqual(['E_FORBIDDEN']);
     expect(handle.ids).toEqual([]);
     await other.send('room/v1/42', 'hi owner');
@@ -34,9 +37,9 @@ describe('reserved ids', () => {
     const [first, second] = await Promise.all([connect('svc', b.hostSpec), connect('svc', b.hostSpec)]);
     await first.consume('room/v1/1', () => {}).ready;
     const sameName = refusals();
-    await second.consume('room/v1/1', sameName.handler).ready;
+    await expect(second.consume('room/v1/1', sameName.handler).ready).rejects.toMatchObject({ code: 'E_FORBIDDEN' });
     const sameConnection = refusals();
-    await first.listen('room/v1/1', sameConnection.handler).ready;
+    await expect(first.listen('room/v1/1', sameConnection.handler).ready).rejects.toMatchObject({ code: 'E_FORBIDDEN' });
     expect(sameName.errors.map((e) => e.code)).toEqual(['E_FORBIDDEN']);
     expect(sameConnection.errors.map((e) => e.code)).toEqual(['E_FORBIDDEN']);
   });
@@ -46,7 +49,7 @@ describe('reserved ids', () => {
     const [a, c] = await Promise.all([connect('a', b.hostSpec), connect('c', b.hostSpec)]);
     await a.listen('lobby/v9/x', () => {}).ready;
     const refused = refusals();
-    await c.listen('lobby/v9/x', refused.handler).ready;
+    await expect(c.listen('lobby/v9/x', refused.handler).ready).rejects.toMatchObject({ code: 'E_FORBIDDEN' });
     expect(refused.errors.map((e) => e.code)).toEqual(['E_FORBIDDEN']);
   });
 
@@ -70,6 +73,30 @@ describe('reserved ids', () => {
     const refused = refusals();
     await next.listen('room/v1/7', refused.handler).ready;
     expect(refused.errors).toEqual([]);
+  });
+
+  test('a client whose read right comes only from ! patterns cannot listen or consume on * (Kitten-MQ README)', async () => {
+    const b = await broker({ rules });
+    const [owner, snoop] = await Promise.all([connect('owner', b.hostSpec), connect('snoop', b.hostSpec)]);
+    const inbox = new Inbox();
+    await owner.listen('room/v1/42', inbox.listener).ready;
+    const listened = refusals();
+    const listenHandle = snoop.listen('room/v1/*', listened.handler);
+    await expect(listenHandle.ready).rejects.toMatchObject({ code: 'E_FORBIDDEN' });
+    const consumed = refusals();
+    const consumeHandle = snoop.consume({ endpoint: 'lobby', version: 'v1', ids: ['*'] }, consumed.handler);
+    await expect(consumeHandle.ready).rejects.toMatchObject({ code: 'E_FORBIDDEN' });
+    expect(listened.errors.map((e) => e.code)).toEqual(['E_FORBIDDEN']);
+    expect(consumed.errors.map((e) => e.code)).toEqual(['E_FORBIDDEN']);
+    expect(listenHandle.ids).toEqual([]);
+    // the reserved id's message reaches its owner only
+    await snoop.send('room/v1/42', 'private');
+    await inbox.waitFor(1);
+    const snooped = new Inbox();
+    await snoop.listen('open/v1/*', snooped.listener).ready; // a plain pattern still allows *
+    await snoop.send('open/v1/1', 'public');
+    await snooped.waitFor(1);
+    expect(listened.errors).toHaveLength(1);
   });
 
   test('a * subscription neither takes nor is blocked by reserved ids', async () => {
@@ -101,8 +128,9 @@ describe('reserved ids', () => {
     const outcomes = await Promise.all(
       clients.map(async (c) => {
         const refused = refusals();
-        await c.consume('room/v1/prize', refused.handler).ready;
-        return refused.errors.length === 0;
+        const won = await c.consume('room/v1/prize', refused.handler).ready.then(() => true, () => false);
+        expect(won).toBe(refused.errors.length === 0);
+        return won;
       }),
     );
     expect(outcomes.filter(Boolean)).toHaveLength(1);

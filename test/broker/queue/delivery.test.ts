@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { broker, connect, Inbox, until } from '../../support/harness.js';
-import type { Done } from '../../../src/client/subscription.js';
+import type { Done } from '../../../src/client/types.js';
 
 /** SPEC §7, one rule a test: who receives what, how many times. */
 describe('listen', () => {

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { WebSocket } from 'ws';
 import { CLIENT_NAME } from '../../../src/broker/session/keys.js';
-import type { Done } from '../../../src/client/subscription.js';
+import type { Done } from '../../../src/client/types.js';
 import { broker, clientConfig, connect, Inbox, once, type TestBroker, unconnected, until } from '../../support/harness.js';
 import { fuzzCase } from '../../support/fuzz-frames.js';
 import { FuzzLane, newTally } from '../../support/fuzz-lane.js';

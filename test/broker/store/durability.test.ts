@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { WhiskerClient } from '../../../src/client/client.js';
-import type { Done } from '../../../src/client/subscription.js';
+import type { Done } from '../../../src/client/types.js';
 import { connect, freePort, tempDir, until } from '../../support/harness.js';
 import { newKeyPair, RawPeer } from '../../support/raw-peer.js';
 

@@ -13,6 +13,8 @@ export const FIELD_TYPES = [
   'string',
   'alpha',
   'alphanumeric',
+  'unicodeAlpha',
+  'unicodeAlphanumeric',
   'boolean',
   'binary',
   'array',
@@ -48,9 +50,12 @@ const LIST_SEPARATOR = '[ \\t\\r\\n]*;[ \\t\\r\\n]*';
 export const PATTERNS = {
   numeric: '^-?[0-9]+$',
   decimal: '^-?[0-9]+(?:\\.[0-9]+)?$',
+  // ASCII only, as the reference: users rely on alpha to keep a field ASCII (docs/formats.md#types)
+  alpha: '^[A-Za-z]+$',
+  alphanumeric: '^[A-Za-z0-9]+$',
   // letters of any script, plus combining marks so decomposed accents (e + U+0301) pass
-  alpha: '^[\\p{L}\\p{M}]+$',
-  alphanumeric: '^[\\p{L}\\p{M}0-9]+$',
+  unicodeAlpha: '^[\\p{L}\\p{M}]+$',
+  unicodeAlphanumeric: '^[\\p{L}\\p{M}0-9]+$',
   email: `^${EMAIL_SOURCE}$`,
   emailList: `^${EMAIL_SOURCE}(?:${LIST_SEPARATOR}${EMAIL_SOURCE})*$`,
 } as const;
@@ -73,6 +78,8 @@ export const KINDS: { readonly [type in FieldType]: KindRule } = {
   string: rule({ type: 'string' }, 'must be a string', 'length'),
   alpha: rule({ type: 'string', pattern: PATTERNS.alpha }, 'must contain only letters', 'length'),
   alphanumeric: rule({ type: 'string', pattern: PATTERNS.alphanumeric }, 'must contain only letters and digits', 'length'),
+  unicodeAlpha: rule({ type: 'string', pattern: PATTERNS.unicodeAlpha }, 'must contain only letters', 'length'),
+  unicodeAlphanumeric: rule({ type: 'string', pattern: PATTERNS.unicodeAlphanumeric }, 'must contain only letters and digits', 'length'),
   boolean: rule({ type: 'boolean' }, 'must be a boolean', null),
   binary: rule({ enum: [true, false, 'true', 'false', 0, 1, '0', '1'] }, 'must be a binary value', null, 'toBoolean'),
   array: rule({ type: 'array' }, 'must be an array', 'items'),

@@ -16,6 +16,8 @@ export function handleAuth(session: SessionPort, frame: AuthFrame): void {
       serviceId: policy.config.serviceId,
       socketToken: policy.config.socketServer.token,
       mayRegister: (name) => (isPeer ? peers.isPeer(name) : policy.mayRegister(name)),
+      // mirrors are listed in `peers`: only client names are bounded
+      ...(isPeer ? {} : { maxRegistered: policy.config.limits.maxRegisteredClients }),
     })
     .then(
       ({ name, key }) => {

@@ -15,8 +15,9 @@ function answer(session: SessionPort, req: number, work: () => Pick<ReplyFrame, 
   }
 }
 
-function wireIds(ids: readonly string[]): string[] {
-  if (ids.length === 0) throw new WhiskerError('E_BAD_CHANNEL', 'Bad id');
+/** `allowEmpty`: a subscribe may start with no ids, for addIds to fill (SPEC §2, reference K59) */
+function wireIds(ids: readonly string[], allowEmpty = false): string[] {
+  if (ids.length === 0 && !allowEmpty) throw new WhiskerError('E_BAD_CHANNEL', 'Bad id');
   return [...new Set(ids.map(canonicalIdSegment))];
 }
 
@@ -40,7 +41,7 @@ export function handleSubscribe(session: SessionPort, frame: SubscribeFrame): vo
   answer(session, frame.req, () => {
     if (session.subscriptions.has(frame.sub)) throw new WhiskerError('E_PROTOCOL', `Subscription ${frame.sub} already exists`);
     checkQueueParts(frame.endpoint, frame.version);
-    const ids = wireIds(frame.ids);
+    const ids = wireIds(frame.ids, true);
     const queue = `${frame.endpoint}/${frame.version}`;
     const prefetch = frame.prefetch ?? session.ctx.policy.queueSettings(queue).prefetch;
     if (prefetch < 1) throw new WhiskerError('E_PROTOCOL', 'prefetch must be at least 1');

@@ -1,0 +1,208 @@
+import { errorFromPayload, WhiskerError } from '../protocol/errors.js';
+import type { BrokerFrame, ClientFrame, Delivery, PublishResult, ReplyFrame } from '../protocol/frames.js';
+import { Connection, type ConnectionOwner } from '../link/connection.js';
+import type { ClientKeys } from '../link/keys.js';
+import type { ClientOptions } from './options.js';
+import type { Outbox, PendingSend } from './outbox.js';
+import type { ClientSubscription } from './subscription.js';
+
+/** What the broker set needs of its client. */
+export interface BrokersOwner {
+  subscriptions(): Iterable<ClientSubscription>;
+  readonly outbox: Outbox;
+  onDelivery(delivery: Delivery): void;
+  onRevoked(sub: number, ids: readonly string[], error: WhiskerError): void;
+  emit(event: 'connect' | 'reconnect' | 'disconnect' | 'master', ...args: unknown[]): void;
+  onError(error: WhiskerError): void;
+}
+
+/**
+ * Every broker of `hosts` at once (SPEC §3, §9): one Connection each, dialled in parallel;
+ * sends, subscriptions and acks go to all of them; the master's answers are the ones that count.
+ */
+export class Brokers {
+  readonly #connections: Connection[];
+  readonly #owner: BrokersOwner;
+  readonly #connectTimeoutMs: number;
+  #master: Connection | null = null;
+  #wasConnected = false;
+  #everConnected = false;
+  #maxMessageBytes = 1_048_576 - 512;
+  #onAnswer: (connection: Connection, error: WhiskerError | null) => void = () => {};
+  #abortStart: () => void = () => {};
+
+  constructor(options: ClientOptions, keys: ClientKeys, owner: BrokersOwner) {
+    this.#owner = owner;
+    this.#connectTimeoutMs = options.connectTimeoutMs;
+    const connectionOwner: ConnectionOwner = {
+      clientId: options.clientId,
+      keys,
+      tls: options.tls,
+      reconnect: options.reconnect,
+      onReady: (connection) => this.#connectionReady(connection),
+      onDown: (connection, error) => this.#connectionDown(connection, error),
+      onFrame: (connection, frame) => this.#onFrame(connection, frame),
+    };
+    this.#connections = options.hosts.map((target) => new Connection(target, connectionOwner));
+  }
+
+  get maxMessageBytes(): number {
+    return this.#maxMessageBytes;
+  }
+
+  isConnected(): boolean {
+    return this.#connections.some((c) => c.isReady);
+  }
+
+  /** `cb` fires once: when every host has answered, or at connectTimeout (SPEC §3) */
+  start(cb: (err: WhiskerError | null) => void): void {
+    const answered = new Map<Connection, WhiskerError | null>();
+    let called = false;
+    let timedOut = false;
+    const settle = () => {
+      if (called) return;
+      const connected = this.isConnected();
+      const allAnswered = answered.size === this.#connections.length;
+      if (!allAnswered && !timedOut) return;
+      if (!connected && !timedOut && [...answered.values()].some((e) => e === null || isNetworkError(e))) return;
+      called = true;
+      clearTimeout(timer);
+      if (connected) return cb(null);
+      const refusal = [...answered.values()].find((e) => e && !isNetworkError(e));
+      cb(refusal ?? new WhiskerError('E_TIMEOUT', `No broker reachable within ${this.#connectTimeoutMs} ms; still trying`));
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      settle();
+    }, this.#connectTimeoutMs);
+    this.#abortStart = () => {
+      if (called) return;
+      called = true;
+      clearTimeout(timer);
+      cb(new WhiskerError('E_DISCONNECTED', 'disconnect() was called before a broker was connected'));
+    };
+    this.#onAnswer = (connection, error) => {
+      if (!answered.has(connection) || answered.get(connection) !== null) answered.set(connection, error);
+      settle();
+    };
+    for (const connection of this.#connections) connection.start();
+  }
+
+  async close(): Promise<void> {
+    this.#abortStart();
+    await Promise.all(this.#connections.map((c) => c.close()));
+  }
+
+  request(build: (req: number) => ClientFrame, onMasterReply: (reply: ReplyFrame | null) => void): void {
+    const master = this.#master;
+    for (const connection of this.#connections) {
+      if (!connection.isReady) continue;
+      connection.request(build, connection === master ? onMasterReply : () => {});
+    }
+    if (!master) onMasterReply(null);
+  }
+
+  subscribe(subscription: ClientSubscription): void {
+    const master = this.#master;
+    for (const connection of this.#connections) {
+      if (!connection.isReady) continue;
+      connection.request(
+        (req) => subscription.subscribeFrame(req),
+        (reply) => (connection === master ? subscription.onMasterReply(reply) : undefined),
+      );
+    }
+  }
+
+  publish(pending: PendingSend): void {
+    for (const connection of this.#connections) if (connection.isReady) connection.queuePublish(pending.message, pending.bytes);
+  }
+
+  /** acks go to every broker so slaves drop their copy (docs/protocol.md#ack) */
+  settle(delivery: Delivery, ok: boolean, delaySeconds: number): void {
+    const frame = { sub: delivery.sub, messageId: delivery.messageId, via: delivery.via, ok, ...(delaySeconds > 0 ? { delaySeconds } : {}) };
+    for (const connection of this.#connections) if (connection.isReady) connection.queueAck(frame);
+  }
+
+  #connectionReady(connection: Connection): void {
+    // a broker announces its frame limit in `welcome`: the smallest one bounds every send
+    this.#maxMessageBytes = Math.min(...this.#connections.map((c) => c.maxPayloadBytes), 1_048_576) - 512;
+    for (const subscription of this.#owner.subscriptions()) {
+      connection.request(
+        (req) => subscription.subscribeFrame(req),
+        (reply) => (connection.isMaster ? subscription.onMasterReply(reply) : undefined),
+      );
+    }
+    for (const pending of this.#owner.outbox.values()) {
+      if (!pending.answeredBy.has(connection)) connection.queuePublish(pending.message, pending.bytes);
+    }
+    this.#updateMaster();
+    this.#onAnswer(connection, null);
+    if (!this.#wasConnected) {
+      this.#wasConnected = true;
+      this.#owner.emit(this.#everConnected ? 'reconnect' : 'connect');
+      this.#everConnected = true;
+    } else {
+      this.#owner.emit('reconnect', connection.serviceId);
+    }
+  }
+
+  #connectionDown(connection: Connection, error: WhiskerError | null): void {
+    this.#onAnswer(connection, error ?? new WhiskerError('E_DISCONNECTED', `Cannot reach ${connection.target.spec}`));
+    if (error) this.#owner.onError(error);
+    this.#updateMaster();
+    if (this.#wasConnected && !this.isConnected()) {
+      this.#wasConnected = false;
+      this.#owner.emit('disconnect');
+    }
+  }
+
+  #updateMaster(): void {
+    const master = this.#connections.find((c) => c.isMaster) ?? null;
+    if (master === this.#master) return;
+    this.#master = master;
+    this.#owner.emit('master', master?.serviceId ?? null);
+  }
+
+  #onFrame(connection: Connection, frame: BrokerFrame): void {
+    switch (frame.type) {
+      case 'results':
+        this.#onResults(connection, frame.results);
+        return;
+      case 'deliver':
+        for (const delivery of frame.messages) this.#owner.onDelivery(delivery);
+        return;
+      case 'role':
+        this.#updateMaster();
+        if (connection.isMaster) {
+          // a promoted slave already holds every subscription and every send it stored as a slave
+          for (const subscription of this.#owner.subscriptions()) subscription.onMasterReply({ type: 'reply', req: 0 });
+          for (const pending of [...this.#owner.outbox.values()]) {
+            if (pending.storedBy.has(connection.serviceId)) this.#owner.outbox.settle(pending.message.messageId, null);
+          }
+        }
+        return;
+      case 'revoked':
+        this.#owner.onRevoked(frame.sub, frame.ids, errorFromPayload(frame.error));
+        return;
+      default:
+        return;
+    }
+  }
+
+  #onResults(connection: Connection, results: readonly PublishResult[]): void {
+    const outbox = this.#owner.outbox;
+    for (const result of results) {
+      const pending = outbox.get(result.messageId);
+      if (!pending) continue;
+      pending.answeredBy.add(connection);
+      // a master at soft-stop refuses: with mirrors, the send waits for the next master (SPEC §9)
+      if (connection.isMaster && result.error?.code === 'E_STOPPING' && this.#connections.length > 1) continue;
+      if (connection.isMaster) outbox.settle(result.messageId, result.error ? errorFromPayload(result.error) : null);
+      else if (!result.error) pending.storedBy.add(connection.serviceId);
+    }
+  }
+}
+
+function isNetworkError(error: WhiskerError): boolean {
+  return error.code === 'E_DISCONNECTED';
+}

@@ -1,0 +1,150 @@
+import type { WhiskerError } from '../protocol/errors.js';
+import type { ReportError } from './dispatch.js';
+import { type Handle, type Settle, type SubscriptionSink } from './subscription.js';
+import type { ChannelId, DeliveryInfo, StreamMessage } from './types.js';
+
+interface Waiting<T> {
+  resolve(result: IteratorResult<StreamMessage<T>>): void;
+  reject(error: WhiskerError): void;
+}
+
+class Message<T> implements StreamMessage<T> {
+  readonly data: T;
+  readonly info: DeliveryInfo;
+  #settle: Settle | null;
+
+  constructor(data: T, info: DeliveryInfo, settle: Settle) {
+    this.data = data;
+    this.info = info;
+    this.#settle = settle;
+  }
+
+  get settled(): boolean {
+    return this.#settle === null;
+  }
+
+  ack(): void {
+    this.#finish(true, 0);
+  }
+
+  nack(delaySeconds = 0): void {
+    this.#finish(false, Math.max(0, Number(delaySeconds) || 0));
+  }
+
+  #finish(ok: boolean, delaySeconds: number): void {
+    const settle = this.#settle;
+    this.#settle = null;
+    settle?.(ok, delaySeconds);
+  }
+}
+
+/**
+ * `for await (const msg of mq.consume(channel))` (docs/client.md#streams). A message not
+ * settled when the loop asks for the next one is acked; when the loop ends (break, throw,
+ * an abort) the subscription closes, and the broker requeues at once the one in hand and those buffered.
+ * A refusal that leaves no id ends the loop with its error; others go to the `error` event.
+ */
+export class MessageStream<T = unknown> implements AsyncIterableIterator<StreamMessage<T>> {
+  #handle: Handle | null = null;
+  readonly #buffer: Message<T>[] = [];
+  #current: Message<T> | null = null;
+  #waiting: Waiting<T> | null = null;
+  #failure: WhiskerError | null = null;
+  #ended = false;
+  readonly #report: ReportError;
+
+  constructor(report: ReportError) {
+    this.#report = report;
+  }
+
+  /** the subscription's side: where the client delivers */
+  readonly sink: SubscriptionSink = {
+    message: (data, info, settle) => {
+      const message = new Message(data as T, info, settle);
+      if (this.#ended) return message.nack();
+      const waiting = this.#waiting;
+      if (!waiting) return void this.#buffer.push(message);
+      this.#waiting = null;
+      this.#current = message;
+      waiting.resolve({ value: message, done: false });
+    },
+    refusal: (error, empty) => {
+      if (!empty) return this.#report(error);
+      this.#failure ??= error;
+      this.#end();
+    },
+    closed: () => this.#end(),
+  };
+
+  attach(handle: Handle): this {
+    this.#handle = handle;
+    return this;
+  }
+
+  get ids(): string[] {
+    return this.#handle!.ids;
+  }
+
+  get ready(): Promise<void> {
+    return this.#handle!.ready;
+  }
+
+  addId(ids: ChannelId | readonly ChannelId[]): Promise<void> {
+    return this.#handle!.addId(ids);
+  }
+
+  removeId(ids: ChannelId | readonly ChannelId[]): Promise<void> {
+    return this.#handle!.removeId(ids);
+  }
+
+  /** ends the loop and closes the subscription */
+  close(): Promise<void> {
+    this.#end();
+    return this.#handle!.close();
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<StreamMessage<T>>> {
+    if (this.#current && !this.#current.settled) this.#current.ack();
+    this.#current = null;
+    const message = this.#buffer.shift();
+    if (message) {
+      this.#current = message;
+      return Promise.resolve({ value: message, done: false });
+    }
+    if (this.#failure) {
+      const failure = this.#failure;
+      this.#failure = null;
+      return Promise.reject(failure);
+    }
+    if (this.#ended) return Promise.resolve({ value: undefined, done: true });
+    if (this.#waiting) return Promise.reject(new TypeError('next() called while a previous next() is waiting'));
+    return new Promise((resolve, reject) => (this.#waiting = { resolve, reject }));
+  }
+
+  async return(): Promise<IteratorResult<StreamMessage<T>>> {
+    await this.close();
+    return { value: undefined, done: true };
+  }
+
+  #end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    // not nacked here: closing the subscription requeues at once all it holds (docs/protocol.md#subscribe)
+    this.#current = null;
+    this.#buffer.length = 0;
+    const waiting = this.#waiting;
+    this.#waiting = null;
+    if (!waiting) return;
+    if (this.#failure) {
+      const failure = this.#failure;
+      this.#failure = null;
+      waiting.reject(failure);
+    } else {
+      waiting.resolve({ value: undefined, done: true });
+    }
+  }
+}

@@ -1,0 +1,94 @@
+import type { PeerStatus, QueueCounters } from '../broker/api.js';
+import { unescapeId } from '../protocol/channel.js';
+
+/** One queue as the metrics see it (`Queue` has these). */
+export interface QueueStats {
+  readonly name: string;
+  readonly depth: number;
+  readonly inFlightCount: number;
+  readonly size: number;
+  readonly counters: QueueCounters;
+  oldestWaitingAcceptedAt(): number | null;
+  inFlightByGroup(): ReadonlyArray<{ readonly mode: 'consume' | 'listen'; readonly clientName: string; readonly pattern: string; readonly inFlight: number }>;
+}
+
+export type PeerSeries = PeerStatus;
+
+/** the label under which queues past `maxQueueSeries` add up (no queue name lacks a `/`) */
+export const OTHER_QUEUES = '_other';
+
+/** one queue's values for one scrape */
+export interface QueueSeries {
+  readonly name: string;
+  readonly counters: QueueCounters;
+  readonly depth: number;
+  readonly inFlight: number;
+  readonly size: number;
+  readonly oldestWaitingSeconds: number;
+  readonly consumers: number;
+  readonly listeners: number;
+  readonly maxGroupInFlight: number;
+}
+
+export interface GroupSeries {
+  readonly queue: string;
+  readonly mode: 'consume' | 'listen';
+  /** the listener's client name; empty for consumers (one group per id across clients) */
+  readonly client: string;
+  readonly id: string;
+  readonly inFlight: number;
+}
+
+/**
+ * One series per queue for the first `max` queues by name; the others add up under
+ * `queue="_other"` (ages and the busiest group: the largest), so a client that makes many
+ * queues cannot make the scrape grow without bound (docs/management.md#label-cardinality).
+ */
+export function queueSeries(queues: readonly QueueStats[], subscribers: ReadonlyMap<string, { consumers: number; listeners: number }>, now: number, max: number): QueueSeries[] {
+  const sorted = [...queues].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const one = (q: QueueStats): QueueSeries => {
+    const oldest = q.oldestWaitingAcceptedAt();
+    const subs = subscribers.get(q.name);
+    return {
+      name: q.name,
+      counters: { ...q.counters },
+      depth: q.depth,
+      inFlight: q.inFlightCount,
+      size: q.size,
+      oldestWaitingSeconds: oldest === null ? 0 : Math.max(0, (now - oldest) / 1000),
+      consumers: subs?.consumers ?? 0,
+      listeners: subs?.listeners ?? 0,
+      maxGroupInFlight: q.inFlightCount === 0 ? 0 : Math.max(0, ...q.inFlightByGroup().map((g) => g.inFlight)),
+    };
+  };
+  const own = sorted.slice(0, max).map(one);
+  const rest = sorted.slice(max).map(one);
+  if (rest.length === 0) return own;
+  const counters = { ...own[0]!.counters };
+  for (const key of Object.keys(counters) as Array<keyof QueueCounters>) counters[key] = rest.reduce((sum, q) => sum + q.counters[key], 0);
+  const sum = (pick: (q: QueueSeries) => number) => rest.reduce((total, q) => total + pick(q), 0);
+  const most = (pick: (q: QueueSeries) => number) => Math.max(...rest.map(pick));
+  own.push({
+    name: OTHER_QUEUES,
+    counters,
+    depth: sum((q) => q.depth),
+    inFlight: sum((q) => q.inFlight),
+    size: sum((q) => q.size),
+    oldestWaitingSeconds: most((q) => q.oldestWaitingSeconds),
+    consumers: sum((q) => q.consumers),
+    listeners: sum((q) => q.listeners),
+    maxGroupInFlight: most((q) => q.maxGroupInFlight),
+  });
+  return own;
+}
+
+/** in flight per recipient group, the `max` busiest only (opt-in) */
+export function groupSeries(queues: readonly QueueStats[], max: number): GroupSeries[] {
+  const all: GroupSeries[] = [];
+  for (const queue of queues) {
+    if (queue.inFlightCount === 0) continue;
+    for (const g of queue.inFlightByGroup()) all.push({ queue: queue.name, mode: g.mode, client: g.mode === 'consume' ? '' : g.clientName, id: unescapeId(g.pattern), inFlight: g.inFlight });
+  }
+  all.sort((a, b) => b.inFlight - a.inFlight || (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
+  return all.slice(0, max);
+}
