@@ -40,7 +40,10 @@ export function controlHandler(broker: Broker, keys: KeyRegistry, log: Logger): 
       case 'list':
         return ok(listView(broker, request));
       case 'delete':
-        return ok(deleteIds(broker, request));
+      {
+        const result = deleteIds(broker, request);
+        return result instanceof Promise ? result.then(ok) : ok(result);
+      }
       case 'keys-list':
         return ok(keysView(broker, keys));
       case 'keys-revoke':
@@ -133,12 +136,18 @@ function listView(broker: Broker, request: ControlRequest) {
       ...(request.messages === true ? { messageList: listed.slice(0, MAX_LISTED), messagesTruncated: listed.length > MAX_LISTED } : {}),
     };
   });
-  return { queues: id === undefined ? queues : queues.filter((q) => 'ids' in q && q.ids.length > 0) };
+  // retained channels' history: kept after acks, for replays (docs/configuration.md#retention)
+  const histories = broker.history
+    .list()
+    .filter(([queue]) => request.queue === undefined || queue === request.queue)
+    .map(([queue, s]) => ({ queue, messages: s.count, bytes: s.bytes, oldestAcceptedAt: s.oldestAt }));
+  return { queues: id === undefined ? queues : queues.filter((q) => 'ids' in q && q.ids.length > 0), histories };
 }
 
 /** empties a queue or one id of it; subscriptions stay (SPEC §11) */
 function deleteIds(broker: Broker, request: ControlRequest) {
   const name = queueArgument(request.queue);
+  if (request.history === true) return broker.history.clear(name).then((freedBytes) => ({ queue: name, history: true, freedBytes }));
   const id = request.id === undefined ? undefined : idArgument(request.id);
   const deleted = broker.router.queues.get(name)?.purge(id) ?? 0;
   return { queue: name, ...(id !== undefined ? { id } : {}), deleted };

@@ -5,6 +5,7 @@
 import type { Config } from '../config/types.js';
 import type { ServiceNotifier } from '../ops/notify.js';
 import type { Logger } from '../ops/logger.js';
+import type { HistoryStats } from './history/history.js';
 import type { BrokerState } from './lifecycle.js';
 import type { Router } from './messages/router.js';
 import type { Peers } from './mirror/peers.js';
@@ -16,6 +17,17 @@ export type { BrokerState } from './lifecycle.js';
 export type { MasterConflict, PeerStatus } from './mirror/types.js';
 export type { QueueCounters, QueueSettings, MessageSummary } from './queue/types.js';
 export type { MessageStore, StoredMessage } from './store/store.js';
+export type { HistoryStats } from './history/history.js';
+
+/** retained channels' history as the operator surface reads and trims it (docs/configuration.md#retention) */
+export interface HistoryView {
+  list(): Array<[queue: string, stats: HistoryStats]>;
+  stats(queue: string): HistoryStats | null;
+  /** the channel's history emptied; bytes freed */
+  clear(queue: string): Promise<number>;
+  /** replays served since start */
+  readonly replays: number;
+}
 
 export interface BrokerOptions {
   /** defaults to the durable log store in `dataDirectory/store` */
@@ -58,6 +70,7 @@ export interface Broker {
   /** reloads from the config file refused since start, and the last reason */
   readonly reloadFailures: number;
   readonly lastReloadError: string | null;
+  readonly history: HistoryView;
   /** the mirror brokers in `peers`, and the role this broker acts in because of them */
   readonly peers: Peers;
   /** null when started with `control: false` */

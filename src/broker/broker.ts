@@ -15,6 +15,7 @@ import { WhiskerError } from '../protocol/errors.js';
 import { compilePolicy } from './access/policy.js';
 import type { Rules } from './access/rules.js';
 import type { Broker, BrokerOptions } from './api.js';
+import { History } from './history/history.js';
 import { Lifecycle } from './lifecycle.js';
 import { Intake } from './messages/intake.js';
 import { Router } from './messages/router.js';
@@ -53,10 +54,12 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
   // appends are timed for the metrics only when something serves them
   const metrics = config.management ? new BrokerMetrics() : null;
   const lifecycle = new Lifecycle();
-  const router = new Router({ policy, store: metrics ? metrics.timeAppends(store) : store, log, now, lifecycle });
+  const history: History = new History(join(config.dataDirectory, 'history'), (queue: string) => router.policy.retention(queue), log, now);
+  const router: Router = new Router({ policy, store: metrics ? metrics.timeAppends(store) : store, log, now, lifecycle, history });
   let restored, ctx: BrokerContext, server: SocketServer | undefined, address;
   let peers: Peers | undefined;
   try {
+    await history.open();
     restored = await router.restore();
     const replica = new Replica(router);
     const feed = new PeerFeed(replica, log);
@@ -91,13 +94,14 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       peerKeys,
       peers,
       feed,
+      history,
       log,
     };
     server = new SocketServer(config, ctx, lifecycle);
     peers.configure(config.peers, config.isMaster);
     address = await server.listen(config.socketServer.host, config.socketServer.port);
   } catch (error) {
-    await Promise.all([peers?.close(), store.close().catch(() => undefined), control?.close()]);
+    await Promise.all([peers?.close(), store.close().catch(() => undefined), history.close(), control?.close()]);
     throw error;
   }
   const scheme = config.socketServer.tls ? 'wss' : 'ws';
@@ -120,6 +124,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       return ctx.policy.config;
     },
     router,
+    history,
     peers: ctx.peers,
     sessions: socketServer.sessions,
     publish: (clientName, messages) => ctx.intake.publish(clientName, messages),
@@ -216,6 +221,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
           await socketServer.close();
           router.close();
           await store.close();
+          await history.close();
           // last, so `whisker soft-stop` sees its connection close once everything is written
           await control?.close();
           lifecycle.enter('stopped');

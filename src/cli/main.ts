@@ -17,6 +17,7 @@ Commands:
   status [-c config]             role, uptime, connections, queues, config path
   list [-q ep/ver] [-i id] [-m]  queues and message counts; -q: ids of a queue; -m: messages (no bodies)
   delete -q ep/ver [-i id] --yes empty a queue, or one id of it (subscriptions stay)
+  delete -q ep/ver --history --yes  drop a retained channel's history (docs/configuration.md#retention)
   keys list | keys revoke NAME   registered client keys; revoke one and close its connections
   keygen [--dir DIR] [--name N]  make an Ed25519 key pair: N.pem (private, 0600) and N.pub
   init-conf [path]               write the documented default config (config.example.json)
@@ -71,6 +72,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         id: { type: 'string', short: 'i' },
         messages: { type: 'boolean', short: 'm' },
         yes: { type: 'boolean' },
+        history: { type: 'boolean' },
         dir: { type: 'string' },
         name: { type: 'string' },
         host: { type: 'string', multiple: true },
@@ -127,7 +129,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         await (await import('./queues.js')).runList({ ...control, queue: values.queue, id: values.id, messages: values.messages });
         return 0;
       case 'delete':
-        await (await import('./queues.js')).runDelete({ ...control, queue: values.queue, id: values.id, yes: values.yes });
+        await (await import('./queues.js')).runDelete({ ...control, queue: values.queue, id: values.id, yes: values.yes, history: values.history });
         return 0;
       case 'keys':
         await (await import('./keys.js')).runKeys(rest[0], rest[1], control);

@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { dirname, join, resolve } from 'node:path';
 import { WhiskerClient } from '../client/client.js';
+import { loadOrCreateKeys } from '../link/keys.js';
 import type { ChannelString, DeliveryInfo } from '../client/types.js';
 import { CommandError } from './control-client.js';
 import { body, safe, time } from './text.js';
@@ -51,6 +52,8 @@ async function connected(options: MessagingOptions): Promise<WhiskerClient> {
   const client = new WhiskerClient();
   client.on('error', (error: Error & { code?: string }) => say(`whisker: ${error.code ?? 'error'}: ${safe(error.message)}\n`));
   try {
+    // the CLI's own key pair, made here without the library's warning: a terminal user expects it
+    loadOrCreateKeys(keysDirectory, clientId);
     await client.connect({ hosts: hostsOf(options), clientId, keysDirectory, keysName: clientId, connectTimeout: 5000 });
   } catch (error) {
     await client.disconnect();

@@ -35,8 +35,12 @@ interface QueueView {
 export async function runList(options: ListOptions): Promise<void> {
   const target = locate(options.config, options.socket);
   const request = { command: 'list', messages: options.messages === true, ...(options.queue !== undefined ? { queue: options.queue } : {}), ...(options.id !== undefined ? { id: options.id } : {}) };
-  const { queues } = resultOf(await ask(target, request), 2) as { queues: QueueView[] };
-  if (options.json) return printJson({ queues });
+  const { queues, histories = [] } = resultOf(await ask(target, request), 2) as { queues: QueueView[]; histories?: HistoryView[] };
+  if (options.json) return printJson({ queues, histories });
+  if (histories.length > 0) {
+    const age = (at: number | null) => (at === null ? '-' : `${Math.max(0, Math.round((Date.now() - at) / 1000))} s`);
+    print(table(['HISTORY', 'MESSAGES', 'BYTES', 'OLDEST'], histories.map((h) => [h.queue, h.messages, h.bytes, age(h.oldestAcceptedAt)])) + '\n');
+  }
   if (queues.length === 0) {
     const what = options.queue ? `queue ${options.queue}${options.id !== undefined ? ` id ${options.id}` : ''}` : options.id !== undefined ? `id ${options.id}` : 'queue';
     return print(`no ${terminalSafe(what)} holds messages on this broker\n`);
@@ -68,11 +72,26 @@ export interface DeleteOptions extends ControlOptions {
   readonly queue?: string | undefined;
   readonly id?: string | undefined;
   readonly yes?: boolean | undefined;
+  /** the channel's retained history instead of its queue */
+  readonly history?: boolean | undefined;
+}
+
+interface HistoryView {
+  readonly queue: string;
+  readonly messages: number;
+  readonly bytes: number;
+  readonly oldestAcceptedAt: number | null;
 }
 
 /** `whisker delete -q endpoint/version [-i id] --yes`: empties; subscriptions stay */
 export async function runDelete(options: DeleteOptions): Promise<void> {
   if (!options.queue) throw new CommandError('delete needs -q endpoint/version', 2);
+  if (options.history) {
+    if (!options.yes) throw new CommandError(`delete --history drops the whole retained history of ${options.queue}: add --yes to do it`, 2);
+    const result = resultOf(await ask(locate(options.config, options.socket), { command: 'delete', queue: options.queue, history: true }), 2) as { freedBytes: number };
+    if (options.json) return print(JSON.stringify(result) + '\n');
+    return print(`deleted the history of ${options.queue} (${result.freedBytes} bytes)\n`);
+  }
   const what = `${options.queue}${options.id !== undefined ? ` id ${options.id}` : ' (every id)'}`;
   // no prompt: scripts and terminals alike must say --yes
   if (!options.yes) throw new CommandError(`delete drops every message of ${what}, in flight or not: add --yes to do it`, 2);

@@ -1,5 +1,5 @@
 import { errorFromPayload, WhiskerError } from '../protocol/errors.js';
-import type { BrokerFrame, ClientFrame, Delivery, PublishResult, ReplyFrame } from '../protocol/frames.js';
+import type { BrokerFrame, ClientFrame, Delivery, PublishResult, ReplayEndFrame, ReplyFrame } from '../protocol/frames.js';
 import { Connection, type ConnectionOwner } from '../link/connection.js';
 import type { ClientKeys } from '../link/keys.js';
 import type { ClientOptions } from './options.js';
@@ -12,6 +12,9 @@ export interface BrokersOwner {
   readonly outbox: Outbox;
   onDelivery(delivery: Delivery): void;
   onRevoked(sub: number, ids: readonly string[], error: WhiskerError): void;
+  onReplayEnd(frame: ReplayEndFrame): void;
+  /** the broker serving these replays is gone: they end with `error` */
+  onReplaysLost(subs: readonly number[], error: WhiskerError): void;
   emit(event: 'connect' | 'reconnect' | 'disconnect' | 'master', ...args: unknown[]): void;
   onError(error: WhiskerError): void;
 }
@@ -25,6 +28,8 @@ export class Brokers {
   readonly #owner: BrokersOwner;
   readonly #connectTimeoutMs: number;
   #master: Connection | null = null;
+  /** replays under way, by sub: the one broker each was asked of */
+  readonly #replays = new Map<number, Connection>();
   #wasConnected = false;
   #everConnected = false;
   #maxMessageBytes = 1_048_576 - 512;
@@ -102,6 +107,14 @@ export class Brokers {
     if (!master) onMasterReply(null);
   }
 
+  /** a replay goes to one broker: the master, else any connected one (every mirror holds the history) */
+  replay(sub: number, build: (req: number) => ClientFrame, onReply: (reply: ReplyFrame | null) => void): void {
+    const connection = this.#master ?? this.#connections.find((c) => c.isReady);
+    if (!connection) return onReply(null);
+    this.#replays.set(sub, connection);
+    connection.request(build, onReply);
+  }
+
   subscribe(subscription: ClientSubscription): void {
     const master = this.#master;
     for (const connection of this.#connections) {
@@ -149,6 +162,9 @@ export class Brokers {
   #connectionDown(connection: Connection, error: WhiskerError | null): void {
     this.#onAnswer(connection, error ?? new WhiskerError('E_DISCONNECTED', `Cannot reach ${connection.target.spec}`));
     if (error) this.#owner.onError(error);
+    const lost = [...this.#replays].filter(([, c]) => c === connection).map(([sub]) => sub);
+    for (const sub of lost) this.#replays.delete(sub);
+    if (lost.length > 0) this.#owner.onReplaysLost(lost, new WhiskerError('E_DISCONNECTED', `Connection to ${connection.target.spec} lost during a replay`));
     this.#updateMaster();
     if (this.#wasConnected && !this.isConnected()) {
       this.#wasConnected = false;
@@ -183,6 +199,11 @@ export class Brokers {
         return;
       case 'revoked':
         this.#owner.onRevoked(frame.sub, frame.ids, errorFromPayload(frame.error));
+        return;
+      case 'replayEnd':
+        if (this.#replays.get(frame.sub) !== connection) return;
+        this.#replays.delete(frame.sub);
+        this.#owner.onReplayEnd(frame);
         return;
       default:
         return;

@@ -8,6 +8,7 @@ import { Brokers } from './brokers.js';
 import { MessageIds } from './message-ids.js';
 import { clientKeys, clientOptions, type ClientOptions, DEFAULTS } from './options.js';
 import { Outbox } from './outbox.js';
+import { type ReplayHandle, type ReplayOptions, replayFrame, Replays, SeamSink } from './replay.js';
 import { MessageStream } from './stream.js';
 import { ClientSubscription, Handle, type SubscriptionHost, type SubscriptionSink } from './subscription.js';
 import type {
@@ -32,6 +33,9 @@ type ConnectCallback = (err: WhiskerError | null) => void;
 type AnyHandler = (...args: never[]) => unknown;
 
 /**
+ * Why this file is long: the public client API, each SPEC §3 call with its overloads (callback,
+ * promise, stream); brokers, outbox, dispatch, streams and replays are in their own files.
+ *
  * The client library (SPEC §3, docs/client.md): one instance talks to every broker in `hosts`
  * at once, sends each message to all of them and takes deliveries from the master.
  */
@@ -45,6 +49,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   readonly #channels = new ChannelCache();
   readonly #messageIds = new MessageIds();
   readonly #subscriptions = new Map<number, ClientSubscription>();
+  readonly #replays = new Replays();
   #nextSub = 1;
   #processed = new DedupeWindow(DEFAULTS.dedupeWindowSeconds * 1000, Date.now);
   readonly #host: SubscriptionHost = {
@@ -118,6 +123,51 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     return this.#subscribeAny('consume', channel, a, b);
   }
 
+  /**
+   * Fire and forget (docs/client.md#publish): stored and checked like a send, but it returns at
+   * once and never rejects; a failure reaches the `error` event with the message id and channel.
+   */
+  publish<T = unknown>(channel: ChannelString, data: T): void {
+    this.#send(channel, data, undefined, (err, _result, info) => {
+      if (err) this.#emitError(Object.assign(err, { info }), true);
+    });
+  }
+
+  /**
+   * Replays a retained channel's history (docs/client.md#replay): `handler(err, msg, info)` per
+   * message in acceptance order per id, then `done` resolves with the count (or `cb(err, count)`).
+   * It never touches the live queue: nothing is acked, other consumers are not affected.
+   */
+  replay<T = unknown>(channel: ChannelArg, options: ReplayOptions, handler: ListenHandler<T> | Handler2<T> | Handler1, cb?: (err: WhiskerError | null, count: number) => void): ReplayHandle {
+    if (typeof handler !== 'function') throw new WhiskerError('E_BAD_ARGUMENT', 'replay needs a handler function');
+    const report = (error: WhiskerError) => void this.#emitError(error, true);
+    const sink = handlerSink('listen', handler as ListenHandler, report, () => 0);
+    const done = this.#replay(channel, options, sink);
+    if (cb) done.then((count) => cb(null, count), (error: WhiskerError) => cb(error, 0));
+    else done.catch(() => {}); // the handle's promise: a caller that never looks at it must not crash
+    return { done };
+  }
+
+  #replay(channel: unknown, options: ReplayOptions, sink: SubscriptionSink, seam?: SeamSink): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      let frame: (req: number) => ReturnType<typeof replayFrame>;
+      try {
+        const set = parseChannelSet(channel);
+        replayFrame(0, 0, set, options); // checks the options now
+        const sub = this.#nextSub++;
+        frame = (req) => replayFrame(req, sub, set, options);
+        const target: SubscriptionSink = seam
+          ? { message: (data, info, settle) => (seam.replayed(info.messageId), sink.message(data, info, settle)), refusal: (e, empty) => sink.refusal(e, empty) }
+          : sink;
+        this.#replays.add(sub, target, (error, count) => (error ? reject(error) : resolve(count)));
+        if (this.#disconnected || !this.#brokers) return this.#replays.fail([sub], new WhiskerError('E_DISCONNECTED', 'Client not connected'));
+        this.#brokers.replay(sub, frame, (reply) => this.#replays.replied(sub, reply));
+      } catch (error) {
+        reject(error instanceof WhiskerError ? error : new WhiskerError('E_BAD_ARGUMENT', (error as Error).message));
+      }
+    });
+  }
+
   /** closes every socket and subscription; sends still waiting fail with E_DISCONNECTED */
   disconnect(): Promise<void>;
   disconnect(cb: (err: null) => void): void;
@@ -126,6 +176,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
       const wasOpen = !this.#disconnected;
       this.#disconnected = true;
       this.#outbox.failAll(new WhiskerError('E_DISCONNECTED', 'Client disconnected'));
+      this.#replays.failAll(new WhiskerError('E_DISCONNECTED', 'Client disconnected'));
       for (const subscription of this.#subscriptions.values()) subscription.sink.closed?.();
       await this.#brokers?.close();
       if (wasOpen) this.emit('disconnect');
@@ -155,6 +206,8 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
       outbox: this.#outbox,
       onDelivery: (delivery) => this.#onDelivery(delivery),
       onRevoked: (sub, ids, error) => this.#subscriptions.get(sub)?.revoked(ids, error),
+      onReplayEnd: (frame) => this.#replays.ended(frame),
+      onReplaysLost: (subs, error) => this.#replays.fail(subs, error),
       emit: (event, ...args) => this.#emitEvent(event, args),
       onError: (error) => void this.#emitError(error),
     });
@@ -237,14 +290,31 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     const prefetch = mode === 'consume' ? options.prefetch : undefined;
     if (prefetch !== undefined && (!Number.isSafeInteger(prefetch) || prefetch < 1)) throw new WhiskerError('E_BAD_ARGUMENT', 'prefetch must be a positive integer');
     if (handler !== undefined && typeof handler !== 'function') throw new WhiskerError('E_BAD_ARGUMENT', `${mode} needs a handler function`);
+    if ((options as ListenOptions).since !== undefined && (mode !== 'listen' || !handler)) throw new WhiskerError('E_BAD_ARGUMENT', 'since is for listen with a handler (a replay feeds listeners, not consumers)');
     const report = (error: WhiskerError) => void this.#emitError(error, true);
     if (handler) {
       const retry = this.#options?.handlerRetry ?? DEFAULTS.handlerRetry;
       const delay = (n: number) => Math.min(retry.maxSeconds, retry.initialSeconds * retry.factor ** n);
-      return this.#subscribe(mode, channel, prefetch, options.signal, handlerSink(mode, handler as ListenHandler | ConsumeHandler, report, delay));
+      const sink = handlerSink(mode, handler as ListenHandler | ConsumeHandler, report, delay);
+      if (mode === 'listen' && options.since !== undefined) return this.#listenSince(channel, options.since, options.signal, sink, report);
+      return this.#subscribe(mode, channel, prefetch, options.signal, sink);
     }
     const stream = new MessageStream(report);
     return stream.attach(this.#subscribe(mode, channel, prefetch, options.signal, stream.sink));
+  }
+
+  /**
+   * listen({ since }): the live subscription first, its messages held back; then the history
+   * since then; then what was held back, less what the replay gave (no gap, no duplicate).
+   */
+  #listenSince(channel: unknown, since: NonNullable<ListenOptions['since']>, signal: AbortSignal | undefined, sink: SubscriptionSink, report: (error: WhiskerError) => void): Handle {
+    const seam = new SeamSink(sink);
+    const handle = this.#subscribe('listen', channel, undefined, signal, seam);
+    handle.ready
+      .then(() => this.#replay(channel, { since }, sink, seam))
+      .catch((error: WhiskerError) => report(error))
+      .finally(() => seam.open());
+    return handle;
   }
 
   #subscribe(mode: 'listen' | 'consume', channel: unknown, prefetch: number | undefined, signal: AbortSignal | undefined, sink: SubscriptionSink): Handle {
@@ -267,6 +337,16 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   }
 
   #onDelivery(delivery: Delivery): void {
+    if (this.#replays.has(delivery.sub)) {
+      let parsed;
+      try {
+        parsed = this.#channels.parse(delivery.channel);
+      } catch {
+        return;
+      }
+      const channel = { endpoint: parsed.endpoint, version: parsed.version, id: parsed.rawId };
+      return this.#replays.deliver(delivery.sub, delivery.data, { messageId: delivery.messageId, channel, created: delivery.created, nbRequeues: 0, from: delivery.from });
+    }
     const subscription = this.#subscriptions.get(delivery.sub);
     if (!subscription) return; // closed: the broker requeues what it had in flight
     const key = `${delivery.sub}|${delivery.via}|${delivery.messageId}|${delivery.nbRequeues}`;

@@ -97,6 +97,8 @@ export type Handler1 = (err: WhiskerError | null) => unknown;
 export interface ListenOptions {
   /** aborting it closes the subscription, as `handle.close()` */
   signal?: AbortSignal;
+  /** a retained channel: replay its history since then (a Date, ms, or after a message id), then go on live */
+  since?: Date | number | string;
 }
 
 export interface ConsumeOptions extends ListenOptions {

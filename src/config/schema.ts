@@ -18,6 +18,16 @@ const channelSettings = {
     requeueLimit: { type: 'integer', minimum: 1 },
     requeueInterval: positiveSeconds,
     deadLetter: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}/[A-Za-z0-9._-]{1,32}/[^/]{1,256}$' },
+    // the channel's history, kept after acks for replays (docs/configuration.md#retention)
+    retention: {
+      type: 'object',
+      additionalProperties: false,
+      minProperties: 1,
+      properties: {
+        seconds: positiveSeconds,
+        maxBytes: { type: 'integer', minimum: 65_536, maximum: 1_099_511_627_776 },
+      },
+    },
   },
 } as const;
 

@@ -11,6 +11,13 @@ export interface ChannelConfig {
   readonly requeueLimit?: number;
   readonly requeueInterval?: number;
   readonly deadLetter?: string;
+  /** keep the channel's history after acks, for replays: until older than `seconds` or past `maxBytes` (oldest first) */
+  readonly retention?: Retention;
+}
+
+export interface Retention {
+  readonly seconds?: number;
+  readonly maxBytes?: number;
 }
 
 export interface RuleConfig {

@@ -247,6 +247,7 @@ export class Connection {
       case 'results':
       case 'deliver':
       case 'revoked':
+      case 'replayEnd':
       case 'peerState':
       case 'sync':
       case 'feed':

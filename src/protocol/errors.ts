@@ -20,6 +20,8 @@ export const ERROR_CODES = [
   'E_DISCONNECTED',
   'E_PROTOCOL',
   'E_LIMIT',
+  /** a replay asked of a channel that keeps no history (no `retention`) */
+  'E_NO_HISTORY',
   // client library only (docs/client.md#errors)
   'E_HANDLER',
   'E_ABORTED',

@@ -46,6 +46,24 @@ export type SubscribeFrame = {
 export type AddIdsFrame = { type: 'addIds'; req: number; sub: number; ids: string[] };
 export type RemoveIdsFrame = { type: 'removeIds'; req: number; sub: number; ids: string[] };
 export type UnsubscribeFrame = { type: 'unsubscribe'; req: number; sub: number };
+/**
+ * Replays a retained channel's history to subscription `sub` (docs/protocol.md#replay): from
+ * `since` (ms epoch) or after message `sinceId`, up to `until`, at most `limit` messages.
+ */
+export type ReplayFrame = {
+  type: 'replay';
+  req: number;
+  sub: number;
+  endpoint: string;
+  version: string;
+  ids: string[];
+  since?: number;
+  sinceId?: string;
+  until?: number;
+  limit?: number;
+};
+/** a replay delivered what it had: `count` messages; `error` when it stopped short */
+export type ReplayEndFrame = { type: 'replayEnd'; sub: number; count: number; error?: ErrorPayload };
 export type AckFrame = { type: 'ack'; acks: Ack[] };
 // peer -> broker (docs/protocol.md#peers)
 /** a broker's role as configured and as it acts: the two differ while it yields to another master */
@@ -62,6 +80,7 @@ export type ClientFrame =
   | AddIdsFrame
   | RemoveIdsFrame
   | UnsubscribeFrame
+  | ReplayFrame
   | AckFrame
   | PeerStateFrame
   | FollowFrame
@@ -126,6 +145,7 @@ export type SyncFrame = { type: 'sync'; messages: PeerMessage[]; removed: string
 export type FeedFrame = { type: 'feed'; settled: PeerSettlement[]; removed: string[]; messages: PeerMessage[] };
 
 export type BrokerFrame =
+  | ReplayEndFrame
   | PeerStateFrame
   | SyncFrame
   | FeedFrame
@@ -271,6 +291,14 @@ export function decodeClientFrame(text: string): ClientFrame {
       return { type, req: int(frame, 'req'), sub: int(frame, 'sub'), ids: ids(frame) };
     case 'unsubscribe':
       return { type, req: int(frame, 'req'), sub: int(frame, 'sub') };
+    case 'replay': {
+      const replay: ReplayFrame = { type, req: int(frame, 'req'), sub: int(frame, 'sub'), endpoint: str(frame, 'endpoint', 128), version: str(frame, 'version', 128), ids: ids(frame) };
+      if (frame.since !== undefined) replay.since = int(frame, 'since');
+      if (frame.sinceId !== undefined) replay.sinceId = str(frame, 'sinceId', 128);
+      if (frame.until !== undefined) replay.until = int(frame, 'until');
+      if (frame.limit !== undefined) replay.limit = int(frame, 'limit');
+      return replay;
+    }
     case 'ack':
       return {
         type,
@@ -375,6 +403,11 @@ export function decodeBrokerFrame(text: string): BrokerFrame {
       };
     case 'revoked':
       return { type, sub: int(frame, 'sub'), ids: ids(frame), error: errorPayload(frame.error) };
+    case 'replayEnd': {
+      const end: ReplayEndFrame = { type, sub: int(frame, 'sub'), count: int(frame, 'count') };
+      if (frame.error !== undefined) end.error = errorPayload(frame.error);
+      return end;
+    }
     case 'peerState':
       return peerState(frame);
     case 'sync':

@@ -97,6 +97,9 @@ export interface AuthOptions {
 export class RawPeer {
   /** every frame the broker sent, decoded, in order */
   readonly frames: BrokerFrame[] = [];
+  /** false: frames are not kept in `frames` (a large replay), only seen by `onFrame` and waiters */
+  keepFrames = true;
+  onFrame: ((frame: BrokerFrame) => void) | null = null;
   /** resolves when the socket is closed, whoever closed it */
   readonly closed: Promise<Closed>;
   readonly #ws: WebSocket;
@@ -255,7 +258,8 @@ export class RawPeer {
       this.#waiters = [];
       return;
     }
-    this.frames.push(frame);
+    if (this.keepFrames) this.frames.push(frame);
+    this.onFrame?.(frame);
     this.#waiters = this.#waiters.filter((waiter) => {
       if (!waiter.match(frame)) return true;
       waiter.resolve(frame);

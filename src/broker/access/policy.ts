@@ -1,5 +1,5 @@
 import { ConfigError } from '../../config/load.js';
-import type { Config } from '../../config/types.js';
+import type { Config, Retention } from '../../config/types.js';
 import { parseChannel, WILDCARD } from '../../protocol/channel.js';
 import { type ChannelFormat, compileChannelFormat } from './formats/index.js';
 import type { QueueSettings } from '../queue/queue.js';
@@ -14,6 +14,8 @@ export interface Policy {
   readonly rules: Rules;
   format(queue: string): ChannelFormat | null;
   queueSettings(queue: string): QueueSettings;
+  /** the channel's history kept for replays, or null (docs/configuration.md#retention) */
+  retention(queue: string): Retention | null;
   mayRegister(name: string): boolean;
 }
 
@@ -52,6 +54,7 @@ export function compilePolicy(config: Config): Policy {
       }
       return settings;
     },
+    retention: (queue) => config.channels[queue]?.retention ?? null,
     mayRegister: (name) => config.autoRegister && rules.matchesAnyRule(name),
   };
 }

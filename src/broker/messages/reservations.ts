@@ -17,6 +17,10 @@ export class Reservations {
     return true;
   }
 
+  owner(queue: string, id: string): Subscription | undefined {
+    return this.#owners.get(`${queue}/${id}`);
+  }
+
   release(subscription: Subscription, id: string): void {
     const key = `${subscription.queue}/${id}`;
     if (this.#owners.get(key) === subscription) this.#owners.delete(key);

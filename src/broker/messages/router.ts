@@ -3,6 +3,7 @@ import type { RefusedId } from '../../protocol/frames.js';
 import { DedupeWindow } from '../../protocol/dedupe.js';
 import type { Logger } from '../../ops/logger.js';
 import type { Policy } from '../access/policy.js';
+import type { History } from '../history/history.js';
 import type { Lifecycle } from '../lifecycle.js';
 import { Queue } from '../queue/queue.js';
 import type { Subscription } from '../queue/subscription.js';
@@ -30,9 +31,14 @@ export interface RouterOptions {
   readonly log: Logger;
   readonly now: () => number;
   readonly lifecycle: Lifecycle;
+  /** retained channels' history: every message stored is written there too (src/broker/history/) */
+  readonly history?: History;
 }
 
 /**
+ * Why this file is long: the router is the one owner of the queue registry, the message index,
+ * dedupe and appends under way, which intake, replica, dead letters and replays all read.
+ *
  * The broker's queues (SPEC §7): which queue holds each message, the ids recently settled
  * (dedupe), the appends under way, subscriptions and reserved ids, and the role (only a master
  * delivers). Messages come in through `Intake` (a client) or `Replica` (a master), both by `store`.
@@ -40,6 +46,8 @@ export interface RouterOptions {
 export class Router {
   #policy: Policy;
   readonly #store: MessageStore;
+  /** the message log and, for retained channels, their history: both durable before an answer */
+  readonly #append: (messages: readonly StoredMessage[]) => Promise<void>;
   readonly log: Logger;
   readonly now: () => number;
   readonly #lifecycle: Lifecycle;
@@ -69,6 +77,8 @@ export class Router {
     this.now = options.now;
     this.#lifecycle = options.lifecycle;
     this.#isMaster = policy.config.isMaster;
+    const history = options.history;
+    this.#append = history ? async (messages) => void (await Promise.all([store.append(messages), history.append(messages)])) : (messages) => store.append(messages);
     this.#dedupe = new DedupeWindow(policy.config.dedupeWindow * 1000, options.now);
     this.#queueStore = {
       load: () => store.load(),
@@ -83,7 +93,7 @@ export class Router {
       close: () => store.close(),
     };
     this.#deadLetters = new DeadLetters({
-      append: (messages) => store.append(messages),
+      append: this.#append,
       readBodies: (ids) => store.readBodies(ids),
       accept: (message) => {
         this.#dedupe.add(message.messageId);
@@ -185,7 +195,7 @@ export class Router {
 
   /** appends the messages, then queues them: rejects when the store refused them */
   store(messages: readonly StoredMessage[], fromClient: boolean): Promise<void> {
-    return this.#appends.run(messages, (ms) => this.#store.append(ms), () => this.#admit(messages, fromClient));
+    return this.#appends.run(messages, this.#append, () => this.#admit(messages, fromClient));
   }
 
   /** reads back bodies a queue left on disk, in the order asked */
@@ -269,6 +279,14 @@ export class Router {
       queue.subscribe(subscription, id);
     }
     return refused;
+  }
+
+  /** a reserved id held by a subscription of another client: a replay of it is refused too */
+  reservedByAnother(clientName: string, queue: string, id: string): boolean {
+    const [endpoint, version] = queue.split('/') as [string, string];
+    if (!this.#policy.rules.isReserved(endpoint, version, id)) return false;
+    const owner = this.#reservations.owner(queue, id);
+    return owner !== undefined && owner.clientName !== clientName;
   }
 
   unsubscribe(subscription: Subscription, ids: Iterable<string> = [...subscription.ids]): void {

@@ -3,6 +3,7 @@ import type { WhiskerError } from '../../protocol/errors.js';
 import type { BrokerFrame, PublishResult } from '../../protocol/frames.js';
 import type { Logger } from '../../ops/logger.js';
 import type { Policy } from '../access/policy.js';
+import type { History } from '../history/history.js';
 import type { Intake } from '../messages/intake.js';
 import type { Router } from '../messages/router.js';
 import type { PeerFeed } from '../mirror/feed.js';
@@ -22,6 +23,7 @@ export interface BrokerContext {
   readonly peerKeys: KeyRegistry;
   readonly peers: Peers;
   readonly feed: PeerFeed;
+  readonly history: History;
   readonly log: Logger;
 }
 
@@ -30,7 +32,14 @@ export interface SessionPort extends SubscriptionOwner {
   readonly ctx: BrokerContext;
   readonly nonce: string;
   readonly subscriptions: Map<number, Subscription>;
+  /** replays under way, by sub (src/broker/session/handlers/replay.ts) */
+  readonly replays: Set<number>;
+  readonly isReady: boolean;
   send(frame: BrokerFrame): void;
+  /** sends `frame` after the deliveries queued before it */
+  sendAfterDeliveries(frame: BrokerFrame): void;
+  /** resolves once the connection can take more (or closed) */
+  whenWritable(): Promise<void>;
   /** an error frame, then close (1002 for E_PROTOCOL, else 1008, unless given) */
   fail(error: WhiskerError, closeCode?: number): void;
   authenticated(clientName: string, key: KeyObject, isPeer?: boolean): void;
@@ -41,7 +50,6 @@ export interface SessionPort extends SubscriptionOwner {
 
 /** One connection as the broker's wiring and control commands see it. */
 export interface ConnectedSession extends SessionPort {
-  readonly isReady: boolean;
   readonly isPeer: boolean;
   readonly key: KeyObject | null;
   readonly node: string;

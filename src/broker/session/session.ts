@@ -16,6 +16,7 @@ import { handleAck } from './handlers/ack.js';
 import { handleAuth } from './handlers/auth.js';
 import { handlePeerFrame, peerGone } from './handlers/peer.js';
 import { handlePublish } from './handlers/publish.js';
+import { handleReplay } from './handlers/replay.js';
 import { handleAddIds, handleRemoveIds, handleSubscribe, handleUnsubscribe } from './handlers/subscribe.js';
 import type { Subscription } from '../queue/subscription.js';
 import { Outbound, type OutboundLimits } from './outbound.js';
@@ -40,6 +41,9 @@ const RESULT_OVERHEAD_BYTES = 16;
 const CLOSE_GRACE_MS = 1_000;
 
 /**
+ * Why this file is long: the one writer to a socket: handshake, flow control both ways,
+ * coalesced deliveries and results; the byte accounting is in outbound.ts, handlers apart.
+ *
  * One WebSocket connection, and the only writer to it. Nothing but the handshake is accepted
  * before auth; deliveries and results are coalesced into one frame each per tick.
  */
@@ -47,6 +51,7 @@ export class Session implements ConnectedSession {
   readonly node = randomBytes(6).toString('hex');
   readonly nonce: string;
   readonly subscriptions = new Map<number, Subscription>();
+  readonly replays = new Set<number>();
   readonly ctx: BrokerContext;
   readonly #ws: WebSocket;
   readonly #hooks: SessionHooks;
@@ -64,6 +69,7 @@ export class Session implements ConnectedSession {
   readonly #outbound: Outbound;
   #flushScheduled = false;
   #alive = true;
+  #writableWaiters: Array<() => void> = [];
 
   constructor(ws: WebSocket, ctx: BrokerContext, nonce: string, hooks: SessionHooks) {
     this.#ws = ws;
@@ -143,6 +149,22 @@ export class Session implements ConnectedSession {
 
   isWritable(): boolean {
     return this.#state === 'ready' && !this.#outbound.isFull;
+  }
+
+  whenWritable(): Promise<void> {
+    if (this.#state === 'closed' || this.isWritable()) return Promise.resolve();
+    return new Promise((resolve) => this.#writableWaiters.push(resolve));
+  }
+
+  sendAfterDeliveries(frame: BrokerFrame): void {
+    this.#flush();
+    this.send(frame);
+  }
+
+  #wakeWriters(): void {
+    const waiters = this.#writableWaiters;
+    this.#writableWaiters = [];
+    for (const resolve of waiters) resolve();
   }
 
   queueDelivery(delivery: Delivery, dataJson?: string): void {
@@ -240,6 +262,7 @@ export class Session implements ConnectedSession {
   #resumeDeliveries(): void {
     if (this.#state !== 'ready') return;
     for (const subscription of this.subscriptions.values()) this.ctx.router.resume(subscription);
+    this.#wakeWriters();
   }
 
   /** it reads nothing while it is owed more than the hard bound: closed, so it costs no more */
@@ -297,6 +320,9 @@ export class Session implements ConnectedSession {
       case 'unsubscribe':
         handleUnsubscribe(this, frame);
         return;
+      case 'replay':
+        handleReplay(this, frame);
+        return;
       case 'ack':
         handleAck(this, frame);
         return;
@@ -319,6 +345,7 @@ export class Session implements ConnectedSession {
     this.#handshakeTimer = null;
     for (const subscription of this.subscriptions.values()) this.ctx.router.unsubscribe(subscription);
     this.subscriptions.clear();
+    this.#wakeWriters();
     this.#deliveries = [];
     this.#queuedBytes = 0;
     this.#results = [];

@@ -1,0 +1,170 @@
+import { constants, type FileHandle, open, readdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
+
+/**
+ * One file of a channel's history (docs/operations.md#history-files): records one after the
+ * other, each `[u32 length][u32 crc32][JSON payload]`, little-endian. A torn tail (a crash in the
+ * middle of a write) is cut at open; nothing before it is lost.
+ */
+export interface HistoryRecord {
+  readonly messageId: string;
+  /** canonical escaped id */
+  readonly id: string;
+  readonly acceptedAt: number;
+  readonly created: number;
+  readonly from: string;
+  readonly data: unknown;
+}
+
+export interface SegmentMeta {
+  readonly path: string;
+  /** the file name's number: segments replay in this order */
+  readonly seq: number;
+  count: number;
+  bytes: number;
+  firstAt: number;
+  lastAt: number;
+}
+
+const HEADER = 8;
+/** a record larger than this is damage, not data (the broker's payload limit is 64 MiB at most) */
+const MAX_RECORD = 128 * 1_048_576;
+/** a replay reads this much at a time, then lets the event loop serve others (issue 19: bystanders unharmed) */
+export const READ_CHUNK = 262_144;
+
+export function encodeRecords(records: readonly HistoryRecord[]): Buffer {
+  const parts: Buffer[] = [];
+  for (const r of records) {
+    const payload = Buffer.from(JSON.stringify({ m: r.messageId, i: r.id, a: r.acceptedAt, c: r.created, f: r.from, d: r.data }));
+    const header = Buffer.allocUnsafe(HEADER);
+    header.writeUInt32LE(payload.length, 0);
+    header.writeUInt32LE(crc32(payload), 4);
+    parts.push(header, payload);
+  }
+  return Buffer.concat(parts);
+}
+
+/** the records in `buffer` from `offset`, and where the first incomplete or damaged one starts */
+export function decodeRecords(buffer: Buffer, offset = 0): { records: HistoryRecord[]; end: number; damaged: boolean } {
+  const records: HistoryRecord[] = [];
+  let at = offset;
+  while (at + HEADER <= buffer.length) {
+    const length = buffer.readUInt32LE(at);
+    if (length > MAX_RECORD) return { records, end: at, damaged: true };
+    if (at + HEADER + length > buffer.length) break;
+    const payload = buffer.subarray(at + HEADER, at + HEADER + length);
+    if (crc32(payload) !== buffer.readUInt32LE(at + 4)) return { records, end: at, damaged: true };
+    const p = JSON.parse(payload.toString('utf8')) as { m: string; i: string; a: number; c: number; f: string; d: unknown };
+    records.push({ messageId: p.m, id: p.i, acceptedAt: p.a, created: p.c, from: p.f, data: p.d });
+    at += HEADER + length;
+  }
+  return { records, end: at, damaged: false };
+}
+
+export function segmentPath(dir: string, seq: number): string {
+  return join(dir, `${String(seq).padStart(16, '0')}.seg`);
+}
+
+/** a closed segment's meta, beside it: the next open reads it instead of every record */
+export async function writeSegmentMeta(meta: SegmentMeta): Promise<void> {
+  const { count, bytes, firstAt, lastAt } = meta;
+  await writeFile(`${meta.path}.meta`, JSON.stringify({ count, bytes, firstAt, lastAt }), { mode: 0o600 });
+}
+
+async function readSegmentMeta(path: string, seq: number): Promise<SegmentMeta | null> {
+  try {
+    const m = JSON.parse(await readFile(`${path}.meta`, 'utf8')) as { count: number; bytes: number; firstAt: number; lastAt: number };
+    // only while the segment is exactly as the meta describes it
+    if ((await stat(path)).size !== m.bytes) return null;
+    return { path, seq, count: m.count, bytes: m.bytes, firstAt: m.firstAt, lastAt: m.lastAt };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Every segment of a channel's directory, in order. A closed one with its `.meta` is taken from
+ * it; the others (the last one written, or one without meta) are read record by record, and a
+ * torn tail is cut.
+ */
+export async function scanSegments(dir: string): Promise<SegmentMeta[]> {
+  const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => /^\d{16}\.seg$/.test(n)).sort();
+  const metas: SegmentMeta[] = [];
+  for (const [index, name] of names.entries()) {
+    const path = join(dir, name);
+    const seq = Number(name.slice(0, 16));
+    const known = index < names.length - 1 ? await readSegmentMeta(path, seq) : null;
+    if (known) {
+      metas.push(known);
+      continue;
+    }
+    const meta: SegmentMeta = { path, seq, count: 0, bytes: 0, firstAt: 0, lastAt: 0 };
+    const end = await forEachRecord(path, Infinity, (r) => {
+      if (meta.count++ === 0) meta.firstAt = r.acceptedAt;
+      meta.lastAt = r.acceptedAt;
+    });
+    meta.bytes = end.valid;
+    if (end.valid < end.size) {
+      const handle = await open(path, 'r+');
+      await handle.truncate(end.valid).finally(() => handle.close());
+    }
+    if (meta.count === 0) await unlink(path).catch(() => undefined);
+    else metas.push(meta);
+    await unlink(`${path}.meta`).catch(() => undefined);
+  }
+  return metas;
+}
+
+/**
+ * Calls `each` for every record in the first `limit` bytes of a file, a chunk at a time;
+ * `each` may return a promise (back-pressure) and false (or a promise of false) to stop.
+ * Returns how far the records were whole (read).
+ */
+export async function forEachRecord(path: string, limit: number, each: (record: HistoryRecord) => unknown): Promise<{ valid: number; size: number }> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'r');
+  } catch {
+    return { valid: 0, size: 0 }; // trimmed meanwhile
+  }
+  try {
+    const size = Math.min(limit, (await handle.stat()).size);
+    let carry = Buffer.alloc(0);
+    let position = 0;
+    let valid = 0;
+    while (position < size) {
+      const chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK, size - position));
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, position);
+      if (bytesRead === 0) break;
+      position += bytesRead;
+      const buffer = carry.length > 0 ? Buffer.concat([carry, chunk.subarray(0, bytesRead)]) : chunk.subarray(0, bytesRead);
+      const { records, end, damaged } = decodeRecords(buffer);
+      let index = 0;
+      for (const record of records) {
+        const answer = each(record);
+        if ((answer instanceof Promise ? await answer : answer) === false) return { valid: valid + offsetOf(buffer, index + 1), size };
+        index++;
+      }
+      valid += end;
+      if (damaged) return { valid, size };
+      carry = Buffer.from(buffer.subarray(end));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    return { valid, size };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** where record `n` (0-based) of a decoded buffer ends */
+function offsetOf(buffer: Buffer, n: number): number {
+  let at = 0;
+  for (let i = 0; i < n; i++) at += HEADER + buffer.readUInt32LE(at);
+  return at;
+}
+
+/** opened for appends; each write is durable when it resolves (O_DSYNC, like the message log) */
+export function openForAppend(path: string): Promise<FileHandle> {
+  return open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | constants.O_DSYNC, 0o600);
+}

@@ -1,0 +1,70 @@
+import { canonicalIdSegment, checkQueueParts, WILDCARD } from '../../../protocol/channel.js';
+import { WhiskerError } from '../../../protocol/errors.js';
+import type { RefusedId, ReplayFrame } from '../../../protocol/frames.js';
+import type { HistoryRecord } from '../../history/history.js';
+import type { SessionPort } from '../ports.js';
+
+/** replays under way on one connection at most (docs/configuration.md#retention) */
+export const MAX_REPLAYS_PER_CONNECTION = 4;
+
+/**
+ * A replay (docs/protocol.md#replay): answered with a `reply` (refused ids as for subscribe),
+ * then `deliver` frames for `sub` in acceptance order, then `replayEnd` with the count. It never
+ * touches the live queue: no ack is expected, none is applied. Flow control as for deliveries.
+ */
+export function handleReplay(session: SessionPort, frame: ReplayFrame): void {
+  const { ctx } = session;
+  let ids: Set<string>;
+  try {
+    checkQueueParts(frame.endpoint, frame.version);
+    if (frame.ids.length === 0) throw new WhiskerError('E_BAD_CHANNEL', 'A replay names at least one id, or *');
+    if (session.subscriptions.has(frame.sub) || session.replays.has(frame.sub)) throw new WhiskerError('E_PROTOCOL', `Subscription ${frame.sub} already exists`);
+    const queue = `${frame.endpoint}/${frame.version}`;
+    if (!ctx.history.isRetained(queue)) throw new WhiskerError('E_NO_HISTORY', `${queue} keeps no history (no retention in its channel config)`);
+    if (session.replays.size >= MAX_REPLAYS_PER_CONNECTION) throw new WhiskerError('E_LIMIT', `Too many replays on this connection (limit ${MAX_REPLAYS_PER_CONNECTION})`);
+    const refused: RefusedId[] = [];
+    ids = new Set();
+    for (const id of new Set(frame.ids.map(canonicalIdSegment))) {
+      // read rights and reserved ids as for a listen (SPEC §5)
+      const allowed = ctx.policy.rules.canRead(session.clientName, frame.endpoint, frame.version, id) && !ctx.router.reservedByAnother(session.clientName, queue, id);
+      if (allowed) ids.add(id);
+      else refused.push({ id, error: new WhiskerError('E_FORBIDDEN', 'Not allowed').toJSON() });
+    }
+    session.send({ type: 'reply', req: frame.req, ...(refused.length > 0 ? { refused } : {}) });
+  } catch (error) {
+    if (!(error instanceof WhiskerError)) throw error;
+    session.send({ type: 'reply', req: frame.req, error: error.toJSON() });
+    return;
+  }
+  if (ids.size === 0) {
+    session.sendAfterDeliveries({ type: 'replayEnd', sub: frame.sub, count: 0 });
+    return;
+  }
+  session.replays.add(frame.sub);
+  void run(session, frame, ids);
+}
+
+async function run(session: SessionPort, frame: ReplayFrame, ids: ReadonlySet<string>): Promise<void> {
+  const queue = `${frame.endpoint}/${frame.version}`;
+  const limit = frame.limit ?? Infinity;
+  const all = ids.has(WILDCARD);
+  let count = 0;
+  const deliver = (record: HistoryRecord): boolean | Promise<boolean> => {
+    if (!session.isReady) return false;
+    const via = all ? WILDCARD : ids.has(record.id) ? record.id : null;
+    if (via === null) return true;
+    session.queueDelivery({ sub: frame.sub, messageId: record.messageId, channel: `${queue}/${record.id}`, data: record.data, created: record.created, nbRequeues: 0, from: record.from, via });
+    if (++count >= limit) return false;
+    return session.isWritable() || session.whenWritable().then(() => session.isReady);
+  };
+  const range = { ...(frame.since !== undefined ? { since: frame.since } : {}), ...(frame.sinceId !== undefined ? { sinceId: frame.sinceId } : {}), ...(frame.until !== undefined ? { until: frame.until } : {}) };
+  try {
+    await session.ctx.history.read(queue, range, deliver);
+    session.sendAfterDeliveries({ type: 'replayEnd', sub: frame.sub, count });
+  } catch (error) {
+    session.ctx.log.error('replay failed: its history could not be read', { client: session.label, queue, error: (error as Error).message });
+    session.sendAfterDeliveries({ type: 'replayEnd', sub: frame.sub, count, error: new WhiskerError('E_STORE', 'History could not be read').toJSON() });
+  } finally {
+    session.replays.delete(frame.sub);
+  }
+}

@@ -1,0 +1,60 @@
+import { describe, expect, test } from 'vitest';
+import type { WhiskerError } from '../../src/protocol/errors.js';
+import { broker, connect, until } from '../support/harness.js';
+
+/** The client's side of issue 19: replay(), listen({ since }), publish() (docs/client.md#replay). */
+const config = { defaultPolicy: 'allow', channels: { 'ev/v1': { retention: { seconds: 3600 } }, 'plain/v1': {}, 'shaped/v1': { map: { n: ['int'] } } } };
+
+describe('client replay', () => {
+  test('replay() gives the history in order and resolves with the count; the callback form gets (null, count)', async () => {
+    const b = await broker(config);
+    const producer = await connect('producer', b.hostSpec);
+    for (let n = 0; n < 20; n++) await producer.send(`ev/v1/${n % 2}`, { n });
+    const reader = await connect('reader', b.hostSpec);
+    const got: number[] = [];
+    const count = await reader.replay('ev/v1/*', {}, (_err, msg) => void got.push((msg as { n: number }).n)).done;
+    expect(count).toBe(20);
+    expect(got).toEqual(Array.from({ length: 20 }, (_, n) => n));
+    const odd: string[] = [];
+    const viaCallback = await new Promise<number>((resolve, reject) =>
+      reader.replay('ev/v1/1', { limit: 3 }, (_err, _msg, info) => void odd.push(info!.channel.id), (err, n) => (err ? reject(err) : resolve(n))),
+    );
+    expect(viaCallback).toBe(3);
+    expect(odd).toEqual(['1', '1', '1']);
+    await expect(reader.replay('plain/v1/*', {}, () => undefined).done).rejects.toMatchObject({ code: 'E_NO_HISTORY' });
+    await Promise.all([producer.disconnect(), reader.disconnect()]);
+  });
+
+  test('listen({ since }) replays and goes on live: sends during the replay arrive once, none lost at the seam', async () => {
+    const b = await broker(config);
+    const producer = await connect('producer', b.hostSpec);
+    for (let n = 0; n < 2_000; n += 200) await Promise.all(Array.from({ length: 200 }, (_, k) => producer.send('ev/v1/a', { n: n + k })));
+    const reader = await connect('reader', b.hostSpec);
+    const got: number[] = [];
+    const handle = reader.listen('ev/v1/*', { since: 0 }, (_err, msg) => void got.push((msg as { n: number }).n));
+    await handle.ready;
+    // sent while the history is being replayed
+    const live = Array.from({ length: 500 }, (_, k) => producer.send('ev/v1/a', { n: 2_000 + k }));
+    await Promise.all(live);
+    await until(() => got.length >= 2_500, 10_000, `all 2,500 (${got.length})`);
+    await producer.send('ev/v1/a', { n: 2_500 });
+    await until(() => got.includes(2_500), 5000, 'a live message after the seam');
+    expect(got.length).toBe(2_501);
+    expect(new Set(got).size).toBe(2_501);
+    expect([...got].sort((x, y) => x - y)).toEqual(Array.from({ length: 2_501 }, (_, n) => n));
+    await Promise.all([producer.disconnect(), reader.disconnect()]);
+  });
+
+  test('publish() returns at once; a refused one reaches the error event with its code and message id', async () => {
+    const b = await broker(config);
+    const producer = await connect('producer', b.hostSpec);
+    const errors: WhiskerError[] = [];
+    producer.on('error', (error) => void errors.push(error));
+    expect(producer.publish('shaped/v1/x', { n: 1 })).toBeUndefined();
+    producer.publish('shaped/v1/x', { n: 'not a number' });
+    await until(() => errors.length === 1 && b.router.queues.get('shaped/v1')?.size === 1, 5000, 'one stored, one refused');
+    expect(errors[0]!.code).toBe('E_SCHEMA');
+    expect((errors[0] as WhiskerError & { info: { messageId: string } }).info.messageId).toMatch(/./);
+    await producer.disconnect();
+  });
+});
