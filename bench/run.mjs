@@ -1,6 +1,9 @@
 // `npm run bench`: measures each scenario, in the same invocation, against Whisker, against the
 // reference system Kitten-MQ 0.12.3 (bench/reference/, installed in bench/node_modules only) and
-// against a bare ws relay of the benchmark's own (bench/relay/), and prints the ratios.
+// against a bare ws relay of the benchmark's own (bench/relay/), and against the production
+// peers Redis Streams (appendfsync always; everysec, not durable) and NATS JetStream
+// (bench/peers/; servers from the system's packages, clients in bench/node_modules), and prints
+// the ratios.
 // Every run starts fresh server processes and separate client processes on loopback; Whisker
 // rows check that every message arrived exactly once (loss, duplicates and stalls exit 1).
 // The table is printed and written to bench/results/ (latest.json for a full default run).
@@ -15,17 +18,20 @@
 //          kept in <run dir>/broker-N.log), --broker-config='{"maxItemsInQueue":1000}' (merged
 //          into Whisker brokers' config), --keep (keep the temporary run directories),
 //          --no-retry (do not run a disturbed run again), --window=N (unanswered sends a
-//          producer keeps, default 2,000), --systems=whisker,kitten,relay (which columns run).
+//          producer keeps, default 2,000), --no-peers (no Redis, no NATS),
+//          --systems=whisker,kitten,relay,redis,redis-everysec,nats (which columns run).
 // Only a full default invocation writes latest.json; others write partial-<time>.json.
-import { execFileSync, fork, spawn } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
-import { createConnection, createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MAP, now } from './lib.mjs';
 import { measureFormats } from './formats.mjs';
+import { freePort, spawnServer, stopServer, waitForPort } from './servers.mjs';
+import { natsSystem, natsUnavailable } from './peers/nats.mjs';
+import { redisSystem, redisUnavailable } from './peers/redis.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = dirname(here);
@@ -53,7 +59,8 @@ const WITH_RSS = Boolean(args['with-rss']);
 const WITH_REFERENCE = !args['no-reference'] && (typeof args.systems !== 'string' || args.systems.includes('kitten'));
 const WITH_RELAY = !args['no-relay'] && (typeof args.systems !== 'string' || args.systems.includes('relay'));
 const WINDOW = Number(args.window ?? 2000); // unanswered sends a producer keeps at most
-const SYSTEMS = typeof args.systems === 'string' ? args.systems.split(',') : ['whisker', 'kitten', 'relay'];
+const PEER_KEYS = ['redis', 'redis-everysec', 'nats'];
+const SYSTEMS = typeof args.systems === 'string' ? args.systems.split(',') : ['whisker', 'kitten', 'relay', ...(args['no-peers'] ? [] : PEER_KEYS)];
 const RATE = args.rate ? Number(args.rate) : null; // overrides the latency rows' paced rate
 const BROKER_CONFIG = typeof args['broker-config'] === 'string' ? JSON.parse(args['broker-config']) : {};
 const BROKER_FLAGS = typeof args['broker-flags'] === 'string' ? args['broker-flags'].split(' ').filter(Boolean) : [];
@@ -70,30 +77,32 @@ const RELAY_C4 = relayOf({ key: 'c4', receivers: 4, mode: 'consume' });
 const RELAY_L4 = relayOf({ key: 'l4', receivers: 4, mode: 'listen' });
 const RELAY_LAT = relayOf({ key: 'lat', receivers: 1, mode: 'consume', latency: true });
 const K_P100 = { key: 'k-p100', prefetch: 100 };
+// the peers' targets (Redis Streams, NATS JetStream): no map language, no mirrors, no idle row
+const PEER_P100 = { key: 'p100', prefetch: 100 };
 
 const ALL_SCENARIOS = [
   { key: 'p1', group: 'flow', label: '1 -> 1 consume, prefetch 1', unit: 'msg/s', receivers: 1, mode: 'consume', prefetch: 1, count: 30_000,
-    kitten: { key: 'k-p1', prefetch: 1 }, relay: RELAY_C1 },
+    kitten: { key: 'k-p1', prefetch: 1 }, relay: RELAY_C1, peer: { key: 'p1', prefetch: 1 } },
   { key: 'p100', group: 'flow', label: '1 -> 1 consume, prefetch 100 (durable store)', unit: 'msg/s', receivers: 1, mode: 'consume', prefetch: 100, count: 50_000,
-    kitten: K_P100, relay: RELAY_C1 },
+    kitten: K_P100, relay: RELAY_C1, peer: PEER_P100 },
   { key: 'p100mem', group: 'flow', label: '1 -> 1 consume, prefetch 100, memory store', unit: 'msg/s', receivers: 1, mode: 'consume', prefetch: 100, count: 50_000, store: 'memory',
-    kitten: K_P100, relay: RELAY_C1 },
+    kitten: K_P100, relay: RELAY_C1, peer: PEER_P100 },
   { key: 'compete4', group: 'flow', label: '1 -> 4 competing consumers, prefetch 100, one group (total)', unit: 'msg/s', receivers: 4, mode: 'consume', prefetch: 100, count: 50_000,
-    kitten: { key: 'k-compete4', prefetch: 100 }, relay: RELAY_C4 },
+    kitten: { key: 'k-compete4', prefetch: 100 }, relay: RELAY_C4, peer: { key: 'compete4', prefetch: 100 } },
   { key: 'map', group: 'flow', label: '1 -> 1 consume, prefetch 100, 10-field map on the channel', unit: 'msg/s', receivers: 1, mode: 'consume', prefetch: 100, count: 50_000, map: true,
     kitten: { key: 'k-map', prefetch: 100, map: true }, relay: RELAY_C1 },
   { key: 'fanout4', group: 'flow', label: '1 -> 4 listeners (total deliveries)', unit: 'deliveries/s', receivers: 4, mode: 'listen', count: 50_000,
-    kitten: { key: 'k-fanout4', prefetch: 100 }, relay: RELAY_L4 },
+    kitten: { key: 'k-fanout4', prefetch: 100 }, relay: RELAY_L4, peer: { key: 'fanout4', prefetch: 100 } },
   { key: 'mirror2', group: 'flow', label: '1 -> 1 consume, prefetch 100, two mirror brokers', unit: 'msg/s', receivers: 1, mode: 'consume', prefetch: 100, count: 50_000, brokers: 2,
     kitten: { key: 'k-mirror2', prefetch: 100, brokers: 2 }, relay: RELAY_C1 },
   { key: 'mirror3', group: 'flow', label: '1 -> 1 consume, prefetch 100, three mirror brokers', unit: 'msg/s', receivers: 1, mode: 'consume', prefetch: 100, count: 50_000, brokers: 3,
     kitten: { key: 'k-mirror3', prefetch: 100, brokers: 3 }, relay: RELAY_C1 },
   { key: 'latency', group: 'flow', label: 'latency, 1,000 msg/s paced, prefetch 100 (after 500 warm-up), durable', unit: 'ms', receivers: 1, mode: 'consume', prefetch: 100, count: 5_500, warmup: 500, rate: 1000, latency: true,
-    kitten: { key: 'k-latency', prefetch: 100 }, relay: RELAY_LAT },
+    kitten: { key: 'k-latency', prefetch: 100 }, relay: RELAY_LAT, peer: { key: 'latency', prefetch: 100 } },
   { key: 'latencymem', group: 'flow', label: 'latency, 1,000 msg/s paced, prefetch 100, memory store', unit: 'ms', receivers: 1, mode: 'consume', prefetch: 100, count: 5_500, warmup: 500, rate: 1000, latency: true, store: 'memory',
-    kitten: { key: 'k-latency', prefetch: 100 }, relay: RELAY_LAT },
+    kitten: { key: 'k-latency', prefetch: 100 }, relay: RELAY_LAT, peer: { key: 'latency', prefetch: 100 } },
   { key: 'rss1m', group: 'rss', kind: 'waiting', label: 'broker RSS, 1,000,000 messages waiting (no subscriber), durable', unit: 'MB', count: 1_000_000,
-    kitten: { key: 'k-rss1m', kind: 'waiting' }, relay: null },
+    kitten: { key: 'k-rss1m', kind: 'waiting' }, relay: null, peer: { key: 'rss1m', kind: 'waiting' } },
   { key: 'idle10k', group: 'rss', kind: 'idle', label: 'broker RSS, 10,000 idle authenticated connections', unit: 'MB', count: 10_000, processes: 4,
     kitten: { key: 'k-idle10k', kind: 'idle', processes: 4 }, relay: null },
 ];
@@ -102,35 +111,6 @@ const selected = (s) => (ONLY ? ONLY.includes(s.key) || ONLY.includes(s.group) :
 const SCENARIOS = ALL_SCENARIOS.filter(selected);
 
 // ---- processes ---------------------------------------------------------------------------
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitForPort(port, proc, ms, what) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`${what} exited with ${proc.exitCode} before listening${proc.output ? `: ${proc.output.trim().split('\n').slice(-3).join(' / ').slice(0, 400)}` : ''}`);
-    const ok = await new Promise((resolve) => {
-      const socket = createConnection({ host: '127.0.0.1', port });
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`${what} did not listen on ${port} within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 /** a forked client process and the messages it reports, awaited by type */
 class Child {
@@ -190,27 +170,6 @@ class Child {
       }
     }
   }
-}
-
-function spawnServer(args, cwd) {
-  const proc = spawn(process.execPath, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-  proc.output = '';
-  proc.stdout.on('data', (d) => (proc.output += d));
-  proc.stderr.on('data', (d) => (proc.output += d));
-  proc.exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
-  return proc;
-}
-
-async function stopServer(proc) {
-  if (proc.exitCode !== null || proc.signalCode !== null) return { code: proc.exitCode, signal: proc.signalCode, forced: false };
-  proc.kill('SIGTERM');
-  let timer;
-  const timeout = new Promise((resolve) => (timer = setTimeout(() => resolve(null), 10_000)));
-  const result = await Promise.race([proc.exited, timeout]);
-  clearTimeout(timer);
-  if (result) return { ...result, forced: false };
-  proc.kill('SIGKILL');
-  return { ...(await proc.exited), forced: true };
 }
 
 /** machine-wide busy CPU time in ms, and steal time (Linux /proc/stat; null elsewhere) */
@@ -283,6 +242,13 @@ function httpGet(port, path) {
 const receiving = (t) => ({ expected: t.count, latency: Boolean(t.latency), warmup: t.warmup ?? 0, ...(t.mode === 'consume' && t.receivers > 1 ? { idleMs: 1000 } : {}) });
 
 const peersRefused = { reason: null }; // set once a Whisker broker refused `peers`
+
+/** the production peers, each with why it cannot run here (null: it can) */
+const PEERS = [
+  { key: 'redis', label: 'Redis Streams, fsync always', system: redisSystem('always', { receiving, window: WINDOW }), unavailable: redisUnavailable },
+  { key: 'redis-everysec', label: 'Redis Streams, everysec (not durable)', system: redisSystem('everysec', { receiving, window: WINDOW }), unavailable: redisUnavailable },
+  { key: 'nats', label: 'NATS JetStream (no fsync)', system: natsSystem({ receiving, window: WINDOW }), unavailable: natsUnavailable },
+].filter((p) => SYSTEMS.includes(p.key));
 
 const whisker = {
   name: 'Whisker',
@@ -768,6 +734,12 @@ function cell(target, agg, { withSpread = true } = {}) {
   return `${int(agg.rate.median)}${withSpread ? ` (${spread([agg.rate.min, agg.rate.max], int)})` : ''}`;
 }
 
+/** the server's CPU per message (per delivery in fan-out), from its CPU share and the rate */
+function cpuPerMessage(target, agg) {
+  if (!agg || agg.na || agg.failed || target.kind || target.latency || !agg.cpu?.brokerPct || !agg.rate) return '';
+  return ` [${((agg.cpu.brokerPct / 100) * (1e6 / agg.rate.median)).toFixed(1)} µs]`;
+}
+
 function ratio(a, b) {
   if (!a?.value || !b?.value || a.na || b.na || a.failed || b.failed) return '-';
   const r = a.value.median / b.value.median;
@@ -805,6 +777,14 @@ function printResults(rows) {
       ratio(w, r50),
     ]),
   );
+  if (PEERS.length > 0) {
+    console.log('\nBeside the production peers (same rows, same producer and receivers; server CPU per message in brackets):');
+    const peerRows = rows.filter((r) => r.scenario.peer);
+    printTable(
+      ['scenario', 'unit', 'Whisker', ...PEERS.flatMap((p) => [p.label, `W/${p.key}`])],
+      peerRows.map(({ scenario: s, whisker: w, peers }) => [s.label, unitOf(s), `${cell(s, w, { withSpread: false })}${cpuPerMessage(s, w)}`, ...PEERS.flatMap((p) => [`${cell(s, peers[p.key], { withSpread: false })}${cpuPerMessage(s, peers[p.key])}`, ratio(w, peers[p.key])])]),
+    );
+  }
   console.log('\nratios are Whisker / other: for msg/s higher is better for Whisker, for ms (p99) and MB lower is');
   console.log('\nWhisker, more detail (medians):');
   printTable(
@@ -829,14 +809,14 @@ function printResults(rows) {
   }
   const seen = new Set();
   const others = rows.flatMap((r) =>
-    [['Kitten-MQ', r.kitten], ['relay', r.relay1], ['relay50', r.relay50]].flatMap(([name, agg]) => {
+    [['Kitten-MQ', r.kitten], ['relay', r.relay1], ['relay50', r.relay50], ...PEERS.map((p) => [p.label, r.peers?.[p.key]])].flatMap(([name, agg]) => {
       if (!agg || seen.has(agg)) return [];
       seen.add(agg);
       return [...(agg.problems ?? []), ...(agg.warnings ?? [])].map((p) => `  ${r.scenario.key}, ${name} ${p}`);
     }),
   );
   if (others.length > 0) {
-    console.log('\nReference and relay notes (not checked: Kitten-MQ promises at least once):');
+    console.log('\nReference, relay and peer notes (not checked: Kitten-MQ promises at least once, so do the peers):');
     for (const p of others.slice(0, 30)) console.log(p);
   }
   const warnings = rows.flatMap((r) => (r.whisker?.warnings ?? []).map((p) => `  ${r.scenario.key}, ${p}`));
@@ -873,6 +853,10 @@ console.log('throughput = messages received / (first send -> last delivery)');
 const referenceUnavailable = prepareReference();
 if (referenceUnavailable) console.log(`reference Kitten-MQ ${KITTEN_VERSION}: n/a, ${referenceUnavailable}`);
 if (!WITH_RELAY) console.log('ws relay: left out (--no-relay)');
+for (const peer of PEERS) {
+  peer.why = peer.unavailable();
+  console.log(`${peer.system.name}: ${peer.why ? `n/a (${peer.why})` : peer.system.durability}`);
+}
 console.log('');
 if (CPU_PROF) mkdirSync(join(resultsDir, 'prof'), { recursive: true });
 
@@ -888,6 +872,15 @@ for (const s of SCENARIOS) {
     else {
       if (!shared.has(s.kitten.key)) shared.set(s.kitten.key, await measure(kitten, scaled({ ...base, unit: s.unit, ...s.kitten }), s.kitten.key));
       row.kitten = shared.get(s.kitten.key);
+    }
+  }
+  row.peers = {};
+  for (const peer of s.peer ? PEERS : []) {
+    if (peer.why) row.peers[peer.key] = { na: peer.why };
+    else {
+      const key = `${peer.key}-${s.peer.key}`;
+      if (!shared.has(key)) shared.set(key, await measure(peer.system, scaled({ ...base, unit: s.unit, ...s.peer }), key));
+      row.peers[peer.key] = shared.get(key);
     }
   }
   if (s.relay && WITH_RELAY) {
@@ -928,10 +921,11 @@ const out = {
   cpuProfile: CPU_PROF,
   reference: { system: `kitten-mq ${KITTEN_VERSION}`, unavailable: referenceUnavailable },
   peersRefused: peersRefused.reason,
+  productionPeers: PEERS.map((p) => ({ key: p.key, system: p.system.name, durability: p.system.durability, unavailable: p.why })),
   totalSeconds,
-  rows: rows.map((r) => ({ key: r.scenario.key, label: r.scenario.label, unit: r.scenario.latency ? 'ms' : r.scenario.kind ? 'MB' : r.scenario.unit, scenario: r.scenario, whisker: r.whisker, kitten: r.kitten, relay1: r.relay1, relay50: r.relay50 })),
+  rows: rows.map((r) => ({ key: r.scenario.key, label: r.scenario.label, unit: r.scenario.latency ? 'ms' : r.scenario.kind ? 'MB' : r.scenario.unit, scenario: r.scenario, whisker: r.whisker, kitten: r.kitten, relay1: r.relay1, relay50: r.relay50, peers: r.peers })),
 };
-const defaultRun = !ONLY && SKIP.length === 0 && WINDOW === 2000 && typeof args.systems !== 'string' && !CPU_PROF && SCALE === 1 && RUNS === 3 && !RATE && !BROKER_FLAGS.length && !Object.keys(BROKER_CONFIG).length && WITH_REFERENCE && WITH_RELAY;
+const defaultRun = !ONLY && SKIP.length === 0 && WINDOW === 2000 && typeof args.systems !== 'string' && !CPU_PROF && SCALE === 1 && RUNS === 3 && !RATE && !BROKER_FLAGS.length && !Object.keys(BROKER_CONFIG).length && WITH_REFERENCE && WITH_RELAY && !args['no-peers'];
 const file = defaultRun ? (WITH_RSS ? 'latest-with-rss.json' : 'latest.json') : `partial-${Date.now()}.json`;
 writeFileSync(join(resultsDir, file), `${JSON.stringify(out, null, 2)}\n`);
 console.log(`results written to bench/results/${file}`);

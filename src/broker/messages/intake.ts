@@ -95,7 +95,7 @@ export class Intake {
       creates.add(queue);
     }
     // the queue's own name string, not one more copy per waiting message
-    return { seq: router.nextSeq(), messageId: m.messageId, queue: held?.name ?? queue, id: channel.id, data, created: m.created, acceptedAt: now, from: clientName };
+    return { seq: router.nextSeq(), messageId: m.messageId, queue: held?.name ?? queue, id: channel.id, data, created: m.created, acceptedAt: now, from: clientName, json: JSON.stringify(data) };
   }
 }
 

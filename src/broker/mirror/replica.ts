@@ -70,7 +70,7 @@ export class Replica {
       this.#unconfirmed.confirm(m.messageId);
       if (seen.has(m.messageId) || router.isKnown(m.messageId) || router.appendUnderWay(m.messageId) || router.holding(m.messageId)) continue;
       seen.add(m.messageId);
-      fresh.push({ seq: router.nextSeq(), messageId: m.messageId, queue: m.queue, id: m.id, data: m.data, created: m.created, acceptedAt: m.acceptedAt, from: m.from });
+      fresh.push({ seq: router.nextSeq(), messageId: m.messageId, queue: m.queue, id: m.id, data: m.data, created: m.created, acceptedAt: m.acceptedAt, from: m.from, json: JSON.stringify(m.data) });
     }
     if (fresh.length > 0) await router.store(fresh, false);
   }

@@ -57,6 +57,7 @@ export class QueueBodies {
   accepted(entry: Entry): void {
     if (this.#window === 0 || this.#held <= this.#window || entry.message.data === undefined) return;
     entry.message.data = undefined;
+    entry.message.json = undefined;
     this.#held--;
   }
 

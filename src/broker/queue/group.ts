@@ -28,7 +28,8 @@ export interface Subscriber {
   readonly prefetch: number;
   /** false while the connection's outbound buffer is past its bound */
   isWritable(): boolean;
-  deliver(delivery: Delivery): void;
+  /** `dataJson`: `delivery.data` as JSON when the message has it (StoredMessage.json) */
+  deliver(delivery: Delivery, dataJson?: string): void;
 }
 
 export type RecordState = 'ready' | 'delayed' | 'inflight' | 'settled';

@@ -627,7 +627,7 @@ export class Queue {
       nbRequeues: record.nbRequeues,
       from: m.from,
       via: record.group.pattern,
-    });
+    }, m.json);
   }
 
   // ---- time: ack timeouts, delayed requeues, ttl ---------------------------------------

@@ -7,7 +7,7 @@ export interface SubscriptionOwner {
   /** `name#node`, for logs */
   readonly label: string;
   isWritable(): boolean;
-  queueDelivery(delivery: Delivery): void;
+  queueDelivery(delivery: Delivery, dataJson?: string): void;
 }
 
 /** One listen/consume handler of one connection, on one queue (docs/protocol.md#subscribe). */
@@ -37,9 +37,9 @@ export class Subscription implements Subscriber {
     return this.owner.isWritable();
   }
 
-  deliver(delivery: Delivery): void {
+  deliver(delivery: Delivery, dataJson?: string): void {
     delivery.sub = this.sub;
     this.delivered++;
-    this.owner.queueDelivery(delivery);
+    this.owner.queueDelivery(delivery, dataJson);
   }
 }

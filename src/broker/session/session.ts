@@ -7,6 +7,7 @@ import {
   type ClientFrame,
   decodeClientFrame,
   type Delivery,
+  encodeDelivery,
   encodeFrame,
   PROTOCOL_VERSION,
   type PublishResult,
@@ -172,8 +173,8 @@ export class Session implements ConnectedSession {
     for (const resolve of waiters) resolve();
   }
 
-  queueDelivery(delivery: Delivery): void {
-    const encoded = JSON.stringify(delivery);
+  queueDelivery(delivery: Delivery, dataJson?: string): void {
+    const encoded = dataJson === undefined ? JSON.stringify(delivery) : encodeDelivery(delivery, dataJson);
     this.#deliveries.push(encoded);
     this.#queuedBytes += encoded.length;
     this.#outbound.hold(encoded.length);

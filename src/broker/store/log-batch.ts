@@ -1,56 +1,68 @@
-import { FrameWriter, type LogRecord } from './log-format.js';
-import type { StoreEvent } from './store.js';
+import type { FrameWriter } from './log-binary.js';
+import type { LogRecord } from './log-format.js';
+import type { StoredMessage, StoreEvent } from './store.js';
 
 export interface Waiter {
   resolve(): void;
   reject(error: Error): void;
 }
 
-/** a batch's frames in one buffer, and each record's frame size (0: left out, see `encode`) */
+/**
+ * A batch's frames in one buffer; per record, where its frame starts in it (-1: left out, see
+ * `encode`; state changes share their run's frame) and a message frame's size (0 for the rest)
+ */
 export interface EncodedBatch {
   readonly frames: Buffer;
+  readonly offsets: readonly number[];
   readonly sizes: readonly number[];
 }
 
 /** what is waiting for the next commit: records in order, appends to answer */
 export class Batch {
   records: LogRecord[] = [];
-  /** JSON made when queued (a message: one that cannot be encoded fails its own append only) */
-  json: (string | null)[] = [];
+  /** a message's body as JSON, made when queued (one that cannot be encoded fails its own append only) */
+  json: (string | undefined)[] = [];
   waiters: Waiter[] = [];
 
-  push(record: LogRecord, json: string | null = null): void {
+  push(record: LogRecord, json?: string): void {
     this.records.push(record);
     this.json.push(json);
   }
 
+  pushMessage(m: StoredMessage, json: string | undefined): void {
+    this.push({ k: 'm', m }, json);
+  }
+
   /**
-   * Every record's frame, written into `writer`'s buffer (valid until its next use). A state
-   * change of a message removed later in the same batch is left out: replay ends at the same
-   * state without it, and an ack (settle, then remove) is written as one record, not two.
+   * Every record's frame, written into `writer`'s buffer (valid until its next use): one per
+   * message, one per run of state changes. A state change of a message removed later in the
+   * same batch is left out: replay ends at the same state without it, and an ack (settle, then
+   * remove) is written as the remove alone.
    */
-  encode(writer: FrameWriter, header: LogRecord | null): EncodedBatch {
+  encode(writer: FrameWriter, header: Buffer | null): EncodedBatch {
     const { records, json } = this;
-    const keep = new Array<boolean>(records.length);
+    const offsets = new Array<number>(records.length);
     // backwards: which records come before a removal of their message (a new `m` starts afresh)
     const removedLater = new Set<string>();
     for (let i = records.length - 1; i >= 0; i--) {
       const record = records[i]!;
-      if (record.k === 'x') {
-        removedLater.add(record.id);
-        keep[i] = true;
-      } else if (record.k === 'm') {
-        removedLater.delete(record.m.messageId);
-        keep[i] = true;
-      } else {
-        keep[i] = record.k === 'h' || record.k === 'd' || !removedLater.has(record.id);
-      }
+      let keep = true;
+      if (record.k === 'x') removedLater.add(record.id);
+      else if (record.k === 'm') removedLater.delete(record.m.messageId);
+      else if (record.k !== 'h' && record.k !== 'd') keep = !removedLater.has(record.id);
+      offsets[i] = keep ? 0 : -1;
     }
     writer.reset();
-    if (header) writer.add(JSON.stringify(header));
-    const sizes = new Array<number>(records.length);
-    for (let i = 0; i < records.length; i++) sizes[i] = keep[i] ? writer.add(json[i] ?? JSON.stringify(records[i])) : 0;
-    return { frames: writer.bytes(), sizes };
+    if (header) writer.raw(header);
+    const sizes = new Array<number>(records.length).fill(0);
+    for (let i = 0; i < records.length; i++) {
+      if (offsets[i]! < 0) continue;
+      const record = records[i]!;
+      offsets[i] = writer.size;
+      if (record.k === 'm') sizes[i] = writer.message(record.m, json[i]);
+      else if (record.k !== 'h') writer.event(record);
+    }
+    return { frames: writer.bytes(), offsets, sizes };
   }
 }
 

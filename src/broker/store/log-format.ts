@@ -1,33 +1,30 @@
 import { crc32 } from 'node:zlib';
-import type { Settlement, StoredMessage } from './store.js';
+import { decodeBinary, FRAME_HEADER_BYTES } from './log-binary.js';
+import type { LogRecord } from './log-records.js';
 
 /**
- * The durable log's records and their framing: each record is
- * `[u32 LE payload length][u32 LE crc32 of the payload][payload: JSON, utf8]`, so a torn or
- * corrupt tail is recognised and cut off on replay instead of being half-read.
+ * The durable log's frames (docs/operations.md#store-format): each frame is
+ * `[u32 LE payload length][u32 LE crc32 of the payload][payload]`, so a torn or corrupt tail is
+ * recognised and cut off on replay instead of being half-read. Version 2 payloads are binary
+ * (log-binary.ts): one frame per message, one per run of state changes. The segment header
+ * stays JSON in every version, so a broker of an older version reads it and refuses the log
+ * by its version instead of taking binary frames for a torn tail. Version 1 (JSON records,
+ * one frame each) is still read: an upgraded broker replays its old log, then writes v2.
  */
-export const FRAME_HEADER_BYTES = 8;
+export { FRAME_HEADER_BYTES };
 /** a longer length field can only be garbage: messages are bounded by `limits.maxPayloadBytes` */
 export const MAX_RECORD_BYTES = 256 * 1024 * 1024;
-export const LOG_VERSION = 1;
+export const LOG_VERSION = 2;
+/** the versions this broker replays */
+export const READABLE_VERSIONS: readonly number[] = [1, 2];
 
-/** `[group key, nbRequeues, notBefore ms epoch]`, compact because snapshots repeat it per message */
-export type RecordTuple = readonly [group: string, nbRequeues: number, notBefore: number];
+export type { LogRecord, RecordTuple } from './log-records.js';
 
-export type LogRecord =
-  /** first record of every segment; a snapshot segment replaces everything before it */
-  | { readonly k: 'h'; readonly v: number; readonly snapshot: boolean }
-  /** an accepted message; in a snapshot, with its unsettled records (`[]`: waits unassigned) */
-  | { readonly k: 'm'; readonly m: StoredMessage; readonly r?: readonly RecordTuple[] }
-  | { readonly k: 'a'; readonly id: string; readonly g: readonly string[] }
-  | { readonly k: 's'; readonly id: string; readonly g: string; readonly o: Settlement }
-  | { readonly k: 'r'; readonly id: string; readonly g: string; readonly n: number; readonly nb: number }
-  | { readonly k: 'x'; readonly id: string }
-  /** snapshot only: an id removed but still inside the dedupe window (SPEC §7) */
-  | { readonly k: 'd'; readonly id: string; readonly at: number };
+export type HeaderRecord = Extract<LogRecord, { k: 'h' }>;
 
-export function encodeRecord(record: LogRecord): Buffer {
-  const json = JSON.stringify(record);
+/** a segment's header frame (JSON, in every version) */
+export function encodeHeader(snapshot: boolean): Buffer {
+  const json = JSON.stringify({ k: 'h', v: LOG_VERSION, snapshot } satisfies HeaderRecord);
   const length = Buffer.byteLength(json);
   const frame = Buffer.allocUnsafe(FRAME_HEADER_BYTES + length);
   frame.write(json, FRAME_HEADER_BYTES, 'utf8');
@@ -36,49 +33,14 @@ export function encodeRecord(record: LogRecord): Buffer {
   return frame;
 }
 
-/**
- * Frames many records into one reused buffer, for a commit: one write, no buffer per record.
- * What `bytes()` returns is valid until the next `reset()` (the store commits one at a time).
- */
-export class FrameWriter {
-  #buffer = Buffer.allocUnsafe(64 * 1024);
-  #used = 0;
-
-  reset(): void {
-    // a huge batch once does not keep its buffer for ever
-    if (this.#buffer.length > 16 * 1024 * 1024) this.#buffer = Buffer.allocUnsafe(64 * 1024);
-    this.#used = 0;
-  }
-
-  /** frames one record's JSON; returns the frame's size in bytes */
-  add(json: string): number {
-    // utf8 takes at most 3 bytes per UTF-16 unit: room for the worst case, no byteLength pass
-    const room = FRAME_HEADER_BYTES + json.length * 3;
-    if (this.#used + room > this.#buffer.length) this.#grow(this.#used + room);
-    const at = this.#used;
-    const length = this.#buffer.write(json, at + FRAME_HEADER_BYTES);
-    this.#buffer.writeUInt32LE(length, at);
-    this.#buffer.writeUInt32LE(crc32(this.#buffer.subarray(at + FRAME_HEADER_BYTES, at + FRAME_HEADER_BYTES + length)), at + 4);
-    this.#used = at + FRAME_HEADER_BYTES + length;
-    return FRAME_HEADER_BYTES + length;
-  }
-
-  bytes(): Buffer {
-    return this.#buffer.subarray(0, this.#used);
-  }
-
-  #grow(needed: number): void {
-    const bigger = Buffer.allocUnsafe(Math.max(needed, this.#buffer.length * 2));
-    this.#buffer.copy(bigger, 0, 0, this.#used);
-    this.#buffer = bigger;
-  }
-}
-
 export type Decoded =
-  | { readonly ok: true; readonly record: LogRecord; readonly bytes: number }
+  /** a message frame holds one record, a run of state changes many, in order */
+  | { readonly ok: true; readonly records: readonly LogRecord[]; readonly bytes: number }
   /** not enough bytes for the frame its header announces: read more, or a torn tail at EOF */
   | { readonly ok: false; readonly reason: 'short' }
-  | { readonly ok: false; readonly reason: 'bad-length' | 'bad-crc' | 'bad-json' };
+  | { readonly ok: false; readonly reason: 'bad-length' | 'bad-crc' | 'bad-record' };
+
+const JSON_OPEN_BRACE = 0x7b;
 
 /** decodes the frame starting at `offset` of `buffer` (which holds bytes up to `end`) */
 export function decodeRecord(buffer: Buffer, offset: number, end: number): Decoded {
@@ -89,14 +51,20 @@ export function decodeRecord(buffer: Buffer, offset: number, end: number): Decod
   if (end - offset < bytes) return { ok: false, reason: 'short' };
   const payload = buffer.subarray(offset + FRAME_HEADER_BYTES, offset + bytes);
   if (crc32(payload) !== buffer.readUInt32LE(offset + 4)) return { ok: false, reason: 'bad-crc' };
+  // JSON: a header, or any record of a version 1 log; binary kinds are small numbers
+  const records = payload[0] === JSON_OPEN_BRACE ? decodeJson(payload) : decodeBinary(payload);
+  if (records === null) return { ok: false, reason: 'bad-record' };
+  return { ok: true, records, bytes };
+}
+
+function decodeJson(payload: Buffer): LogRecord[] | null {
   let record: unknown;
   try {
     record = JSON.parse(payload.toString('utf8'));
   } catch {
-    return { ok: false, reason: 'bad-json' };
+    return null;
   }
-  if (!isRecord(record)) return { ok: false, reason: 'bad-json' };
-  return { ok: true, record, bytes };
+  return isRecord(record) ? [record] : null;
 }
 
 const KINDS = new Set(['h', 'm', 'a', 's', 'r', 'x', 'd']);

@@ -121,10 +121,11 @@ export class BodyReader {
     try {
       const frame = await this.#frames.frame(entry.segment, entry.offset, entry.bytes);
       const decoded = decodeRecord(frame, 0, frame.length);
-      if (!decoded.ok || decoded.record.k !== 'm' || decoded.record.m.messageId !== entry.message.messageId) {
+      const record = decoded.ok ? decoded.records[0] : undefined;
+      if (record?.k !== 'm' || record.m.messageId !== entry.message.messageId) {
         throw new Error(`store segment ${segmentName(entry.segment)} does not hold message ${entry.message.messageId} at byte ${entry.offset}`);
       }
-      return decoded.record.m.data;
+      return record.m.data;
     } catch (error) {
       // a compaction may have moved it between the look-up and the read
       const now = this.#index.get(entry.message.messageId);

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { decodeRecord, FRAME_HEADER_BYTES, LOG_VERSION, type LogRecord, parseSegmentName, segmentName, TEMP_SUFFIX } from './log-format.js';
+import { decodeRecord, FRAME_HEADER_BYTES, LOG_VERSION, type LogRecord, parseSegmentName, READABLE_VERSIONS, segmentName, TEMP_SUFFIX } from './log-format.js';
 import { type LogFs, removeIfPresent, syncDirectory } from './log-fs.js';
 import type { RecordPlace } from './log-index.js';
 
@@ -59,7 +59,8 @@ async function isSnapshot(fs: LogFs, path: string): Promise<boolean> {
     const buffer = Buffer.alloc(4096);
     const { bytesRead } = await file.read(buffer, 0, buffer.length, 0);
     const decoded = decodeRecord(buffer, 0, bytesRead);
-    return decoded.ok && decoded.record.k === 'h' && decoded.record.snapshot;
+    const first = decoded.ok ? decoded.records[0] : undefined;
+    return first?.k === 'h' && first.snapshot;
   } finally {
     await file.close();
   }
@@ -81,10 +82,10 @@ async function replayFile(fs: LogFs, path: string, number: number, isLast: boole
     for (;;) {
       const decoded = decodeRecord(buffer, offset, end);
       if (decoded.ok) {
-        if (records === 0) place.inSnapshot = checkHeader(decoded.record, path);
+        if (records === 0) place.inSnapshot = checkHeader(decoded.records[0]!, path);
         place.offset = base + offset;
-        apply(decoded.record, decoded.bytes, place);
-        records++;
+        for (const record of decoded.records) apply(record, decoded.bytes, place);
+        records += decoded.records.length;
         offset += decoded.bytes;
         continue;
       }
@@ -124,6 +125,8 @@ async function replayFile(fs: LogFs, path: string, number: number, isLast: boole
 /** returns whether the segment is a snapshot */
 function checkHeader(record: LogRecord, path: string): boolean {
   if (record.k !== 'h') throw new Error(`store segment ${path} does not start with a header: not a Whisker log`);
-  if (record.v !== LOG_VERSION) throw new Error(`store segment ${path} has format version ${record.v}; this broker reads version ${LOG_VERSION}`);
+  if (!READABLE_VERSIONS.includes(record.v)) {
+    throw new Error(`store segment ${path} has format version ${record.v}; this broker reads versions ${READABLE_VERSIONS.join(' and ')} (writes ${LOG_VERSION}): a newer broker wrote this log, run that one (docs/operations.md#store-format)`);
+  }
   return record.snapshot;
 }

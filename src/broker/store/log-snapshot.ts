@@ -1,10 +1,13 @@
 import { join } from 'node:path';
-import { encodeRecord, LOG_VERSION, segmentName, TEMP_SUFFIX } from './log-format.js';
+import { FRAME_HEADER_BYTES, FrameWriter } from './log-binary.js';
+import { decodeRecord, encodeHeader, segmentName, TEMP_SUFFIX } from './log-format.js';
 import type { Capture, LiveEntry } from './log-index.js';
 import { type LogFs, removeIfPresent, syncDirectory, writeFully } from './log-fs.js';
+import type { StoredMessage } from './store.js';
 
 /** snapshot writes go out in pieces of about this size, so serialising never blocks for long */
 const CHUNK_BYTES = 128 * 1024;
+const JSON_OPEN_BRACE = 0x7b;
 
 export interface SnapshotResult {
   readonly bytes: number;
@@ -15,41 +18,39 @@ export interface SnapshotResult {
 /**
  * Writes the live state as segment `number`: into a temporary
  * file first, synced, then renamed and the directory synced, so a segment with a snapshot
- * header is always complete. Each live message is its own record (`frameOf`: read back from
- * its segment when its body is not in memory) followed by its delivery records.
+ * header is always complete. The recent ids come first (runs of state changes), then each live
+ * message's frame (encoded again while its body is in memory, else `frameOf` reads it back from
+ * its segment) followed, in runs, by its delivery records.
  */
 export async function writeSnapshot(fs: LogFs, dir: string, number: number, capture: Capture, frameOf: (entry: LiveEntry) => Promise<Buffer>): Promise<SnapshotResult> {
   await fs.mkdir(dir);
   const path = join(dir, segmentName(number));
   const temp = path + TEMP_SUFFIX;
   const file = await fs.open(temp, 'wx');
+  const writer = new FrameWriter();
   let position = 0;
-  let written = 0; // bytes added so far, flushed or not
   const offsets: number[] = [];
   try {
-    let chunk: Buffer[] = [];
-    let chunkBytes = 0;
-    const add = async (frame: Buffer) => {
-      chunk.push(frame);
-      chunkBytes += frame.length;
-      written += frame.length;
-      if (chunkBytes < CHUNK_BYTES) return;
-      position += await writeFully(file, chunk, position);
-      chunk = [];
-      chunkBytes = 0;
+    const flushIfFull = async () => {
+      if (writer.size < CHUNK_BYTES) return;
+      position += await writeFully(file, [writer.bytes()], position);
+      writer.reset();
     };
-    await add(encodeRecord({ k: 'h', v: LOG_VERSION, snapshot: true }));
+    writer.raw(encodeHeader(true));
     for (let i = capture.recentFrom; i < capture.recentTo; i++) {
-      await add(encodeRecord({ k: 'd', id: capture.recentIds[i]!, at: capture.recentAt[i]! }));
+      writer.event({ k: 'd', id: capture.recentIds[i]!, at: capture.recentAt[i]! });
+      if (i % 1024 === 0) await flushIfFull();
     }
     for (const entry of capture.entries) {
-      offsets.push(written);
-      await add(await frameOf(entry));
+      offsets.push(position + writer.size);
+      if (entry.message.data !== undefined) writer.message(entry.message, JSON.stringify(entry.message.data));
+      else copyFrame(writer, await frameOf(entry));
       const id = entry.message.messageId;
-      if (entry.records.length > 0) await add(encodeRecord({ k: 'a', id, g: entry.records.map((r) => r[0]) }));
-      for (const [g, n, nb] of entry.records) if (n !== 0 || nb !== 0) await add(encodeRecord({ k: 'r', id, g, n, nb }));
+      if (entry.records.length > 0) writer.event({ k: 'a', id, g: entry.records.map((r) => r[0]) });
+      for (const [g, n, nb] of entry.records) if (n !== 0 || nb !== 0) writer.event({ k: 'r', id, g, n, nb });
+      await flushIfFull();
     }
-    position += await writeFully(file, chunk, position);
+    position += await writeFully(file, [writer.bytes()], position);
     await file.datasync();
     await file.close();
   } catch (error) {
@@ -60,4 +61,14 @@ export async function writeSnapshot(fs: LogFs, dir: string, number: number, capt
   await fs.rename(temp, path);
   await syncDirectory(fs, dir);
   return { bytes: position, offsets };
+}
+
+/** a version 2 frame is copied as it is; a version 1 (JSON) one is written again as version 2 */
+function copyFrame(writer: FrameWriter, frame: Buffer): void {
+  if (frame[FRAME_HEADER_BYTES] !== JSON_OPEN_BRACE) return writer.raw(frame);
+  const decoded = decodeRecord(frame, 0, frame.length);
+  const record = decoded.ok ? decoded.records[0] : undefined;
+  if (record?.k !== 'm') throw new Error('a message record read back for the snapshot is not one');
+  const m: StoredMessage = record.m;
+  writer.message(m, JSON.stringify(m.data));
 }

@@ -1,8 +1,9 @@
 import { dirname, join } from 'node:path';
-import { encodeRecord, FrameWriter, LOG_VERSION, type LogRecord, segmentName } from './log-format.js';
+import { FrameWriter } from './log-binary.js';
+import { encodeHeader, segmentName } from './log-format.js';
 import { type LogFile, type LogFs, nodeFs, removeIfPresent, syncDirectory, writeFully } from './log-fs.js';
 import { Batch, toRecord } from './log-batch.js';
-import { type Capture, type LiveEntry, LiveIndex, type RecordPlace } from './log-index.js';
+import { type Capture, LiveIndex, type RecordPlace } from './log-index.js';
 import { BodyReader, FrameReader, SegmentFiles } from './log-reader.js';
 import { type CompactionSettings, IDLE_COMPACT_BYTES, type LogStoreOptions, type LogStoreStats, shouldCompact, type StoreLogger } from './log-options.js';
 import { replaySegments } from './log-replay.js';
@@ -96,15 +97,14 @@ export class LogStore implements MessageStore {
   append(messages: readonly StoredMessage[]): Promise<void> {
     if (this.#state !== 'open') return Promise.reject(new Error(this.#state === 'failed' ? 'store is failing: not written' : `store is ${this.#state === 'new' ? 'not loaded' : 'closed'}`));
     if (messages.length === 0) return Promise.resolve();
-    const records = messages.map((m): LogRecord => ({ k: 'm', m }));
-    let json: string[];
+    let json: (string | undefined)[];
     try {
-      json = records.map((record) => JSON.stringify(record));
+      json = messages.map((m) => m.json ?? JSON.stringify(m.data));
     } catch (error) {
       return Promise.reject(error as Error);
     }
     return new Promise<void>((resolve, reject) => {
-      records.forEach((record, i) => this.#queued.push(record, json[i]!));
+      messages.forEach((m, i) => this.#queued.pushMessage(m, json[i]));
       this.#queued.waiters.push({ resolve, reject });
       this.#kick();
     });
@@ -183,9 +183,8 @@ export class LogStore implements MessageStore {
 
   async #commit(batch: Batch): Promise<boolean> {
     const segment = this.#active!;
-    const { frames, sizes } = batch.encode(this.#writer, this.#needsHeader ? { k: 'h', v: LOG_VERSION, snapshot: false } : null);
-    // the records start after the header, when this commit writes one
-    const start = segment.bytes + frames.length - sizes.reduce((sum, size) => sum + size, 0);
+    const start = segment.bytes;
+    const { frames, offsets, sizes } = batch.encode(this.#writer, this.#needsHeader ? encodeHeader(false) : null);
     try {
       const written = await writeFully(segment.file, [frames], segment.bytes);
       // at light load a commit per message: one thread-pool call instead of two when possible
@@ -203,13 +202,13 @@ export class LogStore implements MessageStore {
     this.#stats.commits++;
     // one place object for the batch, moved along: the index copies what it keeps
     const place = { segment: segment.number, offset: start, replayed: false, inSnapshot: false };
-    batch.records.forEach((record, i) => {
-      const bytes = sizes[i]!;
-      if (bytes === 0) return; // left out of the commit (see Batch.encode)
+    const { records } = batch;
+    for (let i = 0; i < records.length; i++) {
+      if (offsets[i]! < 0) continue; // left out of the commit (see Batch.encode)
       this.#stats.records++;
-      this.#index.apply(record, bytes, place);
-      place.offset += bytes;
-    });
+      place.offset = start + offsets[i]!;
+      this.#index.apply(records[i]!, sizes[i]!, place);
+    }
     for (const waiter of batch.waiters) waiter.resolve();
     return true;
   }
@@ -343,16 +342,10 @@ export class LogStore implements MessageStore {
       });
   }
 
-  /** a message's record for a snapshot: encoded again while its body is in memory, else copied */
-  #messageFrame(entry: LiveEntry): Promise<Buffer> {
-    if (entry.message.data !== undefined) return Promise.resolve(encodeRecord({ k: 'm', m: entry.message }));
-    return this.#snapshotReader.frame(entry.segment, entry.offset, entry.bytes);
-  }
-
   async #replaceWithSnapshot(capture: Capture, number: number): Promise<void> {
     const started = Date.now();
     const before = this.#diskBytes();
-    const { bytes, offsets } = await writeSnapshot(this.#fs, this.#dir, number, capture, (entry) => this.#messageFrame(entry));
+    const { bytes, offsets } = await writeSnapshot(this.#fs, this.#dir, number, capture, (entry) => this.#snapshotReader.frame(entry.segment, entry.offset, entry.bytes));
     this.#files.track(number);
     // from here on bodies are read from the snapshot: the segments it replaces can go
     this.#index.relocate(capture.entries, number, offsets);

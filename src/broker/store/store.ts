@@ -22,6 +22,12 @@ export interface StoredMessage {
   readonly acceptedAt: number;
   /** the sender's client name */
   readonly from: string;
+  /**
+   * `data` as JSON, made once at intake and shared by the store's record and every delivery
+   * frame (no serialisation per recipient); dropped with `data`, optional: without it each
+   * user serialises `data` itself.
+   */
+  json?: string | undefined;
 }
 
 /** Why a delivery record left its group for good. */
