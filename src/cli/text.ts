@@ -1,6 +1,6 @@
 /**
  * What the terminal is shown of client-chosen text (ids, names, bodies, errors): control
- * characters (C0, DEL, C1: escape sequences, carriage returns) written as `\uXXXX`, so a hostile
+ * characters (C0, DEL, C1: escape sequences, carriage returns) written as `\u` and 4 hex digits, so a hostile
  * id can neither move the cursor nor rewrite a line (SPEC §11).
  */
 // eslint-disable-next-line no-control-regex
