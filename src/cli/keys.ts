@@ -1,6 +1,7 @@
 import { ask, CommandError, locate, resultOf } from './control-client.js';
 import type { ControlOptions } from './lifecycle.js';
-import { print, printJson, table, terminalSafe } from './table.js';
+import { print, printJson, table } from './table.js';
+import { safe } from './text.js';
 
 
 /** `whisker keys list` and `whisker keys revoke NAME`, answered by the running broker */
@@ -13,9 +14,9 @@ export async function runKeys(action: string | undefined, name: string | undefin
       registeredClientsPath: string;
     };
     if (options.json) return printJson(result);
-    if (result.keys.length === 0) print(`no registered key in ${terminalSafe(result.registeredClientsPath)}\n`);
+    if (result.keys.length === 0) print(`no registered key in ${safe(result.registeredClientsPath)}\n`);
     else print(table(['NAME', 'SHA-256 OF THE KEY', 'CONNECTIONS'], result.keys.map((k) => [k.name, k.fingerprint ?? '(unreadable file)', k.connections])));
-    print(`${result.revoked} revoked keys in ${terminalSafe(result.registeredClientsPath)}/revoked\n`);
+    print(`${result.revoked} revoked keys in ${safe(result.registeredClientsPath)}/revoked\n`);
     return;
   }
   if (action === 'revoke') {
@@ -23,7 +24,7 @@ export async function runKeys(action: string | undefined, name: string | undefin
     const target = locate(options.config, options.socket);
     const result = resultOf(await ask(target, { command: 'keys-revoke', name })) as { fingerprint: string; closedConnections: number };
     if (options.json) return printJson(result);
-    print(`revoked the key of ${terminalSafe(name)} (sha256 ${result.fingerprint}); ${result.closedConnections} connections closed\n`);
+    print(`revoked the key of ${safe(name)} (sha256 ${result.fingerprint}); ${result.closedConnections} connections closed\n`);
     return;
   }
   throw new CommandError('keys needs "list" or "revoke NAME"', 2);

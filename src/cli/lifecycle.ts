@@ -1,5 +1,6 @@
 import { ask, CommandError, follow, locate, resultOf } from './control-client.js';
-import { duration, print, printJson, terminalSafe } from './table.js';
+import { duration, print, printJson } from './table.js';
+import { safe } from './text.js';
 
 /** what every command that talks to a running broker is given (docs/operations.md#commands) */
 export interface ControlOptions {
@@ -97,7 +98,7 @@ interface Status {
 
 function peerLine(p: NonNullable<Status['peers']>[number]): string {
   const state = !p.connected ? 'link down' : p.following ? (p.inStep ? `following, in step, lag ${p.lagMessages} (${p.lagSeconds.toFixed(1)} s)` : 'following, syncing') : p.role;
-  return `  peer          ${terminalSafe(p.serviceId)} (${terminalSafe(p.spec)}): ${state}`;
+  return `  peer          ${safe(p.serviceId)} (${safe(p.spec)}): ${state}`;
 }
 
 export async function runStatus(options: ControlOptions): Promise<void> {
@@ -112,10 +113,10 @@ export async function runStatus(options: ControlOptions): Promise<void> {
     `  queues        ${status.queues} (${status.waiting} messages waiting, ${status.inFlight} in flight)`,
     `  config        ${status.configPath ?? '(built-in default)'}`,
     `  data          ${status.dataDirectory}`,
-    `  reloads       ${status.reloadFailures} refused${status.lastReloadError ? `, last: ${terminalSafe(status.lastReloadError)}` : ''}`,
+    `  reloads       ${status.reloadFailures} refused${status.lastReloadError ? `, last: ${safe(status.lastReloadError)}` : ''}`,
   ];
   if (status.storeHealthy !== undefined) lines.push(`  store         ${status.storeHealthy ? 'healthy' : 'UNHEALTHY: a write failed, sends are refused (E_STORE)'}`);
-  if (status.conflict) lines.push(`  conflict      ${status.conflict.masters.map(terminalSafe).join(' and ')} are configured as master; ${terminalSafe(status.conflict.delivering)} delivers`);
+  if (status.conflict) lines.push(`  conflict      ${status.conflict.masters.map(safe).join(' and ')} are configured as master; ${safe(status.conflict.delivering)} delivers`);
   for (const peer of status.peers ?? []) lines.push(peerLine(peer));
   const e = status.election;
   if (e && 'mode' in e) lines.push(`  election      ${e.mode}: ${e.reason}`);

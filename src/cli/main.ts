@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { existsSync, readFileSync } from 'node:fs';
 import { CommandError } from './control-client.js';
-import { terminalSafe } from './table.js';
+import { safe } from './text.js';
 
 const DEFAULT_CONFIG_FILE = 'whisker.config.json';
 
@@ -166,7 +166,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
   } catch (error) {
     if (!(error instanceof CommandError)) throw error;
-    process.stderr.write(`whisker: ${terminalSafe(error.message)}\n`);
+    process.stderr.write(`whisker: ${safe(error.message)}\n`);
     return error.exitCode;
   }
 }

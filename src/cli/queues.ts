@@ -1,6 +1,7 @@
 import { ask, CommandError, locate, resultOf } from './control-client.js';
 import type { ControlOptions } from './lifecycle.js';
-import { print, printJson, table, terminalSafe } from './table.js';
+import { print, printJson, table } from './table.js';
+import { safe } from './text.js';
 
 export interface ListOptions extends ControlOptions {
   readonly queue?: string | undefined;
@@ -43,17 +44,17 @@ export async function runList(options: ListOptions): Promise<void> {
   }
   if (queues.length === 0) {
     const what = options.queue ? `queue ${options.queue}${options.id !== undefined ? ` id ${options.id}` : ''}` : options.id !== undefined ? `id ${options.id}` : 'queue';
-    return print(`no ${terminalSafe(what)} holds messages on this broker\n`);
+    return print(`no ${safe(what)} holds messages on this broker\n`);
   }
   print(table(['QUEUE', 'MESSAGES', 'WAITING', 'IN FLIGHT', 'IDS'], queues.map((q) => [q.queue, q.messages, q.waiting, q.inFlight, q.idCount])));
   for (const q of queues) {
     if (q.ids && q.ids.length > 0) {
-      print(`\n${terminalSafe(q.queue)}: ids\n`);
+      print(`\n${safe(q.queue)}: ids\n`);
       print(table(['ID', 'MESSAGES'], q.ids.map((i) => [i.id, i.count])));
       if (q.idsTruncated) print('(first 1000 ids only)\n');
     }
     if (q.messageList) {
-      print(`\n${terminalSafe(q.queue)}: messages\n`);
+      print(`\n${safe(q.queue)}: messages\n`);
       const rows = q.messageList.map((m) => [
         m.messageId,
         m.id,
@@ -99,5 +100,5 @@ export async function runDelete(options: DeleteOptions): Promise<void> {
   const request = { command: 'delete', queue: options.queue, ...(options.id !== undefined ? { id: options.id } : {}) };
   const result = resultOf(await ask(target, request), 2) as { deleted: number };
   if (options.json) return printJson(result);
-  print(`deleted ${result.deleted} messages from ${terminalSafe(what)}\n`);
+  print(`deleted ${result.deleted} messages from ${safe(what)}\n`);
 }
