@@ -13,6 +13,10 @@ const ETCD_DOWN_MS = 30_000;
 test(`etcd killed for ${ETCD_DOWN_MS / 1000} s: the master steps down before its lease can expire, nobody delivers, nothing lost, delivery resumes`, async () => {
   const { nodes, master, traffic, etcd } = await withTraffic();
   const from = master.process!.output().length;
+  // sends wait in the producer until a master answers (sendTimeout 30 s), within its
+  // maxBufferedMessages (10,000): 200 messages/s while etcd is down stays under that bound
+  traffic.pause();
+  traffic.run(1);
   await etcd.kill();
   const killedAt = performance.now();
   await master.process!.waitFor(/not delivering: this broker acts as slave/, from, LEASE_TTL * 1000 + 5_000);
@@ -36,6 +40,8 @@ test(`etcd killed for ${ETCD_DOWN_MS / 1000} s: the master steps down before its
   );
   expect(steppedDownMs).toBeLessThan(LEASE_TTL * 1000);
   expect(deliveredWhileDown).toBe(0);
+  expect(traffic.failed.slice(0, 5)).toEqual([]);
+  expect(traffic.failed.length).toBe(0);
   expect(lost).toBe(0);
   expect(duplicated).toBeLessThanOrEqual(traffic.inFlightWindow);
 }, 120_000);
