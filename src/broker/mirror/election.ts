@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { IKeyValue, IOptions, Etcd3, Lease } from 'etcd3';
+import type { IKeyValue, Etcd3, Lease } from 'etcd3';
 import type { ElectionConfig } from '../../config/types.js';
 import type { Logger } from '../../ops/logger.js';
 import type { ElectionPhase, ElectionView } from './types.js';
@@ -56,16 +56,13 @@ export class Election {
 
   /** etcd3 (grpc-js, protobufjs) is loaded only by a broker that runs an election: it takes a while */
   static async create(config: ElectionConfig, serviceId: string, log: Logger, hooks: ElectionHooks): Promise<Election> {
+    const { Etcd3: Client } = await import('etcd3');
     const { tls } = config.etcd;
-    // fault handling of our own (etcd3's default skips a member only after 3 failures, for 5 s:
-    // delivery then resumed up to 11 s after etcd came back from a 30 s outage): a member that
-    // failed is skipped for one round, a call is tried again on another member (3 tries in all)
-    const { Etcd3: Client, isRecoverableError } = await import('etcd3');
-    const skipMs = pollMsOf(config);
+    // etcd3's own fault handling: a member that fails 3 times is skipped for 5 s, a call is
+    // retried on another member; each call is still bounded by a round (withTimeout below)
     const client = new Client({
       hosts: [...config.etcd.hosts],
       dialTimeout: pollMsOf(config),
-      faultHandling: { host: () => policy(skipMs, 1, isRecoverableError), global: policy(0, 3, isRecoverableError) },
       ...(tls
         ? {
             credentials: {
@@ -279,32 +276,6 @@ export class Election {
     if (roleChanged) this.#log.info('election', { phase: next.phase, leader: next.leader, epoch: next.epoch, reason: next.reason });
     this.#hooks.onChange(this.view());
   }
-}
-
-type FaultPolicy = NonNullable<NonNullable<IOptions['faultHandling']>['global']>;
-
-/**
- * etcd3's fault-handling policy (cockatiel's IPolicy, of which etcd3 calls `execute` only):
- * `tries` attempts while the error is one etcd3 deems recoverable (a member down, a deadline);
- * after such a failure, calls are refused for `skipMs` without trying, so that etcd3 moves on
- * to the next member.
- */
-function policy(skipMs: number, tries: number, recoverable: (error: Error) => boolean): FaultPolicy {
-  let skipUntil = 0;
-  const never = () => ({ dispose: () => undefined });
-  const execute = async <T>(fn: (context: { signal: AbortSignal; attempt: number }) => PromiseLike<T> | T): Promise<T> => {
-    if (performance.now() < skipUntil) throw new Error('etcd member skipped: it failed within the last round');
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await fn({ signal: new AbortController().signal, attempt });
-      } catch (error) {
-        if (!(error instanceof Error) || !recoverable(error)) throw error;
-        if (skipMs > 0) skipUntil = performance.now() + skipMs;
-        if (attempt + 1 >= tries) throw error;
-      }
-    }
-  };
-  return { execute, onSuccess: never, onFailure: never } as unknown as FaultPolicy;
 }
 
 /** a round (renew, read, maybe campaign) every second, every TTL/4 when that is shorter */
