@@ -205,6 +205,7 @@ export const SCRIPT_PANELS = `
       const detail = selected === null ? null : await get('/api/queues/' + encodeURIComponent(selected), true);
       if (detail === null) state.selected = null;
       renderHealth(health);
+      renderElection(health);
       renderMirrors(health);
       renderQueues(queues.queues);
       renderDetail(detail);

@@ -1,6 +1,6 @@
 /*
  * The dashboard's script, part one: fetching, the header, the queue and client tables, the
- * mirror panel. Every node is built with textContent, never innerHTML (docs/management.md#dashboard).
+ * election and mirror panels. Every node is built with textContent, never innerHTML (docs/management.md#dashboard).
  * Part two (dashboard-panels.ts) adds charts, the queue's detail, peek and dead letters; both
  * run in one function, so they share these names.
  */
@@ -62,6 +62,19 @@ export const SCRIPT_CORE = `
     status.className = 'badge ' + (health.status === 'ok' ? 'ok' : health.status === 'stopping' ? 'stopping' : 'unhealthy');
     byId('uptime').textContent = uptime(health.uptimeSeconds);
     byId('connections').textContent = num(health.connections);
+  }
+  /** health.election: the same view as /health and whisker status (absent without an election block) */
+  const PHASES = { master: ['master', 'master'], slave: ['slave', 'slave'], starting: ['starting', 'warn'], 'etcd-unreachable': ['etcd unreachable', 'bad'] };
+  function renderElection(health) {
+    const e = health.election;
+    byId('election').hidden = !e;
+    if (!e) return;
+    const [label, kind] = PHASES[e.phase] || [e.phase, 'warn'];
+    const phase = el('td');
+    phase.append(badge(label, kind));
+    const changed = e.lastChangeAt === null ? '-' : clock(e.lastChangeAt) + ' (' + age((Date.now() - e.lastChangeAt) / 1000) + ' ago)';
+    byId('election-row').replaceChildren(phase, numCell(e.epoch === null ? '-' : String(e.epoch)), el('td', e.leader === null ? 'none' : e.leader, 'id-cell'),
+      numCell(e.leaseRemainingMs === null ? '-' : (e.leaseRemainingMs / 1000).toFixed(1) + ' s'), el('td', changed), el('td', e.reason || '-'));
   }
   function renderMirrors(health) {
     const peers = health.peers || [];

@@ -42,6 +42,10 @@ const BODY = `
     <h2>Rates, all queues</h2>
     <div class="chart"><svg id="chart-total" role="img" aria-label="messages per second, all queues"></svg><ul class="legend" id="legend-total"></ul></div>
   </section>
+  <section id="election" hidden>
+    <h2>Election (etcd)</h2>
+    <table id="election-table"><thead><tr><th>This broker</th>${num('Epoch')}<th>Leader</th>${num('Lease left')}<th>Last change</th><th>Why not master</th></tr></thead><tbody><tr id="election-row"></tr></tbody></table>
+  </section>
   <section id="mirrors" hidden>
     <h2>Mirrors</h2>
     <p id="conflict" class="error" hidden></p>

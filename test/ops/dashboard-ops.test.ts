@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startBroker } from '../../src/broker/broker.js';
 import type { Done } from '../../src/client/types.js';
 import { launch, hasChromium, openPage } from '../support/chromium.js';
+import { startEtcd } from '../support/etcd.js';
 import { broker, brokerConfig, connect, freePort, Inbox, tempDir, until } from '../support/harness.js';
 import { countColour, decodePng } from '../support/png.js';
 
@@ -116,6 +117,53 @@ describe.skipIf(!hasChromium)('operator dashboard in Chromium', () => {
       await Promise.all([master.stop(), slave.stop()]);
     }
   });
+
+  test('election panel (real etcd): the master and the slave show the epoch, the leader, the lease left and the last change, as /health says; etcd gone shows etcd unreachable; hidden without an election', async () => {
+    const etcd = await startEtcd();
+    const [pa, pb] = await Promise.all([freePort(), freePort()]);
+    const election = { etcd: { hosts: [etcd.url] }, prefix: `/whisker/dashboard-${process.pid}`, leaseTtl: 2 };
+    const start = (id: string, port: number, peerId: string, peerPort: number) =>
+      startBroker(brokerConfig({ serviceId: id, peers: [`127.0.0.1:${peerPort}@${peerId}`], socketServer: { host: '127.0.0.1', port }, management: { port: 0 }, election }, tempDir()));
+    const a = await start('a', pa, 'b', pb); // alone at first: the master
+    await until(() => a.election?.isMaster === true, 15_000, 'a elected');
+    const b = await start('b', pb, 'a', pa);
+    try {
+      await until(() => b.election?.leader === 'a', 15_000, 'b sees a as the leader');
+      const { page, dialogs, cspViolations, pageErrors } = await openPage(browser);
+      const cells = page.locator('#election-row td');
+      const health = async (port: number | null) => (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { election: { epoch: number; lastChangeAt: number } };
+      const { election: view } = await health(a.managementPort);
+
+      await page.goto(`http://127.0.0.1:${a.managementPort}/`);
+      await expect.poll(() => cells.count(), { timeout: 5000 }).toBe(6);
+      const master = await cells.allTextContents();
+      expect(master.slice(0, 3)).toEqual(['master', String(view.epoch), 'a']);
+      expect(master[3]).toMatch(/^[0-2]\.\d s$/); // renewed every 0.5 s, 2 s lease
+      expect(master[4]).toContain(new Date(view.lastChangeAt).toLocaleTimeString('en-GB'));
+      expect(master[5]).toBe('-');
+      expect(await page.locator('#election-row .badge').getAttribute('class')).toBe('badge master');
+
+      await page.goto(`http://127.0.0.1:${b.managementPort}/`);
+      await expect.poll(async () => (await cells.allTextContents()).slice(0, 3), { timeout: 5000 }).toEqual(['slave', String(view.epoch), 'a']);
+
+      // etcd gone: the master stops delivering and its panel says why
+      await etcd.kill();
+      await page.goto(`http://127.0.0.1:${a.managementPort}/`);
+      await expect.poll(async () => (await cells.allTextContents())[0], { timeout: 10_000 }).toBe('etcd unreachable');
+      expect(await page.locator('#election-row .badge').getAttribute('class')).toBe('badge bad');
+      expect((await cells.allTextContents())[5]).toMatch(/lease could not be renewed|etcd unreachable/);
+      expect({ dialogs, cspViolations, pageErrors }).toEqual({ dialogs: [], cspViolations: [], pageErrors: [] });
+
+      // without an election block the panel stays hidden
+      const plain = await broker({ management: { port: 0 } });
+      await page.goto(`http://127.0.0.1:${plain.managementPort}/`);
+      await page.locator('body[data-ready="true"]').waitFor();
+      expect(await page.locator('#election').isHidden()).toBe(true);
+      await page.close();
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  }, 60_000);
 
   test('dead letters: browse, replay and purge behind the token, each confirmed; a hostile channel id stays text', async () => {
     const b = await broker({ management: { port: 0, token: 'ops-token' }, requeueLimit: 1, channels: { 'jobs/v1': { deadLetter: 'dead/v1/jobs' } } });

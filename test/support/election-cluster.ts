@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import { type BrokerProcess, freePort, startProcess, whisker, writeConfig } from './broker-process.js';
+import { type EtcdProcess, startEtcd } from './etcd.js';
 import { tempDir } from './harness.js';
+import { Traffic } from './traffic.js';
 
 /**
  * Three real broker processes with an `election` block on one real etcd (test/support/etcd.ts):
@@ -17,6 +19,10 @@ export interface ElectedNode {
 }
 
 export const LEASE_TTL = 2;
+/** the checker's traffic in the election tests: two consumers that ack, prefetch 10, ~1,000 messages/s */
+export const CONSUMERS = 2;
+export const PREFETCH = 10;
+export const PER_TICK = 5;
 
 export async function electionCluster(etcdHosts: readonly string[], serviceIds = ['a', 'b', 'c']): Promise<ElectedNode[]> {
   const nodes: ElectedNode[] = [];
@@ -75,4 +81,16 @@ export async function held(node: ElectedNode): Promise<number> {
   if (result.code !== 0) throw new Error(`whisker list: ${result.stderr}`);
   const { queues } = JSON.parse(result.stdout) as { queues: Array<{ messages: number }> };
   return queues.reduce((sum, q) => sum + q.messages, 0);
+}
+
+/** one etcd, three brokers, a master elected and both others in step, traffic running (1,000 sent) */
+export async function withTraffic(): Promise<{ nodes: ElectedNode[]; master: ElectedNode; traffic: Traffic; etcd: EtcdProcess }> {
+  const etcd = await startEtcd();
+  const nodes = await electionCluster([etcd.url]);
+  const master = await nextMaster(nodes);
+  await Promise.all(nodes.filter((n) => n !== master).map((n) => n.process!.waitFor(/in step with the master/, 0, 15_000)));
+  const traffic = await Traffic.start(nodes.map((n) => n.spec), { consumers: CONSUMERS, prefetch: PREFETCH });
+  traffic.run(PER_TICK);
+  await traffic.sendMore(1_000);
+  return { nodes, master, traffic, etcd };
 }

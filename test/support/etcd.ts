@@ -22,7 +22,16 @@ export interface EtcdProcess {
   kill(): Promise<void>;
 }
 
-export async function startEtcd(): Promise<EtcdProcess> {
+/**
+ * `inside`: run in a network namespace (test/support/netns.ts): listen on its address, on
+ * fixed ports (nothing else listens there), the process started under its `exec` prefix
+ */
+export async function startEtcd(inside?: { address: string; exec: readonly string[] }): Promise<EtcdProcess> {
+  if (inside) {
+    const url = `http://${inside.address}:2379`;
+    const peer = `http://${inside.address}:2380`;
+    return startMember('e0', url, peer, `e0=${peer}`, inside.exec);
+  }
   const [member] = await startEtcdCluster(1);
   return member!;
 }
@@ -35,7 +44,7 @@ export async function startEtcdCluster(size: number): Promise<EtcdProcess[]> {
   return Promise.all(members.map((m) => startMember(m.name, m.client, m.peer, initialCluster)));
 }
 
-async function startMember(name: string, url: string, peerUrl: string, initialCluster: string): Promise<EtcdProcess> {
+async function startMember(name: string, url: string, peerUrl: string, initialCluster: string, wrap: readonly string[] = []): Promise<EtcdProcess> {
   const dir = tempDir('whisker-etcd-');
   const args = [
     '--name', name, '--data-dir', dir,
@@ -46,7 +55,8 @@ async function startMember(name: string, url: string, peerUrl: string, initialCl
   let child!: ChildProcess;
   const launch = () =>
     new Promise<void>((resolve, reject) => {
-      child = spawn('etcd', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      const command = [...wrap, 'etcd', ...args];
+      child = spawn(command[0]!, command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
       running.add(child);
       let text = '';
       const onData = (chunk: Buffer) => {

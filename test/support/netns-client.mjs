@@ -1,4 +1,5 @@
-// A producer and a consumer in their own network namespace, for test/broker/mirror/partition.test.ts.
+// A producer and a consumer in their own network namespace, for test/broker/mirror/partition.test.ts
+// and election-partition.test.ts (events fed to test/support/netns-checker.ts).
 // Reads commands on stdin ("go <run>", "stop"), writes one JSON event a line on stdout.
 import { createInterface } from 'node:readline';
 import { client } from '../../dist/index.js';
@@ -10,6 +11,7 @@ const base = { hosts: options.hosts, keysDirectory: options.keysDirectory, heart
 const consumer = client();
 consumer.on('master', (id) => emit({ e: 'master', id }));
 consumer.on('error', () => {});
+consumer.on('stale', (id, type) => emit({ e: 'stale', id, type }));
 await consumer.connect({ ...base, clientId: 'partition-worker', dedupeWindow: 0 });
 await consumer.consume('jobs/v1/1', { prefetch: 10 }, (err, msg, done, info) => {
   if (err) return;
@@ -18,6 +20,7 @@ await consumer.consume('jobs/v1/1', { prefetch: 10 }, (err, msg, done, info) => 
 }).ready;
 const producer = client();
 producer.on('error', () => {});
+producer.on('stale', (id, type) => emit({ e: 'stale', id, type }));
 await producer.connect({ ...base, clientId: 'partition-producer', sendTimeout: options.sendTimeout });
 emit({ e: 'ready' });
 

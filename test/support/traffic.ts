@@ -15,6 +15,8 @@ export class Traffic {
   /** seq -> performance.now() when sent, and when first consumed */
   readonly sentAt = new Map<number, number>();
   readonly consumedAt = new Map<number, number>();
+  /** performance.now() of every delivery, redeliveries included */
+  readonly deliveredAt: number[] = [];
   readonly succeeded = new Set<number>();
   readonly storedBySlave = new Set<number>();
   readonly failed: string[] = [];
@@ -40,6 +42,7 @@ export class Traffic {
         const seq = (msg as { seq: number }).seq;
         traffic.deliveries.set(seq, (traffic.deliveries.get(seq) ?? 0) + 1);
         if (!traffic.consumedAt.has(seq)) traffic.consumedAt.set(seq, performance.now());
+        traffic.deliveredAt.push(performance.now());
         done!();
       }).ready;
       traffic.consumers.push(consumer);

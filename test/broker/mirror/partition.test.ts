@@ -1,9 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { type BrokerProcess, root, startProcess, whisker, writeConfig } from '../../support/broker-process.js';
+import { type BrokerProcess, startProcess, whisker, writeConfig } from '../../support/broker-process.js';
 import { tempDir } from '../../support/harness.js';
+import { Checker, type Figures, startNetnsClient } from '../../support/netns-checker.js';
 import { Network, type NetNode, unavailable } from '../../support/netns.js';
 
 /**
@@ -28,73 +28,6 @@ interface Broker {
   readonly dir: string;
   readonly path: string;
   process: BrokerProcess;
-}
-
-interface Figures {
-  run: string;
-  sent: number;
-  ok: number;
-  failed: number;
-  lost: number;
-  duplicated: number;
-  unexpected: number;
-  queuesEmpty: boolean;
-}
-
-/** what the client process in its namespace reported, per message */
-class Checker {
-  readonly sent = new Set<string>();
-  readonly ok = new Set<string>();
-  readonly failed = new Map<string, string>();
-  readonly got = new Map<string, number>();
-  gotEvents = 0;
-  readonly #listeners = new Set<() => void>();
-
-  onEvent(event: { e: string; seq?: string; code?: string }): void {
-    if (event.e === 'sent') this.sent.add(event.seq!);
-    else if (event.e === 'ok') this.ok.add(event.seq!);
-    else if (event.e === 'fail') this.failed.set(event.seq!, event.code!);
-    else if (event.e === 'got') {
-      this.got.set(event.seq!, (this.got.get(event.seq!) ?? 0) + 1);
-      this.gotEvents++;
-    }
-    for (const listener of [...this.#listeners]) listener();
-  }
-
-  /** resolves when `predicate` holds after some event; rejects after `timeoutMs` */
-  when(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
-    if (predicate()) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#listeners.delete(listener);
-        reject(new Error(`timed out waiting for ${what}`));
-      }, timeoutMs);
-      const listener = () => {
-        if (!predicate()) return;
-        clearTimeout(timer);
-        this.#listeners.delete(listener);
-        resolve();
-      };
-      this.#listeners.add(listener);
-    });
-  }
-
-  figures(run: string, queuesEmpty: boolean): Figures {
-    const mine = (seq: string) => seq.startsWith(`${run}-`);
-    const sent = [...this.sent].filter(mine);
-    const ok = [...this.ok].filter(mine);
-    const got = [...this.got].filter(([seq]) => mine(seq));
-    return {
-      run,
-      sent: sent.length,
-      ok: ok.length,
-      failed: [...this.failed.keys()].filter(mine).length,
-      lost: ok.filter((seq) => !this.got.has(seq)).length,
-      duplicated: got.reduce((sum, [, n]) => sum + n - 1, 0),
-      unexpected: got.filter(([seq]) => !this.sent.has(seq)).length,
-      queuesEmpty,
-    };
-  }
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -126,24 +59,9 @@ describe.skipIf(why !== null)('partitions between network namespaces (real proce
 
     const checker = new Checker();
     const clientOptions = { hosts: [spec(na, 'a'), spec(nb, 'b')], keysDirectory: tempDir('whisker-partition-keys-'), heartbeatTimeout: HEARTBEAT_S * 1000, sendTimeout: 60_000, sendEveryMs: 20 };
-    const client = spawn(nc.exec[0]!, [...nc.exec.slice(1), process.execPath, join(root, 'test/support/netns-client.mjs'), JSON.stringify(clientOptions)], { stdio: ['pipe', 'pipe', 'inherit'] });
-    children.push(client);
-    let buffered = '';
-    let ready = false;
-    let settled = 0;
-    client.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const lines = buffered.split('\n');
-      buffered = lines.pop()!;
-      for (const line of lines) {
-        const event = JSON.parse(line) as { e: string };
-        if (event.e === 'ready') ready = true;
-        if (event.e === 'settled') settled++;
-        checker.onEvent(event);
-      }
-    });
-    await checker.when(() => ready, 20_000, 'the client process connected');
-    const command = (line: string) => client.stdin!.write(`${line}\n`);
+    const client = await startNetnsClient(nc, clientOptions, checker);
+    children.push(client.child);
+    const command = client.command;
 
     const held = async (broker: Broker): Promise<number> => {
       const result = await whisker(['list', '-c', broker.path, '--json']);
@@ -161,9 +79,9 @@ describe.skipIf(why !== null)('partitions between network namespaces (real proce
       await sleep(Math.max(0, CUT_MS - (performance.now() - cutAt))); // the partition lasts this long
       await heal();
       await sleep(RECOVER_MS); // traffic goes on after the heal
-      const settledBefore = settled;
+      const settledBefore = checker.settled;
       command('stop');
-      await checker.when(() => settled > settledBefore, 70_000, `${label}: every send answered`);
+      await checker.when(() => checker.settled > settledBefore, 70_000, `${label}: every send answered`);
       const okSeqs = [...checker.ok].filter((seq) => seq.startsWith(`${label}-`));
       await checker.when(() => okSeqs.every((seq) => checker.got.has(seq)), 20_000, `${label}: every answered send delivered`).catch(() => undefined);
       let empty = false;
