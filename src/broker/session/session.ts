@@ -144,6 +144,12 @@ export class Session implements ConnectedSession {
     this.#outbound.write(encodeFrame(frame));
   }
 
+  /** a frame encoded by the caller (the mirror feed encodes one for every follower) */
+  sendText(text: string): void {
+    if (this.#state === 'closed') return;
+    this.#outbound.write(text);
+  }
+
   /** an error frame, then close: for protocol and auth failures (docs/protocol.md#errors) */
   fail(error: WhiskerError, closeCode = error.code === 'E_PROTOCOL' ? 1002 : 1008): void {
     if (this.#state === 'closed') return;
