@@ -4,6 +4,14 @@ const OPEN = '{"type":"deliver","messages":[';
 const CLOSE = ']}';
 /** strings up to this long are copied byte by byte when plain ASCII; longer ones by one native write */
 const LOOP_MAX = 256;
+/**
+ * The buffer kept between flushes at most: enough for a delivery or two (prefetch 1). A bigger
+ * one is handed out with its frames and made again at the next burst, so an idle connection
+ * holds nothing and 10,000 connections that once got a burst do not keep it.
+ */
+const KEEP_BYTES = 4 * 1024;
+const FIRST_BYTES = 2 * 1024;
+const EMPTY = Buffer.alloc(0);
 
 /**
  * Deliver frames of one connection, encoded as UTF-8 straight into one reused buffer as the
@@ -13,7 +21,7 @@ const LOOP_MAX = 256;
  * `maxBytes` of deliveries or `maxItems` deliveries; `take()` returns each frame as its own buffer.
  */
 export class DeliverFrames {
-  #buffer = Buffer.allocUnsafe(64 * 1024);
+  #buffer = EMPTY;
   #used = 0;
   /** where each closed frame ends in the buffer */
   #ends: number[] = [];
@@ -69,17 +77,19 @@ export class DeliverFrames {
     return this.#used - before;
   }
 
-  /** every frame queued, each in a buffer of its own (the socket may keep it); then empty */
+  /** every frame queued, none sharing memory with what is queued next (the socket may keep it); then empty */
   take(): Buffer[] {
     if (this.#frameStart >= 0) this.#closeFrame();
+    const buffer = this.#buffer;
+    // a buffer not kept is handed out as it is; a kept one is copied from
+    const keep = buffer.length <= KEEP_BYTES;
     const frames: Buffer[] = [];
     let start = 0;
     for (const end of this.#ends) {
-      const frame = Buffer.allocUnsafe(end - start);
-      this.#buffer.copy(frame, 0, start, end);
-      frames.push(frame);
+      frames.push(keep ? Buffer.from(buffer.subarray(start, end)) : buffer.subarray(start, end));
       start = end;
     }
+    if (!keep) this.#buffer = EMPTY;
     this.clear();
     return frames;
   }
@@ -89,8 +99,7 @@ export class DeliverFrames {
     this.#ends = [];
     this.#frameStart = -1;
     this.#items = 0;
-    // a burst once does not keep a big buffer for ever
-    if (this.#buffer.length > 4 * 1024 * 1024) this.#buffer = Buffer.allocUnsafe(64 * 1024);
+    if (this.#buffer.length > KEEP_BYTES) this.#buffer = EMPTY;
   }
 
   /**
@@ -118,7 +127,7 @@ export class DeliverFrames {
 
   #room(bytes: number): void {
     if (this.#used + bytes <= this.#buffer.length) return;
-    const bigger = Buffer.allocUnsafe(Math.max(this.#used + bytes, this.#buffer.length * 2));
+    const bigger = Buffer.allocUnsafe(Math.max(this.#used + bytes, this.#buffer.length * 4, FIRST_BYTES));
     this.#buffer.copy(bigger, 0, 0, this.#used);
     this.#buffer = bigger;
   }

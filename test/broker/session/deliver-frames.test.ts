@@ -40,4 +40,17 @@ describe('DeliverFrames', () => {
     }
     expect(texts.some((t, i) => parsed[i]!.messages.length < 4 && i < texts.length - 1)).toBe(true);
   });
+
+  test('frames taken are not overwritten by the deliveries queued after them (the socket may still hold them)', () => {
+    const frames = new DeliverFrames();
+    for (const size of [10, 20_000]) {
+      const first = { ...base, messageId: 'first', data: 'a'.repeat(size) };
+      frames.add(first, JSON.stringify(first.data), 1 << 20, 1000);
+      const taken = frames.take();
+      const second = { ...base, messageId: 'second', data: 'b'.repeat(size) };
+      frames.add(second, JSON.stringify(second.data), 1 << 20, 1000);
+      expect(taken.map((b) => b.toString('utf8'))).toEqual([frameOf([first])]);
+      expect(frames.take().map((b) => b.toString('utf8'))).toEqual([frameOf([second])]);
+    }
+  });
 });
