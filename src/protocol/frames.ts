@@ -164,15 +164,6 @@ export function encodeFrame(frame: ClientFrame | BrokerFrame): string {
   return JSON.stringify(frame);
 }
 
-/**
- * `JSON.stringify(delivery)`, with `dataJson` (= JSON.stringify(delivery.data), made once per
- * message) put in place of `data`: a body is not serialised again for every recipient.
- */
-export function encodeDelivery(d: Delivery, dataJson: string): string {
-  const s = JSON.stringify;
-  return `{"sub":${d.sub},"messageId":${s(d.messageId)},"channel":${s(d.channel)},"data":${dataJson},"created":${d.created},"nbRequeues":${d.nbRequeues},"from":${s(d.from)},"via":${s(d.via)}}`;
-}
-
 // ---- decoding: everything from the network is untrusted -------------------------------
 
 type Obj = Record<string, unknown>;

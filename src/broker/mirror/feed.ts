@@ -6,6 +6,8 @@ import type { StoreEvent, StoredMessage } from '../store/store.js';
 /** what one peer session can be handed: the feed writes through it, nothing else */
 export interface Follower {
   send(frame: BrokerFrame): void;
+  /** a frame already encoded (the same feed text goes to every follower) */
+  sendText(text: string): void;
 }
 
 const CHUNK_MESSAGES = 1_000;
@@ -21,10 +23,11 @@ export class PeerFeed {
   readonly #replica: Replica;
   readonly #followers = new Set<Follower>();
   /** followers still getting their sync, with the feed frames that come after it */
-  readonly #syncing = new Map<Follower, BrokerFrame[]>();
+  readonly #syncing = new Map<Follower, Array<BrokerFrame | string>>();
   #settled: PeerSettlement[] = [];
   #removed: string[] = [];
-  #messages: PeerMessage[] = [];
+  /** each message made since the last feed, as its JSON in the frame (the body spliced in as stored) */
+  #messages: string[] = [];
   #scheduled = false;
 
   readonly #log: Logger;
@@ -46,12 +49,12 @@ export class PeerFeed {
     if (!this.#replica.isMaster || this.#followers.has(follower) || this.#syncing.has(follower)) return;
     this.#flush(); // what happened before the snapshot reaches the older followers first
     const { messages, removed } = this.#replica.snapshot();
-    const backlog: BrokerFrame[] = [];
+    const backlog: Array<BrokerFrame | string> = [];
     this.#syncing.set(follower, backlog);
     void this.#sync(follower, backlog, messages, removed);
   }
 
-  async #sync(follower: Follower, backlog: BrokerFrame[], messages: readonly StoredMessage[], removed: readonly string[]): Promise<void> {
+  async #sync(follower: Follower, backlog: Array<BrokerFrame | string>, messages: readonly StoredMessage[], removed: readonly string[]): Promise<void> {
     let chunk: PeerMessage[] = [];
     let bytes = 0;
     for (let i = 0; i < messages.length; i += CHUNK_MESSAGES) {
@@ -79,7 +82,10 @@ export class PeerFeed {
     }
     follower.send({ type: 'sync', messages: chunk, removed: [], done: true });
     this.#syncing.delete(follower);
-    for (const frame of backlog) follower.send(frame);
+    for (const frame of backlog) {
+      if (typeof frame === 'string') follower.sendText(frame);
+      else follower.send(frame);
+    }
     this.#followers.add(follower);
   }
 
@@ -108,7 +114,8 @@ export class PeerFeed {
 
   made(message: StoredMessage): void {
     if (this.#followers.size === 0 && this.#syncing.size === 0) return;
-    this.#messages.push(toPeerMessage(message));
+    // now: a queue past its window of bodies may drop this one's body once it takes it
+    this.#messages.push(encodePeerMessage(message));
     this.#schedule();
   }
 
@@ -121,13 +128,21 @@ export class PeerFeed {
   #flush(): void {
     this.#scheduled = false;
     if (this.#settled.length === 0 && this.#removed.length === 0 && this.#messages.length === 0) return;
-    const frame = { type: 'feed' as const, settled: this.#settled, removed: this.#removed, messages: this.#messages };
+    // encoded once for every follower: what JSON.stringify makes of the feed frame
+    const frame = `{"type":"feed","settled":${JSON.stringify(this.#settled)},"removed":${JSON.stringify(this.#removed)},"messages":[${this.#messages.join(',')}]}`;
     this.#settled = [];
     this.#removed = [];
     this.#messages = [];
-    for (const follower of this.#followers) follower.send(frame);
+    for (const follower of this.#followers) follower.sendText(frame);
     for (const backlog of this.#syncing.values()) backlog.push(frame);
   }
+}
+
+/** `JSON.stringify(toPeerMessage(m))`, with the body's JSON made at intake spliced in */
+export function encodePeerMessage(m: StoredMessage): string {
+  if (m.json === undefined) return JSON.stringify(toPeerMessage(m));
+  const s = JSON.stringify;
+  return `{"messageId":${s(m.messageId)},"queue":${s(m.queue)},"id":${s(m.id)},"data":${m.json},"created":${m.created},"acceptedAt":${m.acceptedAt},"from":${s(m.from)}}`;
 }
 
 function approximateBytes(message: PeerMessage): number {

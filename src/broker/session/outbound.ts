@@ -1,5 +1,7 @@
 import type { WebSocket } from 'ws';
 
+const TEXT = { binary: false } as const;
+
 export interface OutboundLimits {
   /** at this many unsent bytes the connection is not read and gets no new deliveries */
   readonly softBytes: number;
@@ -61,10 +63,12 @@ export class Outbound {
     this.#held = Math.max(0, this.#held - bytes);
   }
 
-  /** `onWritten` when the socket took it (a sign of life of the reader) */
-  write(text: string, onWritten?: () => void): void {
+  /** a text frame (a Buffer holds its UTF-8); `onWritten` when the socket took it (a sign of life of the reader) */
+  write(text: string | Buffer, onWritten?: () => void): void {
     if (this.#overflowed) return;
-    this.#ws.send(text, onWritten ? (error) => (this.#written(), error ? undefined : onWritten()) : this.#written);
+    const done = onWritten ? (error?: Error) => (this.#written(), error ? undefined : onWritten()) : this.#written;
+    if (typeof text === 'string') this.#ws.send(text, done);
+    else this.#ws.send(text, TEXT, done);
     this.#check();
   }
 

@@ -36,6 +36,8 @@ export interface SessionPort extends SubscriptionOwner {
   readonly replays: Set<number>;
   readonly isReady: boolean;
   send(frame: BrokerFrame): void;
+  /** a frame the caller encoded (the mirror feed: one text for every follower) */
+  sendText(text: string): void;
   /** sends `frame` after the deliveries queued before it */
   sendAfterDeliveries(frame: BrokerFrame): void;
   /** resolves once the connection can take more (or closed) */

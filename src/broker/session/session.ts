@@ -7,7 +7,6 @@ import {
   type ClientFrame,
   decodeClientFrame,
   type Delivery,
-  encodeDelivery,
   encodeFrame,
   PROTOCOL_VERSION,
   type PublishResult,
@@ -20,6 +19,7 @@ import { handlePublish } from './handlers/publish.js';
 import { handleReplay } from './handlers/replay.js';
 import { handleAddIds, handleRemoveIds, handleSubscribe, handleUnsubscribe } from './handlers/subscribe.js';
 import type { Subscription } from '../queue/subscription.js';
+import { DeliverFrames } from './deliver-frames.js';
 import { Outbound, type OutboundLimits } from './outbound.js';
 
 type SessionState = 'handshake' | 'authenticating' | 'ready' | 'closed';
@@ -62,8 +62,8 @@ export class Session implements ConnectedSession {
   #isPeer = false;
   #key: KeyObject | null = null;
   #handshakeTimer: NodeJS.Timeout | null;
-  /** deliveries encoded when queued, so the bytes not yet written are known (flow control) */
-  #deliveries: string[] = [];
+  /** deliveries encoded into their frames when queued, so the bytes not yet written are known (flow control) */
+  readonly #deliveries = new DeliverFrames();
   #queuedBytes = 0;
   #results: PublishResult[] = [];
   #resultBytes = 0;
@@ -144,6 +144,12 @@ export class Session implements ConnectedSession {
     this.#outbound.write(encodeFrame(frame));
   }
 
+  /** a frame encoded by the caller (the mirror feed encodes one for every follower) */
+  sendText(text: string): void {
+    if (this.#state === 'closed') return;
+    this.#outbound.write(text);
+  }
+
   /** an error frame, then close: for protocol and auth failures (docs/protocol.md#errors) */
   fail(error: WhiskerError, closeCode = error.code === 'E_PROTOCOL' ? 1002 : 1008): void {
     if (this.#state === 'closed') return;
@@ -174,10 +180,10 @@ export class Session implements ConnectedSession {
   }
 
   queueDelivery(delivery: Delivery, dataJson?: string): void {
-    const encoded = dataJson === undefined ? JSON.stringify(delivery) : encodeDelivery(delivery, dataJson);
-    this.#deliveries.push(encoded);
-    this.#queuedBytes += encoded.length;
-    this.#outbound.hold(encoded.length);
+    // frames stay near maxPayloadBytes so a client's frame limit holds
+    const bytes = this.#deliveries.add(delivery, dataJson, this.ctx.policy.config.limits.maxPayloadBytes, MAX_BATCH);
+    this.#queuedBytes += bytes;
+    this.#outbound.hold(bytes);
     this.#scheduleFlush();
   }
 
@@ -224,27 +230,13 @@ export class Session implements ConnectedSession {
     this.#outbound.release(this.#resultBytes + this.#queuedBytes);
     this.#resultBytes = 0;
     while (this.#results.length > 0) this.send({ type: 'results', results: this.#results.splice(0, MAX_BATCH) });
-    if (this.#deliveries.length === 0) return;
-    // frames stay near maxPayloadBytes so a client's frame limit holds: encode one by one
-    const maxBytes = this.ctx.policy.config.limits.maxPayloadBytes;
-    const deliveries = this.#deliveries;
-    this.#deliveries = [];
+    if (this.#deliveries.isEmpty) return;
     this.#queuedBytes = 0;
-    let parts: string[] = [];
-    let bytes = 0;
-    const sendBatch = () => {
-      // a write that completes proves the client reads: a slow one is alive, its ping may wait behind
-      this.#outbound.write(`{"type":"deliver","messages":[${parts.join(',')}]}`, () => this.#heartbeat.heard());
-      parts = [];
-      bytes = 0;
-    };
-    for (const part of deliveries) {
-      if (parts.length > 0 && (bytes + part.length > maxBytes || parts.length >= MAX_BATCH)) sendBatch();
-      parts.push(part);
-      bytes += part.length;
-    }
-    sendBatch();
+    // a write that completes proves the client reads: a slow one is alive, its ping may wait behind
+    for (const frame of this.#deliveries.take()) this.#outbound.write(frame, this.#heard);
   }
+
+  readonly #heard = (): void => this.#heartbeat.heard();
 
   #bounds(): OutboundLimits {
     const { maxBufferedBytesPerConnection: softBytes, maxPayloadBytes } = this.ctx.policy.config.limits;
@@ -341,7 +333,7 @@ export class Session implements ConnectedSession {
     for (const subscription of this.subscriptions.values()) this.ctx.router.unsubscribe(subscription);
     this.subscriptions.clear();
     this.#wakeWriters();
-    this.#deliveries = [];
+    this.#deliveries.clear();
     this.#queuedBytes = 0;
     this.#results = [];
     this.#resultBytes = 0;

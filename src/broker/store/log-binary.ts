@@ -24,6 +24,10 @@ const OP_REMOVE = 4;
 const OP_RECENT = 5;
 const OUTCOMES: readonly Settlement[] = ['acked', 'dead-lettered', 'dropped', 'expired'];
 const OUTCOME_CODES = new Map(OUTCOMES.map((o, i) => [o, i]));
+/** strings up to this long are written byte by byte when ASCII (longer ones: one native write) */
+const ASCII_LOOP_MAX = 64;
+/** the same for a body's JSON */
+const BODY_LOOP_MAX = 256;
 
 /**
  * Frames records into one reused buffer, for a commit or a snapshot chunk: one write, no buffer
@@ -74,7 +78,7 @@ export class FrameWriter {
     this.#str(m.from);
     if (dataJson !== undefined) {
       this.#room(dataJson.length * 3);
-      this.#used += this.#buffer.write(dataJson, this.#used);
+      this.#used += this.#utf8(dataJson, this.#used, BODY_LOOP_MAX);
     }
     this.#end(start);
     return this.#used - start;
@@ -160,9 +164,23 @@ export class FrameWriter {
   #str(value: string): void {
     // utf8 takes at most 3 bytes per UTF-16 unit: room for the worst case, no byteLength pass
     this.#room(4 + value.length * 3);
-    const length = this.#buffer.write(value, this.#used + 4);
+    const length = this.#utf8(value, this.#used + 4, ASCII_LOOP_MAX);
     this.#buffer.writeUInt32LE(length, this.#used);
     this.#used += 4 + length;
+  }
+
+  /** writes `value` as utf8 at `at` (room made by the caller); returns its byte length */
+  #utf8(value: string, at: number, loopMax: number): number {
+    const buffer = this.#buffer;
+    const n = value.length;
+    if (n > loopMax) return buffer.write(value, at);
+    // ids, names and small bodies are short and ASCII: a byte loop beats a call into C++
+    for (let i = 0; i < n; i++) {
+      const code = value.charCodeAt(i);
+      if (code >= 0x80) return buffer.write(value, at);
+      buffer[at + i] = code;
+    }
+    return n;
   }
 
   #room(bytes: number): void {

@@ -10,7 +10,7 @@ import { Subscription, type SubscriptionOwner } from '../../../src/broker/queue/
 import { MemoryStore } from '../../../src/broker/store/memory.js';
 import { loadOrCreateKeys } from '../../../src/link/keys.js';
 import { createLogger } from '../../../src/ops/logger.js';
-import type { BrokerFrame, FeedFrame, PeerStateFrame, SyncFrame } from '../../../src/protocol/frames.js';
+import { type BrokerFrame, decodeBrokerFrame, type FeedFrame, type PeerStateFrame, type SyncFrame } from '../../../src/protocol/frames.js';
 import { brokerConfig, tempDir } from '../../support/harness.js';
 
 /** The master's feed and the role among mirrors, without sockets: what a follower is sent, and when. */
@@ -26,7 +26,8 @@ function master(overrides: Record<string, unknown> = {}) {
 
 function follower() {
   const frames: BrokerFrame[] = [];
-  return { frames, send: (frame: BrokerFrame) => void frames.push(frame) };
+  // an encoded frame is read back as the mirror reads it: the protocol's own decoder
+  return { frames, send: (frame: BrokerFrame) => void frames.push(frame), sendText: (text: string) => void frames.push(decodeBrokerFrame(text)) };
 }
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
