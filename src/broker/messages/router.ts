@@ -54,6 +54,10 @@ export class Router {
   readonly #queues = new Map<string, Queue>();
   /** message id -> the queue holding it; a queue tells when it forgets one */
   readonly #holders = new Map<string, Queue>();
+  /**
+   * ids of messages no longer held, within the dedupe window of their acceptance: a held id is
+   * known by `#holders` (one map entry per waiting message, not two: bounded memory, SPEC §7)
+   */
   readonly #dedupe: DedupeWindow;
   readonly #appends = new Appends();
   /** who watches messages enter their queues without being a recipient (`whisker tail`) */
@@ -97,7 +101,6 @@ export class Router {
       append: this.#append,
       readBodies: (ids) => store.readBodies(ids),
       accept: (message) => {
-        this.#dedupe.add(message.messageId);
         this.#hooks?.made(message); // before the queue may drop its body
         const queue = this.#queue(message.queue);
         this.#holders.set(message.messageId, queue);
@@ -178,7 +181,7 @@ export class Router {
 
   /** held, or settled within the dedupe window: a copy of it is not queued again (SPEC §7) */
   isKnown(messageId: string): boolean {
-    return this.#dedupe.has(messageId);
+    return this.#holders.has(messageId) || this.#dedupe.has(messageId);
   }
 
   /** a copy of this message arriving later (from a client or a peer) is not queued */
@@ -186,7 +189,7 @@ export class Router {
     this.#dedupe.add(messageId);
   }
 
-  /** ids held or settled within the dedupe window, oldest first */
+  /** ids settled within the dedupe window (some held ones may be among them) */
   recentIds(): Iterable<string> {
     return this.#dedupe.ids();
   }
@@ -227,11 +230,11 @@ export class Router {
   #admit(messages: readonly StoredMessage[], fromClient: boolean): void {
     const finished: string[] = [];
     for (const message of messages) {
+      if (this.#holders.has(message.messageId)) continue;
       if (this.#dedupe.has(message.messageId)) {
-        if (!this.#holders.has(message.messageId)) finished.push(message.messageId);
+        finished.push(message.messageId);
         continue;
       }
-      this.#dedupe.add(message.messageId);
       // a mirror may not hear it from the client (not reconnected yet): it hears it from us,
       // before the queue takes it (a queue past its window of bodies drops this one's body)
       if (this.#isMaster) this.#hooks?.made(message);
@@ -253,7 +256,6 @@ export class Router {
       const queue = this.#queue(item.message.queue);
       this.#holders.set(item.message.messageId, queue);
       queue.restore(item);
-      this.#dedupe.addAt(item.message.messageId, item.message.acceptedAt);
     }
     for (const queue of this.#queues.values()) queue.finishRestore();
     this.#idleQueues.start();
@@ -356,8 +358,10 @@ export class Router {
           else this.log.warn('message dropped after its last delivery', { queue: message.queue, messageId: message.messageId, group, nbDeliveries, reason });
         },
         isDraining: () => this.#lifecycle.isStopping || this.#held,
-        forgotten: (messageId) => {
-          if (this.#holders.get(messageId) === queue) this.#holders.delete(messageId);
+        forgotten: (message) => {
+          if (this.#holders.get(message.messageId) === queue) this.#holders.delete(message.messageId);
+          // a copy arriving within the window of its acceptance is still not queued again
+          this.#dedupe.addAt(message.messageId, message.acceptedAt);
         },
         flightEnded: () => this.#checkIdle(),
       });

@@ -451,7 +451,7 @@ export class Queue {
 
   #forget(entry: Entry): void {
     this.#entries.delete(entry.message.messageId);
-    this.#env.forgotten?.(entry.message.messageId);
+    this.#env.forgotten?.(entry.message);
     this.#bodies.forgotten(entry);
     const ofId = this.#byId.get(entry.message.id);
     ofId?.removed();

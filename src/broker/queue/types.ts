@@ -25,8 +25,8 @@ export interface QueueEnvironment {
   warn?(msg: string, fields: Record<string, unknown>): void;
   /** soft-stop (src/broker/lifecycle.ts): no new delivery starts while this answers true */
   isDraining?(): boolean;
-  /** the queue no longer holds this message (the router's message index follows) */
-  forgotten?(messageId: string): void;
+  /** the queue no longer holds this message (the router's message index and dedupe window follow) */
+  forgotten?(message: StoredMessage): void;
   /** a delivery in flight ended (acked, nacked, timed out): soft-stop waits on these */
   flightEnded?(): void;
 }
