@@ -21,6 +21,7 @@ import { buildConfig } from '../dist/config/load.js';
 import { createLogger } from '../dist/ops/logger.js';
 import { makeMessage } from './lib.mjs';
 
+const gc = globalThis.gc;
 if (typeof gc !== 'function') {
   console.error('run with node --expose-gc');
   process.exit(2);
