@@ -101,7 +101,7 @@ const ALL_SCENARIOS = [
     kitten: { key: 'k-latency', prefetch: 100 }, relay: RELAY_LAT, peer: { key: 'latency', prefetch: 100 } },
   { key: 'latencymem', group: 'flow', label: 'latency, 1,000 msg/s paced, prefetch 100, memory store', unit: 'ms', receivers: 1, mode: 'consume', prefetch: 100, count: 5_500, warmup: 500, rate: 1000, latency: true, store: 'memory',
     kitten: { key: 'k-latency', prefetch: 100 }, relay: RELAY_LAT, peer: { key: 'latency', prefetch: 100 } },
-  { key: 'rss1m', group: 'rss', kind: 'waiting', label: 'broker RSS, 1,000,000 messages waiting (no subscriber), durable', unit: 'MB', count: 1_000_000,
+  { key: 'rss1m', group: 'rss', kind: 'waiting', label: 'broker RSS, 1,000,000 messages waiting (no subscriber), durable', unit: 'MB', count: 1_000_000, drain: true,
     kitten: { key: 'k-rss1m', kind: 'waiting' }, relay: null, peer: { key: 'rss1m', kind: 'waiting' } },
   { key: 'idle10k', group: 'rss', kind: 'idle', label: 'broker RSS, 10,000 idle authenticated connections', unit: 'MB', count: 10_000, processes: 4,
     kitten: { key: 'k-idle10k', kind: 'idle', processes: 4 }, relay: null },
@@ -396,7 +396,8 @@ async function runOnce(system, target, runLabel) {
     servers = await system.start(target, dir, runLabel);
     const work = target.kind === 'waiting' ? waitingRun(system, target, servers, dir, children) : target.kind === 'idle' ? idleRun(system, target, servers, dir, children) : flowRun(system, target, servers, dir, children);
     const timeout = new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`run did not finish within ${RUN_TIMEOUT_MS / 1000} s (stall)`)), RUN_TIMEOUT_MS);
+      const limit = target.drain && system === whisker ? 2 * RUN_TIMEOUT_MS : RUN_TIMEOUT_MS; // sends, then a drain
+      timer = setTimeout(() => reject(new Error(`run did not finish within ${limit / 1000} s (stall)`)), limit);
     });
     result = await Promise.race([work, timeout]);
   } catch (error) {
@@ -485,7 +486,9 @@ async function waitingRun(system, target, servers, dir, children) {
   if (sendErrors.length > 0) problems.push(`send errors ${sendErrors.map(([k, v]) => `${k}x${v}`).join(' ')} (first: ${sent.firstErrorMessage})`);
   const check = await system.check(target, servers);
   problems.push(...check.problems);
+  const drain = system === whisker && target.drain ? await drainRun(system, target, servers, dir, children, problems) : null;
   return {
+    drain,
     count: target.count,
     value: mem.rss,
     rssMB: mem.rss,
@@ -497,6 +500,30 @@ async function waitingRun(system, target, servers, dir, children) {
     depth: check.depth,
     problems,
   };
+}
+
+/**
+ * After a waiting run: one consumer (prefetch 100) takes every waiting message; how fast, and the
+ * broker's longest event-loop pause meanwhile (whisker_event_loop_delay_max_seconds, reset by the
+ * scrape just before the consumer starts).
+ */
+async function drainRun(system, target, servers, dir, children, problems) {
+  const t = { ...target, mode: 'consume', prefetch: 100, receivers: 1 };
+  await brokerPauseMs(servers);
+  const cpu0 = cpuMsOf(servers.main.pid);
+  const [script, config] = system.receiver(t, servers, 0, 'bench-consumer', dir);
+  const consumer = new Child(script, 'bench-consumer', config);
+  children.push(consumer);
+  await consumer.next('ready');
+  consumer.send({ type: 'producerDone' }); // nothing more comes: done once all arrived or idle 5 s
+  const received = await consumer.next('done');
+  const cpu1 = cpuMsOf(servers.main.pid);
+  const pauseMs = await brokerPauseMs(servers);
+  const mem = memOf(servers.main.pid);
+  const seconds = (received.last - received.first) / 1000;
+  const run = summariseRun(t, { errors: {}, start: received.first }, [received], null);
+  problems.push(...run.problems.map((p) => `drain: ${p}`));
+  return { delivered: received.distinct, seconds, rate: received.distinct / Math.max(seconds, 1e-3), pauseMs, rssAfterMB: mem.rss, brokerPct: cpu0 !== null && cpu1 !== null ? (100 * (cpu1 - cpu0)) / (seconds * 1000) : null };
 }
 
 /** `count` connections that authenticate and stay idle, spread over `processes` client processes */
@@ -648,6 +675,7 @@ function aggregate(target, runs) {
     agg.seconds = stat(ok.map((r) => r.seconds));
     agg.rate = stat(ok.map((r) => r.rate));
     agg.rssBefore = stat(ok.map((r) => r.rssBeforeMB ?? 0));
+    if (ok.every((r) => r.drain)) agg.drain = { rate: stat(ok.map((r) => r.drain.rate)), pauseMs: stat(ok.map((r) => r.drain.pauseMs)), brokerPct: median(ok.map((r) => r.drain.brokerPct ?? 0)) };
   } else {
     agg.rate = stat(ok.map((r) => r.rate));
     agg.value = agg.rate;
@@ -681,7 +709,7 @@ async function measure(system, target, label) {
         : target.latency
           ? `p50 ${ms(run.latency.p50)} ms, p99 ${ms(run.latency.p99)} ms, max ${ms(run.latency.max)} ms`
           : target.kind
-            ? `RSS ${mb(run.rssMB)} MB (peak ${mb(run.hwmMB)} MB), ${run.seconds.toFixed(1)} s, ${int(run.rate)} ${target.kind === 'idle' ? 'connections' : 'msg'}/s`
+            ? `RSS ${mb(run.rssMB)} MB (peak ${mb(run.hwmMB)} MB), ${run.seconds.toFixed(1)} s, ${int(run.rate)} ${target.kind === 'idle' ? 'connections' : 'msg'}/s${run.drain ? `; drained ${int(run.drain.delivered)} at ${int(run.drain.rate)} msg/s, broker longest pause ${ms(run.drain.pauseMs)} ms` : ''}`
             : `${int(run.rate)} ${target.unit}`;
       const disturbed = run.warnings?.length > 0;
       process.stderr.write(`  ${label} run ${i + 1}/${RUNS}: ${what}${run.problems?.length ? ` [${run.problems.length} problem(s): ${run.problems[0].slice(0, 160)}]` : ''}${disturbed ? ' [disturbed]' : ''} (${((now() - t0) / 1000).toFixed(1)} s)\n`);
@@ -791,7 +819,11 @@ function printResults(rows) {
     ['scenario', 'CPU broker(s)/prod/recv/other', 'deliveries per frame', 'broker RSS MB', 'broker longest pause ms', 'notes'],
     rows.map(({ scenario: s, whisker: w }) => {
       if (!w || w.failed) return [s.key, '-', '-', '-', '-', w?.failed ?? ''];
-      if (s.kind) return [s.key, `${pct(w.cpu.brokerPct)} broker`, '-', `${mb(w.value.median)} (peak ${mb(w.hwm.median)}; before ${mb(w.rssBefore.median)})`, '-', `${int(w.rate.median)} ${s.kind === 'idle' ? 'connections' : 'msg'}/s while ${s.kind === 'idle' ? 'connecting' : 'sending'}`];
+      if (s.kind) {
+        const drained = w.drain ? `; drained at ${int(w.drain.rate.median)} msg/s (broker ${pct(w.drain.brokerPct)})` : '';
+        const pause = w.drain ? `${ms(w.drain.pauseMs.median)} while draining (${spread([w.drain.pauseMs.min, w.drain.pauseMs.max], ms)})` : '-';
+        return [s.key, `${pct(w.cpu.brokerPct)} broker`, '-', `${mb(w.value.median)} (peak ${mb(w.hwm.median)}; before ${mb(w.rssBefore.median)})`, pause, `${int(w.rate.median)} ${s.kind === 'idle' ? 'connections' : 'msg'}/s while ${s.kind === 'idle' ? 'connecting' : 'sending'}${drained}`];
+      }
       const pause = w.brokerPauseMs ? `${ms(w.brokerPauseMs.median)} (${spread([w.brokerPauseMs.min, w.brokerPauseMs.max], ms)})` : '-';
       return [s.key, `${pct(w.cpu.brokerPct)} / ${pct(w.cpu.producerPct)} / ${pct(w.cpu.receiversPct)} / ${pct(w.cpu.otherPct)}`, String(w.deliveriesPerFrame), mb(w.brokerRssMB), pause, w.notes.join('; ')];
     }),
@@ -866,7 +898,7 @@ const rows = [];
 for (const s of SCENARIOS) {
   const row = { scenario: s };
   const base = { receivers: s.receivers, mode: s.mode, prefetch: s.prefetch, count: s.count, latency: s.latency, warmup: s.warmup, rate: s.rate ? (RATE ?? s.rate) : undefined, kind: s.kind, processes: s.processes };
-  if (SYSTEMS.includes('whisker')) row.whisker = await measure(whisker, scaled({ ...base, unit: s.unit, store: s.store, map: s.map, brokers: s.brokers }), s.key);
+  if (SYSTEMS.includes('whisker')) row.whisker = await measure(whisker, scaled({ ...base, unit: s.unit, store: s.store, map: s.map, brokers: s.brokers, drain: s.drain }), s.key);
   if (s.kitten) {
     if (referenceUnavailable) row.kitten = { na: referenceUnavailable };
     else {

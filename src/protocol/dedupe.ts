@@ -1,6 +1,9 @@
 /**
  * Message ids accepted within the last `windowMs` (SPEC §7): a second copy of one is answered
- * as accepted and not queued again. Insertion order is expiry order, so pruning is O(expired).
+ * as accepted and not queued again. Ids may come out of acceptance order (a broker adds an id
+ * when its queue forgets the message, `addAt` with its acceptance time): `has` reads the expiry,
+ * and pruning goes from the oldest insertion while expired, so an id stays at most `windowMs`
+ * after it was added, and pruning is O(expired).
  */
 export class DedupeWindow {
   /**
@@ -30,25 +33,29 @@ export class DedupeWindow {
 
   has(messageId: string): boolean {
     this.#prune();
-    return this.#seen.has(messageId);
+    const expiresAt = this.#seen.get(messageId);
+    return expiresAt !== undefined && expiresAt > this.#now() - this.#base;
   }
 
   add(messageId: string): void {
     this.addAt(messageId, this.#now());
   }
 
-  /** remembers an id seen at `seenAt` (ms epoch); ids must come in seenAt order */
+  /** remembers an id seen at `seenAt` (ms epoch), in any order: one already expired is not kept */
   addAt(messageId: string, seenAt: number): void {
     const expiresAt = seenAt + this.#windowMs - this.#base;
     if (this.#windowMs <= 0 || expiresAt <= this.#now() - this.#base) return;
+    // a later insertion goes to the end of the order, so the pruning from the head stays fair
+    this.#seen.delete(messageId);
     this.#seen.set(messageId, expiresAt);
     if (expiresAt < this.#firstExpiry) this.#firstExpiry = expiresAt;
   }
 
-  /** the ids still remembered, oldest first */
+  /** the ids still remembered, in the order they were added */
   *ids(): IterableIterator<string> {
     this.#prune();
-    yield* this.#seen.keys();
+    const now = this.#now() - this.#base;
+    for (const [id, expiresAt] of this.#seen) if (expiresAt > now) yield id;
   }
 
   delete(messageId: string): void {

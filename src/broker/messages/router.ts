@@ -6,6 +6,7 @@ import type { Policy } from '../access/policy.js';
 import type { History } from '../history/history.js';
 import type { Lifecycle } from '../lifecycle.js';
 import { Queue } from '../queue/queue.js';
+import type { Entry } from '../queue/group.js';
 import type { Subscription } from '../queue/subscription.js';
 import type { MessageStore, StoreEvent, StoredMessage } from '../store/store.js';
 import { Appends } from './appends.js';
@@ -52,8 +53,15 @@ export class Router {
   readonly now: () => number;
   readonly #lifecycle: Lifecycle;
   readonly #queues = new Map<string, Queue>();
-  /** message id -> the queue holding it; a queue tells when it forgets one */
-  readonly #holders = new Map<string, Queue>();
+  /**
+   * message id -> its entry in the queue holding it (the entry's `message.queue` names it): one
+   * map shared by every queue, which sets and deletes its own entries (bounded memory, SPEC §7)
+   */
+  readonly #index = new Map<string, Entry>();
+  /**
+   * ids of messages no longer held, within the dedupe window of their acceptance: a held id is
+   * known by `#index` (one map entry per waiting message, not two: bounded memory, SPEC §7)
+   */
   readonly #dedupe: DedupeWindow;
   readonly #appends = new Appends();
   /** who watches messages enter their queues without being a recipient (`whisker tail`) */
@@ -97,11 +105,8 @@ export class Router {
       append: this.#append,
       readBodies: (ids) => store.readBodies(ids),
       accept: (message) => {
-        this.#dedupe.add(message.messageId);
         this.#hooks?.made(message); // before the queue may drop its body
-        const queue = this.#queue(message.queue);
-        this.#holders.set(message.messageId, queue);
-        queue.accept(message);
+        this.#queue(message.queue).accept(message);
       },
       nextSeq: () => this.nextSeq(),
       now: this.now,
@@ -173,12 +178,13 @@ export class Router {
 
   /** the queue holding this message, if any */
   holding(messageId: string): Queue | undefined {
-    return this.#holders.get(messageId);
+    const entry = this.#index.get(messageId);
+    return entry && this.#queues.get(entry.message.queue);
   }
 
   /** held, or settled within the dedupe window: a copy of it is not queued again (SPEC §7) */
   isKnown(messageId: string): boolean {
-    return this.#dedupe.has(messageId);
+    return this.#index.has(messageId) || this.#dedupe.has(messageId);
   }
 
   /** a copy of this message arriving later (from a client or a peer) is not queued */
@@ -186,7 +192,7 @@ export class Router {
     this.#dedupe.add(messageId);
   }
 
-  /** ids held or settled within the dedupe window, oldest first */
+  /** ids settled within the dedupe window (some held ones may be among them) */
   recentIds(): Iterable<string> {
     return this.#dedupe.ids();
   }
@@ -227,18 +233,16 @@ export class Router {
   #admit(messages: readonly StoredMessage[], fromClient: boolean): void {
     const finished: string[] = [];
     for (const message of messages) {
+      if (this.#index.has(message.messageId)) continue;
       if (this.#dedupe.has(message.messageId)) {
-        if (!this.#holders.has(message.messageId)) finished.push(message.messageId);
+        finished.push(message.messageId);
         continue;
       }
-      this.#dedupe.add(message.messageId);
       // a mirror may not hear it from the client (not reconnected yet): it hears it from us,
       // before the queue takes it (a queue past its window of bodies drops this one's body)
       if (this.#isMaster) this.#hooks?.made(message);
       else if (fromClient) this.#hooks?.storedFromClient(message);
-      const queue = this.#queue(message.queue);
-      this.#holders.set(message.messageId, queue);
-      queue.accept(message);
+      this.#queue(message.queue).accept(message);
       this.#appends.admitted(message.messageId);
       for (const tap of this.#taps) tap(message);
     }
@@ -250,10 +254,7 @@ export class Router {
     for (const { messageId, acceptedAt } of recent) this.#dedupe.addAt(messageId, acceptedAt);
     for (const item of messages) {
       this.#seq = Math.max(this.#seq, item.message.seq);
-      const queue = this.#queue(item.message.queue);
-      this.#holders.set(item.message.messageId, queue);
-      queue.restore(item);
-      this.#dedupe.addAt(item.message.messageId, item.message.acceptedAt);
+      this.#queue(item.message.queue).restore(item);
     }
     for (const queue of this.#queues.values()) queue.finishRestore();
     this.#idleQueues.start();
@@ -356,8 +357,10 @@ export class Router {
           else this.log.warn('message dropped after its last delivery', { queue: message.queue, messageId: message.messageId, group, nbDeliveries, reason });
         },
         isDraining: () => this.#lifecycle.isStopping || this.#held,
-        forgotten: (messageId) => {
-          if (this.#holders.get(messageId) === queue) this.#holders.delete(messageId);
+        index: this.#index,
+        forgotten: (message) => {
+          // a copy arriving within the window of its acceptance is still not queued again
+          this.#dedupe.addAt(message.messageId, message.acceptedAt);
         },
         flightEnded: () => this.#checkIdle(),
       });

@@ -1,5 +1,6 @@
 import type { Overflow } from '../../config/types.js';
 import type { MessageStore, StoredMessage } from '../store/store.js';
+import type { Entry } from './group.js';
 
 /** One queue's settings, from the config's defaults and its `channels` entry. */
 export interface QueueSettings {
@@ -25,8 +26,14 @@ export interface QueueEnvironment {
   warn?(msg: string, fields: Record<string, unknown>): void;
   /** soft-stop (src/broker/lifecycle.ts): no new delivery starts while this answers true */
   isDraining?(): boolean;
-  /** the queue no longer holds this message (the router's message index follows) */
-  forgotten?(messageId: string): void;
+  /**
+   * message id -> entry, one map shared by every queue of a router (which finds a message's
+   * queue by it): one map entry per waiting message, not one per queue and one in the router;
+   * a queue of its own when not given
+   */
+  readonly index?: Map<string, Entry>;
+  /** the queue no longer holds this message (the router's message index and dedupe window follow) */
+  forgotten?(message: StoredMessage): void;
   /** a delivery in flight ended (acked, nacked, timed out): soft-stop waits on these */
   flightEnded?(): void;
 }

@@ -48,8 +48,8 @@ const RECENT_ID_OVERHEAD = 13;
 const NO_RECORDS: readonly RecordTuple[] = [];
 
 /**
- * The live state of the log: messages not removed with their records, and the ids accepted
- * inside the dedupe window. Fed from replay on start, then from every committed batch.
+ * The live state of the log: messages not removed with their records, and the ids removed
+ * within the dedupe window of their acceptance. Fed from replay on start, then from every commit.
  * Columns per slot, not an object per message (bounded memory, SPEC §7): a million waiting
  * messages cost a map slot, a reference and 16 bytes of typed arrays each here.
  */
@@ -112,8 +112,7 @@ export class LiveIndex {
           this.#add(m, record.r ?? NO_RECORDS, bytes, place);
           this.#liveBytes += bytes;
         }
-        // a snapshot lists its recent ids apart ('d'), live or not
-        if (record.r === undefined && !place.inSnapshot) this.#remember(m.messageId, m.acceptedAt);
+        // a live id is known by its slot; it joins the recent ids when removed ('x')
         return;
       }
       case 'a': {
@@ -142,6 +141,8 @@ export class LiveIndex {
         const slot = this.#slots.get(record.id);
         if (slot === undefined) return;
         const message = this.#messages[slot]!;
+        // within the dedupe window of its acceptance, a copy is still not queued again (SPEC §7)
+        this.#remember(record.id, message.acceptedAt);
         this.#liveBytes -= this.#bytes[slot]!;
         if (place.replayed && message.data !== undefined) this.#replayBodyBytes -= this.#bytes[slot]!;
         this.#slots.delete(record.id);
@@ -224,7 +225,7 @@ export class LiveIndex {
     return { entries, recentIds: this.#recentIds, recentAt: this.#recentAt, recentFrom: this.#recentHead, recentTo: this.#recentIds.length };
   }
 
-  /** the state for `load()`: messages in seq order, ids still inside the dedupe window */
+  /** the state for `load()`: messages in seq order, ids removed inside the dedupe window */
   recovered(): RecoveredState {
     this.#prune();
     const slots = [...this.#slots.values()].sort((a, b) => this.#messages[a]!.seq - this.#messages[b]!.seq);
@@ -248,7 +249,10 @@ export class LiveIndex {
     this.#recentBytes += messageId.length + RECENT_ID_OVERHEAD;
   }
 
-  /** ids come in acceptance order, so expiry is from the head; the array is cut when half dead */
+  /**
+   * ids come in removal order, each within the window of its acceptance: expiry goes from the
+   * head while expired, so an id stays at most a window after its removal; the array is cut when half dead
+   */
   #prune(): void {
     const horizon = this.#now() - this.#windowMs;
     while (this.#recentHead < this.#recentIds.length && this.#recentAt[this.#recentHead]! <= horizon) {

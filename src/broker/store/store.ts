@@ -59,7 +59,7 @@ export interface RecoveredMessage {
 export interface RecoveredState {
   /** every message not removed, in `seq` order, with its unsettled records */
   readonly messages: readonly RecoveredMessage[];
-  /** ids accepted recently, removed or not, so the dedupe window survives a restart (SPEC §7) */
+  /** ids removed within the dedupe window of their acceptance (held ones are in `messages`), so the window survives a restart (SPEC §7) */
   readonly recent: ReadonlyArray<{ readonly messageId: string; readonly acceptedAt: number }>;
 }
 

@@ -26,10 +26,10 @@ class GatedStore extends MemoryStore {
   }
 }
 
-function setup(overrides: Record<string, unknown> = {}) {
+function setup(overrides: Record<string, unknown> = {}, now: () => number = Date.now) {
   const store = new GatedStore();
   const lifecycle = new Lifecycle();
-  const router = new Router({ policy: compilePolicy(brokerConfig({ defaultPolicy: 'allow', ...overrides })), store, log: createLogger('silent'), now: Date.now, lifecycle });
+  const router = new Router({ policy: compilePolicy(brokerConfig({ defaultPolicy: 'allow', ...overrides })), store, log: createLogger('silent'), now, lifecycle });
   return { store, lifecycle, router, intake: new Intake(router, lifecycle), replica: new Replica(router) };
 }
 
@@ -58,6 +58,29 @@ describe('intake', () => {
     const { router, intake } = setup();
     expect(await intake.publish('p', [msg('m-1'), msg('m-1')])).toEqual([{ messageId: 'm-1' }, { messageId: 'm-1' }]);
     expect(router.queues.get('jobs/v1')!.size).toBe(1);
+  });
+
+  test('dedupe: a settled id stays known for the window of its acceptance, whatever order messages are settled in', async () => {
+    let clock = 1_000_000;
+    const { router, intake } = setup({ dedupeWindow: 10 }, () => clock);
+    const owner = consumer('w');
+    const sub = new Subscription(owner, 1, 'consume', 'jobs/v1', 10);
+    router.subscribe(sub, ['*']);
+    await intake.publish('p', [msg('early')]);
+    clock += 5_000;
+    await intake.publish('p', [msg('late')]);
+    clock += 1_000;
+    router.ack(sub, 'late', '*', true, 0); // settled first, accepted last
+    clock += 1_000;
+    router.ack(sub, 'early', '*', true, 0);
+    expect(await intake.publish('p', [msg('early'), msg('late')])).toEqual([{ messageId: 'early' }, { messageId: 'late' }]);
+    expect(owner.got.map((d) => d.messageId)).toEqual(['early', 'late']);
+    clock += 4_000; // 11 s after 'early' was accepted, 6 s after 'late'
+    await intake.publish('p', [msg('early'), msg('late')]);
+    expect(owner.got.map((d) => d.messageId)).toEqual(['early', 'late', 'early']);
+    clock += 5_000;
+    await intake.publish('p', [msg('late')]);
+    expect(owner.got.map((d) => d.messageId)).toEqual(['early', 'late', 'early', 'late']);
   });
 
   test('a second frame with an id whose append is under way waits for it and is not stored twice', async () => {

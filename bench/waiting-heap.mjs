@@ -1,0 +1,106 @@
+// Heap per waiting message, in process and stable on a loaded machine (it counts bytes, not time):
+// the broker's message path without sockets (Router -> queue -> durable LogStore in a temporary
+// directory, as startBroker builds them), `count` messages of ~100 B JSON sent to a channel nobody
+// subscribes to, 100 per append as a producer's frames bring them. Each message's strings come from
+// JSON.parse of a frame, as the session's do. Prints heapUsed and arrayBuffers after a full GC,
+// minus the same before the sends, per message; then a consumer takes them all and the longest
+// synchronous stretch of the drain (event-loop delay max) is printed too.
+// Usage: node --expose-gc bench/waiting-heap.mjs [count, default 200,000] [--snapshot=FILE]
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { writeHeapSnapshot } from 'node:v8';
+import { randomBytes } from 'node:crypto';
+import { compilePolicy } from '../dist/broker/access/policy.js';
+import { Lifecycle } from '../dist/broker/lifecycle.js';
+import { Router } from '../dist/broker/messages/router.js';
+import { Subscription } from '../dist/broker/queue/subscription.js';
+import { LogStore } from '../dist/broker/store/log.js';
+import { buildConfig } from '../dist/config/load.js';
+import { createLogger } from '../dist/ops/logger.js';
+import { makeMessage } from './lib.mjs';
+
+const gc = globalThis.gc;
+if (typeof gc !== 'function') {
+  console.error('run with node --expose-gc');
+  process.exit(2);
+}
+const args = process.argv.slice(2);
+const count = Number(args.find((a) => !a.startsWith('--')) ?? 200_000);
+const snapshot = args.find((a) => a.startsWith('--snapshot='))?.slice(11);
+const BATCH = 100;
+
+const dir = mkdtempSync(join(tmpdir(), 'whisker-mem-heap-'));
+const config = buildConfig({ logLevel: 'silent', defaultPolicy: 'allow', maxItemsInQueue: 2_000_000, socketServer: { port: 0 } }, dir, null);
+const log = createLogger('silent');
+const store = new LogStore(join(dir, 'store'), { dedupeWindowMs: config.dedupeWindow * 1000, log, now: Date.now });
+const router = new Router({ policy: compilePolicy(config), store, log, now: Date.now, lifecycle: new Lifecycle() });
+await router.restore();
+
+const measure = () => {
+  gc();
+  gc();
+  const m = process.memoryUsage();
+  return { heap: m.heapUsed, buffers: m.arrayBuffers, rss: m.rss };
+};
+
+/** what a producer's frame brings: parsed from text, so the strings are the session's kind */
+function frameOf(from) {
+  const sends = [];
+  for (let i = 0; i < BATCH; i++) sends.push({ messageId: randomBytes(16).toString('hex'), channel: 'bench/v1/*', created: Date.now(), data: makeMessage(from + i, Date.now()) });
+  return JSON.parse(JSON.stringify(sends));
+}
+
+async function send(n, base) {
+  for (let sent = 0; sent < n; sent += BATCH) {
+    const now = Date.now();
+    const messages = frameOf(base + sent).map((m) => ({ seq: router.nextSeq(), messageId: m.messageId, queue: 'bench/v1', id: '*', data: m.data, created: m.created, acceptedAt: now, from: 'bench-producer', json: JSON.stringify(m.data) }));
+    await router.store(messages, true);
+  }
+}
+
+await send(10_000, 0); // warm-up: the queue, the body window (10,000 bodies stay in memory) and JIT
+await new Promise((r) => setTimeout(r, 200));
+const before = measure();
+await send(count, 10_000);
+await new Promise((r) => setTimeout(r, 200));
+const after = measure();
+const queue = router.queues.get('bench/v1');
+const per = (a, b) => ((a - b) / count).toFixed(1);
+console.log(`${count.toLocaleString('en-US')} more waiting (depth ${queue.depth.toLocaleString('en-US')}, bodies in memory ${queue.bodiesInMemory}): heap ${per(after.heap, before.heap)} B + array buffers ${per(after.buffers, before.buffers)} B per waiting message; heapUsed ${(after.heap / 1e6).toFixed(1)} MB, rss ${(after.rss / 1e6).toFixed(0)} MB`);
+if (snapshot) console.log(`heap snapshot: ${writeHeapSnapshot(snapshot)}`);
+
+// the drain: one consumer, prefetch 100, acks each delivery on the next turn
+const total = queue.depth;
+let got = 0;
+let done;
+const finished = new Promise((r) => (done = r));
+const toAck = [];
+const owner = {
+  clientName: 'bench-consumer',
+  label: 'bench-consumer',
+  isWritable: () => true,
+  queueDelivery: (d) => {
+    toAck.push(d.messageId);
+    if (toAck.length === 1) setImmediate(ackAll);
+  },
+};
+const subscription = new Subscription(owner, 1, 'consume', 'bench/v1', 100);
+function ackAll() {
+  const ids = toAck.splice(0);
+  for (const messageId of ids) router.ack(subscription, messageId, '*', true, 0);
+  got += ids.length;
+  if (got >= total) done();
+}
+const delay = monitorEventLoopDelay({ resolution: 1 });
+delay.enable();
+const t0 = performance.now();
+router.subscribe(subscription, ['*']);
+await finished;
+const seconds = (performance.now() - t0) / 1000;
+delay.disable();
+console.log(`drain: ${got.toLocaleString('en-US')} in ${seconds.toFixed(1)} s (${Math.round(got / seconds).toLocaleString('en-US')} msg/s), longest event-loop pause ${(delay.max / 1e6).toFixed(1)} ms`);
+router.close();
+await store.close();
+rmSync(dir, { recursive: true, force: true });
