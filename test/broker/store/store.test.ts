@@ -322,7 +322,9 @@ describe('LogStore: compaction', () => {
     store.record(ack('m-99999', 'c|1'));
     // the last compaction comes once the store is empty and idle
     await until(() => store.stats.diskBytes < 1024);
-    expect(store.stats.compactions).toBeGreaterThan(1);
+    // at least the last one; on a loaded machine the first compaction can start only after the
+    // last ack and find the store empty already, so how many ran is not what this test checks
+    expect(store.stats.compactions).toBeGreaterThanOrEqual(1);
     await store.close();
     expect(diskBytes(dir)).toBeLessThan(1024);
     expect((await open(dir).load()).messages).toEqual([]);
