@@ -32,8 +32,12 @@ export class History {
   readonly #channels = new Map<string, ChannelHistory>();
   #retention: (queue: string) => Retention | null;
   #timer: NodeJS.Timeout | null = null;
-  /** counted for the metrics */
+  /** replays served since start (metrics: whisker_replays_total) */
   replays = 0;
+  /** replays reading now (whisker_replays_in_progress) */
+  replaying = 0;
+  /** messages given by replays since start (whisker_replayed_messages_total); the replay handler counts them */
+  replayedMessages = 0;
 
   constructor(dir: string, retention: (queue: string) => Retention | null, log: Logger, now: () => number) {
     this.#dir = dir;
@@ -104,7 +108,12 @@ export class History {
     if (!channel) return;
     const seconds = this.#retention(queue)?.seconds;
     this.replays++;
-    await channel.read(range, seconds === undefined ? -Infinity : this.#now() - seconds * 1000, each);
+    this.replaying++;
+    try {
+      await channel.read(range, seconds === undefined ? -Infinity : this.#now() - seconds * 1000, each);
+    } finally {
+      this.replaying--;
+    }
   }
 
   /** `whisker delete QUEUE --history`: the channel's history emptied; bytes freed */

@@ -54,6 +54,7 @@ async function run(session: SessionPort, frame: ReplayFrame, ids: ReadonlySet<st
     const via = all ? WILDCARD : ids.has(record.id) ? record.id : null;
     if (via === null) return true;
     session.queueDelivery({ sub: frame.sub, messageId: record.messageId, channel: `${queue}/${record.id}`, data: record.data, created: record.created, nbRequeues: 0, from: record.from, via });
+    session.ctx.history.replayedMessages++;
     if (++count >= limit) return false;
     return session.isWritable() || session.whenWritable().then(() => session.isReady);
   };
