@@ -4,9 +4,9 @@ import type { Retention } from '../../config/types.js';
 import type { Logger } from '../../ops/logger.js';
 import type { StoredMessage } from '../store/store.js';
 import { ChannelHistory, type ReadRange } from './channel-history.js';
-import type { HistoryRecord } from './segment.js';
+import type { HistoryRecord, ReadRecord } from './segment.js';
 
-export type { HistoryRecord } from './segment.js';
+export type { HistoryRecord, ReadRecord } from './segment.js';
 export type { ReadRange } from './channel-history.js';
 
 /** how often retention by time is applied when nothing is appended */
@@ -103,7 +103,7 @@ export class History {
    * Reads a channel's history in acceptance order (`each` as in ChannelHistory.read). Messages
    * past `retention.seconds` that are still on disk are skipped: a replay shows what is retained.
    */
-  async read(queue: string, range: ReadRange, each: (record: HistoryRecord) => boolean | Promise<boolean>): Promise<void> {
+  async read(queue: string, range: ReadRange, each: (record: ReadRecord) => boolean | Promise<boolean>): Promise<void> {
     const channel = this.#channels.get(queue);
     if (!channel) return;
     const seconds = this.#retention(queue)?.seconds;
