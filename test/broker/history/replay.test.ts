@@ -189,7 +189,7 @@ describe('mirrors', () => {
 });
 
 describe('a message appended twice', () => {
-  test('a send cut by a crash after its history append and sent again is replayed once (the replay skips an id it gave among the last 1,000)', async () => {
+  test('a send cut by a crash after its history append and sent again is replayed once (the replay skips an id it gave among the last 10,000)', async () => {
     const dir = tempDir();
     const historyDir = join(dir, 'data', 'history', 'ev@v1');
     mkdirSync(historyDir, { recursive: true });
