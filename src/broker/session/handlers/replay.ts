@@ -8,35 +8,6 @@ import type { SessionPort } from '../ports.js';
 export const MAX_REPLAYS_PER_CONNECTION = 4;
 
 /**
- * A send cut by a crash after its history append and before its log append is sent again by
- * its client (same message id) and appended again: a replay skips a message id it gave among
- * the last this many (docs/client.md#replay). ~1 MB per replay at most.
- */
-export const REPLAY_DEDUPE_IDS = 10_000;
-
-/** the last `size` ids seen, in a ring: O(1) per record, bounded */
-class RecentIds {
-  readonly #ring: Array<string | undefined>;
-  readonly #set = new Set<string>();
-  #at = 0;
-
-  constructor(size: number) {
-    this.#ring = new Array<string | undefined>(size);
-  }
-
-  /** false when `id` was seen among the last `size`; else remembers it */
-  add(id: string): boolean {
-    if (this.#set.has(id)) return false;
-    const old = this.#ring[this.#at];
-    if (old !== undefined) this.#set.delete(old);
-    this.#ring[this.#at] = id;
-    this.#at = (this.#at + 1) % this.#ring.length;
-    this.#set.add(id);
-    return true;
-  }
-}
-
-/**
  * A replay (docs/protocol.md#replay): answered with a `reply` (refused ids as for subscribe),
  * then `deliver` frames for `sub` in acceptance order, then `replayEnd` with the count. It never
  * touches the live queue: no ack is expected, none is applied. Flow control as for deliveries.
@@ -78,11 +49,10 @@ async function run(session: SessionPort, frame: ReplayFrame, ids: ReadonlySet<st
   const limit = frame.limit ?? Infinity;
   const all = ids.has(WILDCARD);
   let count = 0;
-  const recent = new RecentIds(REPLAY_DEDUPE_IDS);
   const deliver = (record: ReadRecord): boolean | Promise<boolean> => {
     if (!session.isReady || !session.replays.has(frame.sub)) return false; // closed, or stopped by an unsubscribe
     const via = all ? WILDCARD : ids.has(record.id) ? record.id : null;
-    if (via === null || !recent.add(record.messageId)) return true;
+    if (via === null) return true;
     // the data as stored, spliced into the frame: never parsed and serialised again
     session.queueDelivery({ sub: frame.sub, messageId: record.messageId, channel: `${queue}/${record.id}`, data: null, created: record.created, nbRequeues: 0, from: record.from, via }, record.dataJson);
     session.ctx.history.replayedMessages++;
