@@ -10,6 +10,7 @@
 //
 // Options: --runs=N (default 3), --only=key[,key] (row keys, or the groups "flow" and "rss"),
 //          --with-rss (add the "rss" group, default off: about 4 minutes more),
+//          --with-replay (add the "replay" group, default off: about 4 minutes more with NATS),
 //          --skip=key[,key], --no-reference, --no-relay (leave those columns out),
 //          --scale=F (multiply message counts), --rate=N (the latency rows' paced rate),
 //          --cpu-prof (the master Whisker broker runs with node --cpu-prof; profiles land in
@@ -22,7 +23,7 @@
 //          --systems=whisker,kitten,relay,redis,redis-everysec,nats (which columns run).
 // Only a full default invocation writes latest.json; others write partial-<time>.json.
 import { execFileSync, fork } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -30,6 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { MAP, now } from './lib.mjs';
 import { measureFormats } from './formats.mjs';
 import { freePort, spawnServer, stopServer, waitForPort } from './servers.mjs';
+import { fillHistory } from './history-fill.mjs';
 import { natsSystem, natsUnavailable } from './peers/nats.mjs';
 import { redisSystem, redisUnavailable } from './peers/redis.mjs';
 
@@ -39,6 +41,7 @@ const resultsDir = join(here, 'results');
 const CHANNEL = 'bench/v1/1';
 const QUEUE = 'bench/v1';
 const RUN_TIMEOUT_MS = 180_000;
+const REPLAY_TIMEOUT_MS = 600_000;
 const KITTEN_VERSION = '0.12.3';
 
 const args = Object.fromEntries(
@@ -56,6 +59,7 @@ const CPU_PROF = Boolean(args['cpu-prof']);
 const KEEP = Boolean(args.keep);
 const RETRY = !args['no-retry'];
 const WITH_RSS = Boolean(args['with-rss']);
+const WITH_REPLAY = Boolean(args['with-replay']);
 const WITH_REFERENCE = !args['no-reference'] && (typeof args.systems !== 'string' || args.systems.includes('kitten'));
 const WITH_RELAY = !args['no-relay'] && (typeof args.systems !== 'string' || args.systems.includes('relay'));
 const WINDOW = Number(args.window ?? 2000); // unanswered sends a producer keeps at most
@@ -105,9 +109,13 @@ const ALL_SCENARIOS = [
     kitten: { key: 'k-rss1m', kind: 'waiting' }, relay: null, peer: { key: 'rss1m', kind: 'waiting' } },
   { key: 'idle10k', group: 'rss', kind: 'idle', label: 'broker RSS, 10,000 idle authenticated connections', unit: 'MB', count: 10_000, processes: 4,
     kitten: { key: 'k-idle10k', kind: 'idle', processes: 4 }, relay: null },
+  { key: 'replay', group: 'replay', kind: 'replay', label: 'replay of 1,000,000 retained messages to one client (msg/s; broker RSS before -> peak)', unit: 'msg/s', count: 1_000_000,
+    relay: null, peer: { key: 'replay', kind: 'replay' } },
 ];
-// the "rss" group takes about 4 minutes more: off by default, on with --with-rss or --only=rss
-const selected = (s) => (ONLY ? ONLY.includes(s.key) || ONLY.includes(s.group) : s.group !== 'rss' || WITH_RSS) && !SKIP.includes(s.key) && !SKIP.includes(s.group);
+// the "rss" and "replay" groups take about 4 minutes more each: off by default, on with
+// --with-rss / --with-replay or --only=rss / --only=replay
+const optIn = { rss: WITH_RSS, replay: WITH_REPLAY };
+const selected = (s) => (ONLY ? ONLY.includes(s.key) || ONLY.includes(s.group) : !(s.group in optIn) || optIn[s.group]) && !SKIP.includes(s.key) && !SKIP.includes(s.group);
 const SCENARIOS = ALL_SCENARIOS.filter(selected);
 
 // ---- processes ---------------------------------------------------------------------------
@@ -285,11 +293,13 @@ const whisker = {
           ...(i === 0 ? { management: { host: '127.0.0.1', port: managementPort } } : {}),
           ...(withPeers ? { peers: ports.map((_, j) => j).filter((j) => j !== i).map(host) } : {}),
           ...(target.map ? { channels: { [QUEUE]: { map: MAP } } } : {}),
+          ...(target.kind === 'replay' ? { channels: { [QUEUE]: { retention: { maxBytes: 4 * 1024 ** 3 } } } } : {}),
           ...(target.kind === 'idle' ? { limits: { maxConnections: target.count + 1000, maxUnauthenticatedPerAddress: 1000 } } : {}),
           ...BROKER_CONFIG,
         };
         const configPath = join(dir, `config-${i + 1}.json`);
         writeFileSync(configPath, JSON.stringify(config, null, 2));
+        if (target.kind === 'replay') cpSync(await replayHistory(target.count), join(config.dataDirectory, 'history'), { recursive: true });
         const profile = CPU_PROF && i === 0 ? ['--cpu-prof', `--cpu-prof-dir=${join(resultsDir, 'prof')}`, `--cpu-prof-name=broker-${runLabel}-${Date.now()}.cpuprofile`] : [];
         const entry = target.store === 'memory' ? [join(here, 'memory-broker.mjs'), configPath] : [join(root, 'bin', 'whisker'), 'start', '-c', configPath];
         procs.push(spawnServer([...profile, ...BROKER_FLAGS, ...entry], root));
@@ -305,6 +315,9 @@ const whisker = {
   },
   receiver: (t, s, i, clientId, dir) => ['consumer.mjs', { hosts: s.hosts, clientId, keysDirectory: join(dir, `keys-${clientId}`), channel: CHANNEL, mode: t.mode, prefetch: t.prefetch, ...receiving(t) }],
   producer: (t, s, dir) => ['producer.mjs', { hosts: s.hosts, clientId: 'bench-producer', keysDirectory: join(dir, 'keys-bench-producer'), channel: CHANNEL, count: t.count, window: WINDOW, rate: t.rate ?? 0, shape: t.map ? 'map' : 'plain' }],
+  replayer: (t, s, dir) => ['replayer.mjs', { hosts: s.hosts, clientId: 'bench-replayer', keysDirectory: join(dir, 'keys-bench-replayer'), channel: CHANNEL, ...receiving(t) }],
+  /** the history is in place before the broker starts (history-fill.mjs): nothing to send */
+  filledAtStart: true,
   idle: (t, s, p, n, dir) => ['idle-clients.mjs', { system: 'whisker', hosts: s.hosts, clientId: `bench-idle-${p + 1}`, keysDirectory: join(dir, `keys-idle-${p + 1}`), count: n }],
   /** checks of the broker's own view: the depth after the waiting run, the connections after the idle one */
   async check(t, s) {
@@ -321,6 +334,18 @@ const whisker = {
     return { problems: [] };
   },
 };
+
+/** the replay row's history, written once per invocation (history-fill.mjs) and copied into each run */
+let replayHistoryDir = null;
+async function replayHistory(count) {
+  if (replayHistoryDir?.count === count) return replayHistoryDir.path;
+  if (replayHistoryDir) rmSync(replayHistoryDir.path, { recursive: true, force: true });
+  const base = mkdtempSync(join(tmpdir(), 'whisker-bench-history-'));
+  process.on('exit', () => rmSync(base, { recursive: true, force: true }));
+  await fillHistory(base, QUEUE, CHANNEL.split('/')[2], count);
+  replayHistoryDir = { count, path: join(base, 'history') };
+  return replayHistoryDir.path;
+}
 
 const kitten = {
   name: 'Kitten-MQ',
@@ -394,9 +419,11 @@ async function runOnce(system, target, runLabel) {
   let timer;
   try {
     servers = await system.start(target, dir, runLabel);
-    const work = target.kind === 'waiting' ? waitingRun(system, target, servers, dir, children) : target.kind === 'idle' ? idleRun(system, target, servers, dir, children) : flowRun(system, target, servers, dir, children);
+    const runs = { waiting: waitingRun, idle: idleRun, replay: replayRun };
+    const work = (runs[target.kind] ?? flowRun)(system, target, servers, dir, children);
     const timeout = new Promise((_, reject) => {
-      const limit = target.drain && system === whisker ? 2 * RUN_TIMEOUT_MS : RUN_TIMEOUT_MS; // sends, then a drain
+      // a replay run fills a million first; a waiting run with a drain sends, then drains
+      const limit = target.kind === 'replay' ? REPLAY_TIMEOUT_MS : target.drain && system === whisker ? 2 * RUN_TIMEOUT_MS : RUN_TIMEOUT_MS;
       timer = setTimeout(() => reject(new Error(`run did not finish within ${limit / 1000} s (stall)`)), limit);
     });
     result = await Promise.race([work, timeout]);
@@ -524,6 +551,77 @@ async function drainRun(system, target, servers, dir, children, problems) {
   const run = summariseRun(t, { errors: {}, start: received.first }, [received], null);
   problems.push(...run.problems.map((p) => `drain: ${p}`));
   return { delivered: received.distinct, seconds, rate: received.distinct / Math.max(seconds, 1e-3), pauseMs, rssAfterMB: mem.rss, brokerPct: cpu0 !== null && cpu1 !== null ? (100 * (cpu1 - cpu0)) / (seconds * 1000) : null };
+}
+
+/**
+ * A retained history of `count` messages replayed to one client: the filling (Whisker: files
+ * written before the broker starts; a peer: its producer) is not timed; the rate runs from the
+ * replay's request to the last message; the server's RSS is sampled every 100 ms meanwhile.
+ */
+async function replayRun(system, target, servers, dir, children) {
+  const broker = servers.main;
+  const problems = [];
+  let fillSeconds = null;
+  if (!system.filledAtStart) {
+    const [script, config] = (system.filler ?? system.producer)(target, servers, dir);
+    const producer = new Child(script, 'bench-producer', config);
+    children.push(producer);
+    await producer.next('ready');
+    const sent = await producer.next('done');
+    fillSeconds = (sent.end - sent.start) / 1000;
+    const sendErrors = Object.entries(sent.errors);
+    if (sendErrors.length > 0) problems.push(`fill: send errors ${sendErrors.map(([k, v]) => `${k}x${v}`).join(' ')} (first: ${sent.firstErrorMessage})`);
+  }
+  const [script, config] = system.replayer(target, servers, dir);
+  const replayer = new Child(script, 'bench-replayer', config);
+  children.push(replayer);
+  await replayer.next('ready');
+  await new Promise((r) => setTimeout(r, 1000)); // the filling's last writes and collections settle
+  const mem0 = memOf(broker.pid);
+  let peak = mem0.rss ?? 0;
+  const sampler = setInterval(() => (peak = Math.max(peak, memOf(broker.pid).rss ?? 0)), 100);
+  const cpu0 = cpuMsOf(broker.pid);
+  const system0 = systemCpu();
+  const start = now();
+  replayer.send({ type: 'start' });
+  replayer.send({ type: 'producerDone' }); // a replay that stalls: 5 s without a message ends it
+  const received = await replayer.next('done');
+  clearInterval(sampler);
+  const cpu1 = cpuMsOf(broker.pid);
+  const system1 = systemCpu();
+  const mem = memOf(broker.pid);
+  peak = Math.max(peak, mem.rss ?? 0);
+  if (system === whisker) {
+    const end = replayer.inbox.find((m) => m.type === 'replayEnd');
+    if (end?.error) problems.push(`replay ended with ${end.error}`);
+    else if (end && end.count !== target.count) problems.push(`replay ended with count ${end.count}, expected ${target.count}`);
+  }
+  if (received.lost > 0) problems.push(`LOST ${received.lost}/${target.count} (first missing seq ${received.missing.join(',')})`);
+  if (received.duplicates > 0) problems.push(`DUPLICATES ${received.duplicates}`);
+  if (received.foreign > 0) problems.push(`${received.foreign} unexpected messages`);
+  if (received.clientErrors.length > 0) problems.push(`client errors: ${received.clientErrors.join('; ')}`);
+  const seconds = (Math.max(received.last, start + 1) - start) / 1000;
+  const run = {
+    count: target.count,
+    seconds,
+    rate: received.distinct / seconds,
+    delivered: received.distinct,
+    fillSeconds,
+    rssBeforeMB: mem0.rss,
+    rssPeakMB: peak,
+    rssAfterMB: mem.rss,
+    rssGrowthMB: mem0.rss !== null ? peak - mem0.rss : null,
+    cpu: { brokerPct: cpu0 !== null && cpu1 !== null ? (100 * (cpu1 - cpu0)) / (seconds * 1000) : null, receiversPct: [(100 * received.cpuMs) / (seconds * 1000)] },
+    firstDeliveryAfterMs: received.first - start,
+    deliveriesPerFrame: [Math.round((10 * received.deliveries) / Math.max(1, received.batches)) / 10],
+    problems,
+  };
+  if (system0 && system1) {
+    const own = (cpu1 - cpu0) + received.cpuMs;
+    run.cpu.otherPct = Math.max(0, (100 * (system1.busyMs - system0.busyMs - own)) / (seconds * 1000));
+    if (run.cpu.otherPct > 25) run.warnings = [`other processes used ${Math.round(run.cpu.otherPct)}% of a core during the run: figures are disturbed`];
+  }
+  return run;
 }
 
 /** `count` connections that authenticate and stay idle, spread over `processes` client processes */
@@ -669,6 +767,15 @@ function aggregate(target, runs) {
       agg.includingWarmup[q] = stat(ok.map((r) => r.latency.includingWarmup[q]));
     }
     agg.value = agg.p99; // the figure a ratio compares: p99
+  } else if (target.kind === 'replay') {
+    agg.rate = stat(ok.map((r) => r.rate));
+    agg.value = agg.rate;
+    agg.seconds = stat(ok.map((r) => r.seconds));
+    for (const k of ['rssBeforeMB', 'rssPeakMB', 'rssGrowthMB']) agg[k] = stat(ok.map((r) => r[k] ?? 0));
+    if (ok.some((r) => r.fillSeconds !== null)) agg.fillSeconds = stat(ok.map((r) => r.fillSeconds ?? 0));
+    agg.cpu = { brokerPct: median(ok.map((r) => r.cpu?.brokerPct ?? 0)), receiversPct: median(ok.map((r) => r.cpu.receiversPct[0])), otherPct: median(ok.map((r) => r.cpu.otherPct ?? 0)) };
+    agg.deliveriesPerFrame = median(ok.map((r) => r.deliveriesPerFrame[0]));
+    return agg;
   } else if (target.kind) {
     agg.value = stat(ok.map((r) => r.rssMB ?? 0));
     agg.hwm = stat(ok.map((r) => r.hwmMB ?? 0));
@@ -708,7 +815,9 @@ async function measure(system, target, label) {
         ? `FAILED: ${run.failed}`
         : target.latency
           ? `p50 ${ms(run.latency.p50)} ms, p99 ${ms(run.latency.p99)} ms, max ${ms(run.latency.max)} ms`
-          : target.kind
+          : target.kind === 'replay'
+            ? `${int(run.rate)} msg/s, ${run.seconds.toFixed(1)} s, RSS ${mb(run.rssBeforeMB)} -> peak ${mb(run.rssPeakMB)} MB (+${mb(run.rssGrowthMB)})${run.fillSeconds ? `, filled in ${run.fillSeconds.toFixed(1)} s` : ''}`
+            : target.kind
             ? `RSS ${mb(run.rssMB)} MB (peak ${mb(run.hwmMB)} MB), ${run.seconds.toFixed(1)} s, ${int(run.rate)} ${target.kind === 'idle' ? 'connections' : 'msg'}/s${run.drain ? `; drained ${int(run.drain.delivered)} at ${int(run.drain.rate)} msg/s, broker longest pause ${ms(run.drain.pauseMs)} ms` : ''}`
             : `${int(run.rate)} ${target.unit}`;
       const disturbed = run.warnings?.length > 0;
@@ -758,13 +867,14 @@ function cell(target, agg, { withSpread = true } = {}) {
   if (agg.na) return `n/a (${agg.na})`;
   if (agg.failed) return `FAILED (${agg.failed.slice(0, 80)})`;
   if (target.latency) return `p50 ${ms(agg.p50.median)} / p99 ${ms(agg.p99.median)} ms${withSpread ? ` (p99 ${spread([agg.p99.min, agg.p99.max], ms)})` : ''}`;
+  if (target.kind === 'replay') return `${int(agg.rate.median)} msg/s, RSS ${mb(agg.rssBeforeMB.median)} -> ${mb(agg.rssPeakMB.median)} MB (+${mb(agg.rssGrowthMB.median)})${withSpread ? ` (${spread([agg.rate.min, agg.rate.max], int)} msg/s; +${spread([agg.rssGrowthMB.min, agg.rssGrowthMB.max], mb)} MB)` : ''}`;
   if (target.kind) return `${mb(agg.value.median)} MB (peak ${mb(agg.hwm.median)}), ${agg.seconds.median.toFixed(1)} s${withSpread ? ` (${spread([agg.value.min, agg.value.max], mb)})` : ''}`;
   return `${int(agg.rate.median)}${withSpread ? ` (${spread([agg.rate.min, agg.rate.max], int)})` : ''}`;
 }
 
 /** the server's CPU per message (per delivery in fan-out), from its CPU share and the rate */
 function cpuPerMessage(target, agg) {
-  if (!agg || agg.na || agg.failed || target.kind || target.latency || !agg.cpu?.brokerPct || !agg.rate) return '';
+  if (!agg || agg.na || agg.failed || (target.kind && target.kind !== 'replay') || target.latency || !agg.cpu?.brokerPct || !agg.rate) return '';
   return ` [${((agg.cpu.brokerPct / 100) * (1e6 / agg.rate.median)).toFixed(1)} µs]`;
 }
 
@@ -789,7 +899,7 @@ function printTable(header, lines) {
 }
 
 function printResults(rows) {
-  const unitOf = (s) => (s.latency ? 'ms' : s.kind ? 'MB' : s.unit);
+  const unitOf = (s) => (s.latency ? 'ms' : s.kind && s.kind !== 'replay' ? 'MB' : s.unit);
   printTable(
     ['scenario', 'unit', 'Whisker median (min - max)', 'check', 'Kitten-MQ 0.12.3', 'W/K', 'ws relay, 1 msg/frame', 'W/relay', 'ws relay, 50 msg/frame', 'W/relay50'],
     rows.map(({ scenario: s, whisker: w, kitten: k, relay1: r1, relay50: r50 }) => [
@@ -819,6 +929,7 @@ function printResults(rows) {
     ['scenario', 'CPU broker(s)/prod/recv/other', 'deliveries per frame', 'broker RSS MB', 'broker longest pause ms', 'notes'],
     rows.map(({ scenario: s, whisker: w }) => {
       if (!w || w.failed) return [s.key, '-', '-', '-', '-', w?.failed ?? ''];
+      if (s.kind === 'replay') return [s.key, `${pct(w.cpu.brokerPct)} / - / ${pct(w.cpu.receiversPct)} / ${pct(w.cpu.otherPct)}`, String(w.deliveriesPerFrame), `${mb(w.rssBeforeMB.median)} -> peak ${mb(w.rssPeakMB.median)} (+${mb(w.rssGrowthMB.median)}; runs +${spread([w.rssGrowthMB.min, w.rssGrowthMB.max], mb)})`, '-', `${w.seconds.median.toFixed(1)} s for ${int(w.count)}`];
       if (s.kind) {
         const drained = w.drain ? `; drained at ${int(w.drain.rate.median)} msg/s (broker ${pct(w.drain.brokerPct)})` : '';
         const pause = w.drain ? `${ms(w.drain.pauseMs.median)} while draining (${spread([w.drain.pauseMs.min, w.drain.pauseMs.max], ms)})` : '-';
@@ -908,6 +1019,7 @@ for (const s of SCENARIOS) {
   }
   row.peers = {};
   for (const peer of s.peer ? PEERS : []) {
+    if (s.kind === 'replay' && !peer.system.replayer) continue; // NATS JetStream only: a stream replayed
     if (peer.why) row.peers[peer.key] = { na: peer.why };
     else {
       const key = `${peer.key}-${s.peer.key}`;
@@ -955,7 +1067,7 @@ const out = {
   peersRefused: peersRefused.reason,
   productionPeers: PEERS.map((p) => ({ key: p.key, system: p.system.name, durability: p.system.durability, unavailable: p.why })),
   totalSeconds,
-  rows: rows.map((r) => ({ key: r.scenario.key, label: r.scenario.label, unit: r.scenario.latency ? 'ms' : r.scenario.kind ? 'MB' : r.scenario.unit, scenario: r.scenario, whisker: r.whisker, kitten: r.kitten, relay1: r.relay1, relay50: r.relay50, peers: r.peers })),
+  rows: rows.map((r) => ({ key: r.scenario.key, label: r.scenario.label, unit: r.scenario.latency ? 'ms' : r.scenario.kind && r.scenario.kind !== 'replay' ? 'MB' : r.scenario.unit, scenario: r.scenario, whisker: r.whisker, kitten: r.kitten, relay1: r.relay1, relay50: r.relay50, peers: r.peers })),
 };
 const defaultRun = !ONLY && SKIP.length === 0 && WINDOW === 2000 && typeof args.systems !== 'string' && !CPU_PROF && SCALE === 1 && RUNS === 3 && !RATE && !BROKER_FLAGS.length && !Object.keys(BROKER_CONFIG).length && WITH_REFERENCE && WITH_RELAY && !args['no-peers'];
 const file = defaultRun ? (WITH_RSS ? 'latest-with-rss.json' : 'latest.json') : `partial-${Date.now()}.json`;

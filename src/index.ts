@@ -1,7 +1,8 @@
 /** whisker-mq: the client library, and the broker for those who embed it. */
 export { client, WhiskerClient } from './client/client.js';
 export type { Handle } from './client/subscription.js';
-export type { MessageStream } from './client/stream.js';
+export type { MessageStream, ReplayStream } from './client/stream.js';
+export type { ReplayHandle, ReplayOptions, ReplaySince } from './client/replay.js';
 export type {
   Channel,
   ChannelArg,

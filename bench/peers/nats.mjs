@@ -4,7 +4,8 @@
 // to its file store, without an fsync (2.9 syncs on its own schedule): not durable at the reply.
 // Stream `bench` takes the subject `bench.1`; retention "interest" removes a message once every
 // consumer acked it (Whisker's removal); each group is a durable pull consumer with explicit
-// acks and max_ack_pending = the prefetch. The waiting row uses "limits" retention (kept).
+// acks and max_ack_pending = the prefetch. The waiting and replay rows use "limits" retention
+// (kept); the replay row reads the stream with an ordered consumer (nats-replayer.mjs).
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { findCommand, freePort, spawnBinary, stopServer, waitForPort } from '../servers.mjs';
@@ -12,6 +13,8 @@ import { findCommand, freePort, spawnBinary, stopServer, waitForPort } from '../
 export const STREAM = 'bench';
 export const SUBJECT = 'bench.1';
 export const CONSUME_GROUP = 'bench';
+/** the ordered consumer's pull size in the replay row (nats.js's default is 100) */
+const REPLAY_BATCH = 1000;
 
 const require = createRequire(import.meta.url);
 
@@ -49,6 +52,8 @@ export function natsSystem({ receiving, window }) {
     },
     receiver: (t, s, i, clientId) => ['peers/nats-consumer.mjs', { port: s.port, clientId, group: groupOf(t, i), prefetch: t.prefetch ?? 100, ...receiving(t) }],
     producer: (t, s) => ['peers/nats-producer.mjs', { port: s.port, count: t.count, window, rate: t.rate ?? 0 }],
+    filler: (t, s) => ['peers/nats-fill.mjs', { port: s.port, count: t.count }],
+    replayer: (t, s) => ['peers/nats-replayer.mjs', { port: s.port, clientId: 'bench-replayer', batch: REPLAY_BATCH, ...receiving(t) }],
     async check(t, s) {
       if (t.kind !== 'waiting') return { problems: [] };
       const info = await withManager(s.port, (jsm) => jsm.streams.info(STREAM));

@@ -25,6 +25,10 @@ export interface HistoryView {
   clear(queue: string): Promise<number>;
   /** replays served since start */
   readonly replays: number;
+  /** replays reading now */
+  readonly replaying: number;
+  /** messages given by replays since start */
+  readonly replayedMessages: number;
 }
 
 export type { BrokerOptions, ReloadOutcome, ReloadResult } from './embedded.js';

@@ -118,6 +118,12 @@ export class Brokers {
     connection.request(build, onReply);
   }
 
+  /** stops a replay on its broker (an `unsubscribe` of its sub); its `replayEnd` follows with the count so far */
+  cancelReplay(sub: number): void {
+    const connection = this.#replays.get(sub);
+    if (connection?.isReady) connection.request((req) => ({ type: 'unsubscribe', req, sub }), () => {});
+  }
+
   subscribe(subscription: ClientSubscription): void {
     const master = this.#master;
     for (const connection of this.#connections) {

@@ -9,7 +9,7 @@ import { MessageIds } from './message-ids.js';
 import { clientKeys, clientOptions, type ClientOptions, DEFAULTS } from './options.js';
 import { Outbox } from './outbox.js';
 import { type ReplayHandle, type ReplayOptions, replayFrame, Replays, SeamSink } from './replay.js';
-import { MessageStream } from './stream.js';
+import { MessageStream, ReplayStream } from './stream.js';
 import { ClientSubscription, Handle, type SubscriptionHost, type SubscriptionSink } from './subscription.js';
 import type {
   ChannelArg,
@@ -140,9 +140,18 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
    * message in acceptance order per id, then `done` resolves with the count (or `cb(err, count)`).
    * It never touches the live queue: nothing is acked, other consumers are not affected.
    */
-  replay<T = unknown>(channel: ChannelArg, options: ReplayOptions, handler: ListenHandler<T> | Handler2<T> | Handler1, cb?: (err: WhiskerError | null, count: number) => void): ReplayHandle {
-    if (typeof handler !== 'function') throw new WhiskerError('E_BAD_ARGUMENT', 'replay needs a handler function');
+  replay<T = unknown>(channel: ChannelArg, options?: ReplayOptions): ReplayStream<T>;
+  replay<T = unknown>(channel: ChannelArg, options: ReplayOptions, handler: ListenHandler<T> | Handler2<T> | Handler1, cb?: (err: WhiskerError | null, count: number) => void): ReplayHandle;
+  replay<T = unknown>(channel: ChannelArg, options: ReplayOptions = {}, handler?: ListenHandler<T> | Handler2<T> | Handler1, cb?: (err: WhiskerError | null, count: number) => void): ReplayHandle | ReplayStream<T> {
     const report = (error: WhiskerError) => void this.#emitError(error, true);
+    if (handler === undefined) {
+      // the stream form: a bad channel or option ends the loop with its error, as it rejects `done` in the handler form
+      const stream = new ReplayStream<T>(report);
+      const done = this.#replay(channel, options, stream.sink, undefined, (cancel) => stream.onCancel(cancel));
+      done.catch(() => {}); // the loop throws the error; an unobserved `done` must not crash
+      return stream.begin(done);
+    }
+    if (typeof handler !== 'function') throw new WhiskerError('E_BAD_ARGUMENT', 'replay needs a handler function');
     const sink = handlerSink('listen', handler as ListenHandler, report, () => 0);
     const done = this.#replay(channel, options, sink);
     if (cb) done.then((count) => cb(null, count), (error: WhiskerError) => cb(error, 0));
@@ -150,7 +159,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     return { done };
   }
 
-  #replay(channel: unknown, options: ReplayOptions, sink: SubscriptionSink, seam?: SeamSink): Promise<number> {
+  #replay(channel: unknown, options: ReplayOptions, sink: SubscriptionSink, seam?: SeamSink, cancellable?: (cancel: () => void) => void): Promise<number> {
     return new Promise<number>((resolve, reject) => {
       let frame: (req: number) => ReturnType<typeof replayFrame>;
       try {
@@ -164,6 +173,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
         this.#replays.add(sub, target, (error, count) => (error ? reject(error) : resolve(count)));
         if (this.#disconnected || !this.#brokers) return this.#replays.fail([sub], new WhiskerError('E_DISCONNECTED', 'Client not connected'));
         this.#brokers.replay(sub, frame, (reply) => this.#replays.replied(sub, reply));
+        cancellable?.(() => this.#brokers?.cancelReplay(sub));
       } catch (error) {
         reject(error instanceof WhiskerError ? error : new WhiskerError('E_BAD_ARGUMENT', (error as Error).message));
       }

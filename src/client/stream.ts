@@ -148,3 +148,104 @@ export class MessageStream<T = unknown> implements AsyncIterableIterator<StreamM
     }
   }
 }
+
+/**
+ * `for await (const msg of mq.replay(channel, options))` (docs/client.md#streams): the history in
+ * acceptance order, then the loop ends; `done` resolves with the count (or rejects with the
+ * replay's error, which the loop throws too). A replay is never acked: `ack`/`nack` do nothing.
+ * Ending the loop early (break, throw, `close()`) stops the replay on the broker. Like a listen
+ * stream it buffers what the broker sends while the loop body runs: `limit` bounds it.
+ */
+export class ReplayStream<T = unknown> implements AsyncIterableIterator<StreamMessage<T>> {
+  #done: Promise<number> = Promise.resolve(0);
+  readonly #buffer: Message<T>[] = [];
+  #waiting: Waiting<T> | null = null;
+  #failure: WhiskerError | null = null;
+  #ended = false;
+  #cancel: () => void = () => {};
+
+  /** where the client delivers the replay */
+  readonly sink: SubscriptionSink;
+
+  constructor(report: ReportError) {
+    this.sink = {
+      message: (data, info) => {
+        if (this.#ended) return;
+        const message = new Message(data as T, info, () => {});
+        const waiting = this.#waiting;
+        if (!waiting) return void this.#buffer.push(message);
+        this.#waiting = null;
+        waiting.resolve({ value: message, done: false });
+      },
+      // some ids refused: the others are replayed; all refused ends the replay with its error
+      refusal: (error) => report(error),
+    };
+  }
+
+  /** the replay under way: its end ends the loop */
+  begin(done: Promise<number>): this {
+    this.#done = done;
+    done.then(
+      () => this.#end(null),
+      (error: WhiskerError) => this.#end(error),
+    );
+    return this;
+  }
+
+  /** resolves with the count once the replay ended (the loop may still be reading what is buffered) */
+  get done(): Promise<number> {
+    return this.#done;
+  }
+
+  /** called by the client once the replay has a sub: how to stop it on the broker */
+  onCancel(cancel: () => void): void {
+    this.#cancel = cancel;
+  }
+
+  /** ends the loop now and stops the replay on the broker; `done` resolves with the count so far */
+  close(): Promise<void> {
+    if (!this.#ended) this.#cancel();
+    this.#end(null);
+    this.#buffer.length = 0;
+    return this.done.then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<StreamMessage<T>>> {
+    const message = this.#buffer.shift();
+    if (message) return Promise.resolve({ value: message, done: false });
+    if (this.#failure) {
+      const failure = this.#failure;
+      this.#failure = null;
+      return Promise.reject(failure);
+    }
+    if (this.#ended) return Promise.resolve({ value: undefined, done: true });
+    if (this.#waiting) return Promise.reject(new TypeError('next() called while a previous next() is waiting'));
+    return new Promise((resolve, reject) => (this.#waiting = { resolve, reject }));
+  }
+
+  async return(): Promise<IteratorResult<StreamMessage<T>>> {
+    await this.close();
+    return { value: undefined, done: true };
+  }
+
+  /** the replay ended (what is buffered is still read), or failed */
+  #end(error: WhiskerError | null): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    const waiting = this.#waiting;
+    this.#waiting = null;
+    if (error) {
+      if (waiting) waiting.reject(error);
+      else this.#failure = error;
+    } else {
+      waiting?.resolve({ value: undefined, done: true });
+    }
+  }
+}

@@ -1,4 +1,4 @@
-import type { ElectionView, MasterConflict, PeerStatus, QueueSettings } from '../broker/api.js';
+import type { ElectionView, HistoryStats, MasterConflict, PeerStatus, QueueSettings } from '../broker/api.js';
 import type { Config } from '../config/types.js';
 import type { SubscriptionMode } from '../protocol/frames.js';
 import { unescapeId } from '../protocol/channel.js';
@@ -60,6 +60,15 @@ export interface ManagedBroker {
   readonly peers?: { readonly conflict: MasterConflict | null; readonly offeredToMaster?: number; status(): PeerStatus[]; degradedReason?(): string | null };
   /** with an `election` block (docs/operations.md#automatic-failover) */
   readonly election?: ElectionView | null;
+  /** retained channels' histories and the replays served (docs/configuration.md#retention) */
+  readonly history?: HistoryCounts;
+}
+
+export interface HistoryCounts {
+  list(): Array<[queue: string, stats: HistoryStats]>;
+  readonly replays: number;
+  readonly replaying: number;
+  readonly replayedMessages: number;
 }
 
 export type Role = 'master' | 'slave';

@@ -1,7 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ElectionView, MessageStore, QueueCounters } from '../broker/api.js';
-import { type GroupSeries, groupSeries, type PeerSeries, type QueueSeries, queueSeries, type QueueStats } from './series.js';
+import type { HistoryStats } from '../broker/api.js';
+import { type GroupSeries, groupSeries, type HistorySeries, historySeries, type PeerSeries, type QueueSeries, queueSeries, type QueueStats } from './series.js';
 
 export type { QueueStats } from './series.js';
 
@@ -25,6 +26,10 @@ export interface MetricsSource {
   readonly offeredToMaster: number;
   /** null without an election block */
   readonly election: ElectionView | null;
+  /** retained channels' histories (docs/configuration.md#retention) */
+  histories(): ReadonlyArray<readonly [string, HistoryStats]>;
+  /** replays served since start, reading now, and the messages they gave */
+  readonly replays: { readonly served: number; readonly inProgress: number; readonly messages: number };
 }
 
 /** how many series a client can make the broker export (docs/management.md#label-cardinality) */
@@ -65,7 +70,7 @@ export class BrokerMetrics {
   #source: MetricsSource | null = null;
   #limits: SeriesLimits;
   /** one scrape reads the queues once, however many metrics use them */
-  #scrape: { queues: QueueSeries[]; groups: GroupSeries[] } | null = null;
+  #scrape: { queues: QueueSeries[]; groups: GroupSeries[]; histories: HistorySeries[] } | null = null;
 
   constructor(limits: SeriesLimits = DEFAULT_LIMITS) {
     this.#limits = limits;
@@ -97,6 +102,17 @@ export class BrokerMetrics {
     perQueue('whisker_queue_oldest_waiting_seconds', 'Age of the oldest message waiting for a delivery (0 when none waits)', (q) => q.oldestWaitingSeconds);
     perQueue('whisker_queue_consumers', 'Consume handlers subscribed to the queue', (q) => q.consumers);
     perQueue('whisker_queue_listeners', 'Listen handlers subscribed to the queue', (q) => q.listeners);
+    const perHistory = (name: string, help: string, value: (history: HistorySeries) => number) =>
+      new Gauge({
+        name, help, labelNames: ['queue'], registers,
+        collect() {
+          this.reset();
+          for (const history of scraped().histories) this.set({ queue: history.name }, value(history));
+        },
+      });
+    perHistory('whisker_history_bytes', "Bytes of a retained channel's history on disk (channels[].retention)", (h) => h.bytes);
+    perHistory('whisker_history_messages', "Messages in a retained channel's history", (h) => h.messages);
+    perHistory('whisker_history_oldest_seconds', "Age of the oldest message a retained channel's history keeps (0 when empty)", (h) => h.oldestSeconds);
     perQueue('whisker_queue_group_in_flight_max', 'Deliveries in flight in the busiest recipient group of the queue', (q) => q.maxGroupInFlight);
     new Gauge({
       name: 'whisker_group_in_flight', help: 'Deliveries in flight per recipient group (opt-in: management.groupSeries)', labelNames: ['queue', 'mode', 'client', 'id'], registers,
@@ -144,6 +160,21 @@ export class BrokerMetrics {
         this.inc(read()?.offeredToMaster ?? 0);
       },
     });
+    new Counter({
+      name: 'whisker_replays_total', help: 'Replays of a retained history served since start (refused ones not counted)', registers,
+      collect() {
+        this.reset();
+        this.inc(read()?.replays.served ?? 0);
+      },
+    });
+    new Counter({
+      name: 'whisker_replayed_messages_total', help: 'Messages given by replays since start', registers,
+      collect() {
+        this.reset();
+        this.inc(read()?.replays.messages ?? 0);
+      },
+    });
+    single('whisker_replays_in_progress', 'Replays reading a history now', (s) => s.replays.inProgress);
     new Counter({
       name: 'whisker_reload_failures_total', help: 'Config reloads refused (invalid config); the running config stayed', registers,
       collect() {
@@ -198,15 +229,16 @@ export class BrokerMetrics {
     }
   }
 
-  #scrapeNow(): { queues: QueueSeries[]; groups: GroupSeries[] } {
+  #scrapeNow(): { queues: QueueSeries[]; groups: GroupSeries[]; histories: HistorySeries[] } {
     if (this.#scrape) return this.#scrape;
     const source = this.#source;
-    if (!source) return { queues: [], groups: [] };
+    if (!source) return { queues: [], groups: [], histories: [] };
     const queues = [...source.queues()];
     const now = source.now();
     this.#scrape = {
       queues: queueSeries(queues, source.subscriberCounts(), now, this.#limits.maxQueueSeries),
       groups: this.#limits.groupSeries ? groupSeries(queues, this.#limits.maxGroupSeries) : [],
+      histories: historySeries(source.histories(), now, this.#limits.maxQueueSeries),
     };
     return this.#scrape;
   }

@@ -1,4 +1,4 @@
-import type { PeerStatus, QueueCounters } from '../broker/api.js';
+import type { HistoryStats, PeerStatus, QueueCounters } from '../broker/api.js';
 import { unescapeId } from '../protocol/channel.js';
 
 /** One queue as the metrics see it (`Queue` has these). */
@@ -78,6 +78,33 @@ export function queueSeries(queues: readonly QueueStats[], subscribers: Readonly
     consumers: sum((q) => q.consumers),
     listeners: sum((q) => q.listeners),
     maxGroupInFlight: most((q) => q.maxGroupInFlight),
+  });
+  return own;
+}
+
+/** one retained channel's history for one scrape */
+export interface HistorySeries {
+  readonly name: string;
+  readonly bytes: number;
+  readonly messages: number;
+  readonly oldestSeconds: number;
+}
+
+/**
+ * One series per retained channel, bounded as the queues' are: the first `max` by name, the
+ * others added up under `queue="_other"` (the oldest age: the largest).
+ */
+export function historySeries(histories: ReadonlyArray<readonly [string, HistoryStats]>, now: number, max: number): HistorySeries[] {
+  const sorted = [...histories].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const one = ([name, s]: readonly [string, HistoryStats]): HistorySeries => ({ name, bytes: s.bytes, messages: s.count, oldestSeconds: s.oldestAt === null ? 0 : Math.max(0, (now - s.oldestAt) / 1000) });
+  const own = sorted.slice(0, max).map(one);
+  const rest = sorted.slice(max).map(one);
+  if (rest.length === 0) return own;
+  own.push({
+    name: OTHER_QUEUES,
+    bytes: rest.reduce((n, h) => n + h.bytes, 0),
+    messages: rest.reduce((n, h) => n + h.messages, 0),
+    oldestSeconds: Math.max(...rest.map((h) => h.oldestSeconds)),
   });
   return own;
 }

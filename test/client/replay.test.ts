@@ -45,6 +45,55 @@ describe('client replay', () => {
     await Promise.all([producer.disconnect(), reader.disconnect()]);
   });
 
+  test('the stream form: for await gives the history in order and ends; done resolves with the count; a channel without history throws E_NO_HISTORY', async () => {
+    const b = await broker(config);
+    const producer = await connect('producer', b.hostSpec);
+    for (let n = 0; n < 20; n++) await producer.send(`ev/v1/${n % 2}`, { n });
+    const reader = await connect('reader', b.hostSpec);
+    const stream = reader.replay<{ n: number }>('ev/v1/*', { since: 0 });
+    const got: number[] = [];
+    for await (const msg of stream) {
+      got.push(msg.data.n);
+      expect(msg.info.messageId).toMatch(/^[0-9a-f]{32}$/);
+      msg.ack(); // nothing to ack: a replay never touches the queue
+    }
+    expect(got).toEqual(Array.from({ length: 20 }, (_, n) => n));
+    expect(await stream.done).toBe(20);
+    const ones: string[] = [];
+    for await (const msg of reader.replay('ev/v1/1', { limit: 3 })) ones.push(msg.info.channel.id);
+    expect(ones).toEqual(['1', '1', '1']);
+    const refused = async () => {
+      for await (const _ of reader.replay('plain/v1/*')) throw new Error('no message expected');
+    };
+    await expect(refused()).rejects.toMatchObject({ code: 'E_NO_HISTORY' });
+    const badLimit = reader.replay('ev/v1/*', { limit: 0 });
+    await expect(badLimit.next()).rejects.toMatchObject({ code: 'E_BAD_ARGUMENT' });
+    await expect(badLimit.done).rejects.toMatchObject({ code: 'E_BAD_ARGUMENT' });
+    await Promise.all([producer.disconnect(), reader.disconnect()]);
+  });
+
+  test('breaking out of a replay stream stops the replay on the broker: done resolves with the count so far', async () => {
+    const b = await broker({ ...config, limits: { maxBufferedBytesPerConnection: 65_536 } });
+    const producer = await connect('producer', b.hostSpec);
+    const total = 5_000;
+    const pad = 'x'.repeat(1_000);
+    for (let n = 0; n < total; n += 500) await Promise.all(Array.from({ length: 500 }, (_, k) => producer.send('ev/v1/a', { n: n + k, pad })));
+    const reader = await connect('reader', b.hostSpec);
+    const stream = reader.replay<{ n: number }>('ev/v1/*', {});
+    let seen = 0;
+    for await (const _msg of stream) if (++seen === 10) break;
+    const count = await stream.done;
+    expect(count).toBeGreaterThanOrEqual(10);
+    expect(count).toBeLessThan(total / 2);
+    await until(() => b.history.replaying === 0, 5000, 'the replay stopped');
+    expect(b.history.replayedMessages).toBe(count);
+    // the connection replays again at once: the stopped one left its slot
+    let again = 0;
+    for await (const _msg of reader.replay('ev/v1/*', { limit: 100 })) again++;
+    expect(again).toBe(100);
+    await Promise.all([producer.disconnect(), reader.disconnect()]);
+  });
+
   test('publish() returns at once; a refused one reaches the error event with its code and message id', async () => {
     const b = await broker(config);
     const producer = await connect('producer', b.hostSpec);

@@ -40,6 +40,28 @@ function grafanaExprs(): Array<{ panel: string; expr: string }> {
   return exprs;
 }
 
+/** the names in the first column of the table under "## Metrics" */
+function documentedMetrics(): string[] {
+  const doc = readFileSync(join(root, 'docs', 'management.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## Metrics'), doc.indexOf('## Label cardinality'));
+  return [...section.matchAll(/^\| `(whisker_[a-z0-9_]+)` \|/gm)].map((m) => m[1]!);
+}
+
+describe('the metrics table of docs/management.md', () => {
+  test('every whisker_ metric it lists exists in a real broker\'s scrape, with the documented type', async () => {
+    const b = await broker({ management: { port: 0 } });
+    const families = parseMetrics(await (await fetch(`http://127.0.0.1:${b.managementPort}/metrics`)).text());
+    const doc = readFileSync(join(root, 'docs', 'management.md'), 'utf8');
+    const names = documentedMetrics();
+    expect(names).toEqual(expect.arrayContaining(['whisker_history_bytes', 'whisker_replays_total', 'whisker_replays_in_progress', 'whisker_replayed_messages_total']));
+    for (const name of names) {
+      expect(families.has(name), name).toBe(true);
+      const type = new RegExp(`^\\| \`${name}\` \\| (\\w+) \\|`, 'm').exec(doc)![1];
+      expect(families.get(name)!.type, name).toBe(type);
+    }
+  });
+});
+
 describe('alert rules and the Grafana dashboard', () => {
   test('every metric they name exists in a real broker\'s scrape', async () => {
     const b = await broker({ management: { port: 0 } });

@@ -218,6 +218,15 @@ export class RawPeer {
     return this.deliveries().find((m) => m.messageId === messageId)!;
   }
 
+  /** stops reading the socket (the broker's writes back up), until resume() */
+  pause(): void {
+    this.#ws.pause();
+  }
+
+  resume(): void {
+    this.#ws.resume();
+  }
+
   terminate(): Promise<Closed> {
     if (!this.#isClosed) this.#ws.terminate();
     return this.closed;

@@ -1,6 +1,6 @@
 import { mkdir, rm, unlink, type FileHandle } from 'node:fs/promises';
 import type { Retention } from '../../config/types.js';
-import { encodeRecords, forEachRecord, type HistoryRecord, openForAppend, scanSegments, type SegmentMeta, segmentPath, writeSegmentMeta } from './segment.js';
+import { encodeRecords, forEachRecord, type HistoryRecord, openForAppend, type ReadRecord, scanSegments, type SegmentMeta, segmentPath, writeSegmentMeta } from './segment.js';
 
 /** a segment closes past this size, or past an eighth of `maxBytes`, so trimming stays fine-grained */
 const SEGMENT_BYTES = 8 * 1_048_576;
@@ -124,7 +124,7 @@ export class ChannelHistory {
    * (the reader waits: flow control) or false (stop). Records appended after the call began
    * are not read: a replay ends.
    */
-  async read(range: ReadRange, notBefore: number, each: (record: HistoryRecord) => boolean | Promise<boolean>): Promise<void> {
+  async read(range: ReadRange, notBefore: number, each: (record: ReadRecord) => boolean | Promise<boolean>): Promise<void> {
     const segments = this.#segments.map((s) => ({ path: s.path, bytes: s.bytes, lastAt: s.lastAt }));
     const since = Math.max(range.since ?? -Infinity, notBefore);
     let waitingFor = range.sinceId;

@@ -4,9 +4,9 @@ import type { Retention } from '../../config/types.js';
 import type { Logger } from '../../ops/logger.js';
 import type { StoredMessage } from '../store/store.js';
 import { ChannelHistory, type ReadRange } from './channel-history.js';
-import type { HistoryRecord } from './segment.js';
+import type { HistoryRecord, ReadRecord } from './segment.js';
 
-export type { HistoryRecord } from './segment.js';
+export type { HistoryRecord, ReadRecord } from './segment.js';
 export type { ReadRange } from './channel-history.js';
 
 /** how often retention by time is applied when nothing is appended */
@@ -32,8 +32,12 @@ export class History {
   readonly #channels = new Map<string, ChannelHistory>();
   #retention: (queue: string) => Retention | null;
   #timer: NodeJS.Timeout | null = null;
-  /** counted for the metrics */
+  /** replays served since start (metrics: whisker_replays_total) */
   replays = 0;
+  /** replays reading now (whisker_replays_in_progress) */
+  replaying = 0;
+  /** messages given by replays since start (whisker_replayed_messages_total); the replay handler counts them */
+  replayedMessages = 0;
 
   constructor(dir: string, retention: (queue: string) => Retention | null, log: Logger, now: () => number) {
     this.#dir = dir;
@@ -99,12 +103,17 @@ export class History {
    * Reads a channel's history in acceptance order (`each` as in ChannelHistory.read). Messages
    * past `retention.seconds` that are still on disk are skipped: a replay shows what is retained.
    */
-  async read(queue: string, range: ReadRange, each: (record: HistoryRecord) => boolean | Promise<boolean>): Promise<void> {
+  async read(queue: string, range: ReadRange, each: (record: ReadRecord) => boolean | Promise<boolean>): Promise<void> {
     const channel = this.#channels.get(queue);
     if (!channel) return;
     const seconds = this.#retention(queue)?.seconds;
     this.replays++;
-    await channel.read(range, seconds === undefined ? -Infinity : this.#now() - seconds * 1000, each);
+    this.replaying++;
+    try {
+      await channel.read(range, seconds === undefined ? -Infinity : this.#now() - seconds * 1000, each);
+    } finally {
+      this.replaying--;
+    }
   }
 
   /** `whisker delete QUEUE --history`: the channel's history emptied; bytes freed */

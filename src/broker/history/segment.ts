@@ -17,6 +17,20 @@ export interface HistoryRecord {
   readonly data: unknown;
 }
 
+/**
+ * A record as a replay reads it: the data left as the JSON text it was stored as, so a replay
+ * splices it into its deliver frames without parsing and serialising it again (issue 19).
+ */
+export interface ReadRecord {
+  readonly messageId: string;
+  readonly id: string;
+  readonly acceptedAt: number;
+  readonly created: number;
+  readonly from: string;
+  /** the message's data, JSON */
+  readonly dataJson: string;
+}
+
 export interface SegmentMeta {
   readonly path: string;
   /** the file name's number: segments replay in this order */
@@ -45,9 +59,25 @@ export function encodeRecords(records: readonly HistoryRecord[]): Buffer {
   return Buffer.concat(parts);
 }
 
+/**
+ * `,"d":` of a payload: encodeRecords writes `d` last, and no string before it can hold this
+ * (JSON escapes every quote inside a string), so the first one starts the data
+ */
+const DATA_KEY = Buffer.from(',"d":');
+
+function decodePayload(payload: Buffer): ReadRecord {
+  const at = payload.indexOf(DATA_KEY);
+  if (at < 0 || payload[payload.length - 1] !== 0x7d) {
+    const p = JSON.parse(payload.toString('utf8')) as { m: string; i: string; a: number; c: number; f: string; d: unknown };
+    return { messageId: p.m, id: p.i, acceptedAt: p.a, created: p.c, from: p.f, dataJson: JSON.stringify(p.d) };
+  }
+  const p = JSON.parse(`${payload.toString('utf8', 0, at)}}`) as { m: string; i: string; a: number; c: number; f: string };
+  return { messageId: p.m, id: p.i, acceptedAt: p.a, created: p.c, from: p.f, dataJson: payload.toString('utf8', at + DATA_KEY.length, payload.length - 1) };
+}
+
 /** the records in `buffer` from `offset`, and where the first incomplete or damaged one starts */
-export function decodeRecords(buffer: Buffer, offset = 0): { records: HistoryRecord[]; end: number; damaged: boolean } {
-  const records: HistoryRecord[] = [];
+export function decodeRecords(buffer: Buffer, offset = 0): { records: ReadRecord[]; end: number; damaged: boolean } {
+  const records: ReadRecord[] = [];
   let at = offset;
   while (at + HEADER <= buffer.length) {
     const length = buffer.readUInt32LE(at);
@@ -55,8 +85,7 @@ export function decodeRecords(buffer: Buffer, offset = 0): { records: HistoryRec
     if (at + HEADER + length > buffer.length) break;
     const payload = buffer.subarray(at + HEADER, at + HEADER + length);
     if (crc32(payload) !== buffer.readUInt32LE(at + 4)) return { records, end: at, damaged: true };
-    const p = JSON.parse(payload.toString('utf8')) as { m: string; i: string; a: number; c: number; f: string; d: unknown };
-    records.push({ messageId: p.m, id: p.i, acceptedAt: p.a, created: p.c, from: p.f, data: p.d });
+    records.push(decodePayload(payload));
     at += HEADER + length;
   }
   return { records, end: at, damaged: false };
@@ -121,7 +150,7 @@ export async function scanSegments(dir: string): Promise<SegmentMeta[]> {
  * `each` may return a promise (back-pressure) and false (or a promise of false) to stop.
  * Returns how far the records were whole (read).
  */
-export async function forEachRecord(path: string, limit: number, each: (record: HistoryRecord) => unknown): Promise<{ valid: number; size: number }> {
+export async function forEachRecord(path: string, limit: number, each: (record: ReadRecord) => unknown): Promise<{ valid: number; size: number }> {
   let handle: FileHandle;
   try {
     handle = await open(path, 'r');

@@ -1,7 +1,7 @@
 import { canonicalIdSegment, checkQueueParts, WILDCARD } from '../../../protocol/channel.js';
 import { WhiskerError } from '../../../protocol/errors.js';
 import type { RefusedId, ReplayFrame } from '../../../protocol/frames.js';
-import type { HistoryRecord } from '../../history/history.js';
+import type { ReadRecord } from '../../history/history.js';
 import type { SessionPort } from '../ports.js';
 
 /** replays under way on one connection at most (docs/configuration.md#retention) */
@@ -49,13 +49,15 @@ async function run(session: SessionPort, frame: ReplayFrame, ids: ReadonlySet<st
   const limit = frame.limit ?? Infinity;
   const all = ids.has(WILDCARD);
   let count = 0;
-  const deliver = (record: HistoryRecord): boolean | Promise<boolean> => {
-    if (!session.isReady) return false;
+  const deliver = (record: ReadRecord): boolean | Promise<boolean> => {
+    if (!session.isReady || !session.replays.has(frame.sub)) return false; // closed, or stopped by an unsubscribe
     const via = all ? WILDCARD : ids.has(record.id) ? record.id : null;
     if (via === null) return true;
-    session.queueDelivery({ sub: frame.sub, messageId: record.messageId, channel: `${queue}/${record.id}`, data: record.data, created: record.created, nbRequeues: 0, from: record.from, via });
+    // the data as stored, spliced into the frame: never parsed and serialised again
+    session.queueDelivery({ sub: frame.sub, messageId: record.messageId, channel: `${queue}/${record.id}`, data: null, created: record.created, nbRequeues: 0, from: record.from, via }, record.dataJson);
+    session.ctx.history.replayedMessages++;
     if (++count >= limit) return false;
-    return session.isWritable() || session.whenWritable().then(() => session.isReady);
+    return session.isWritable() || session.whenWritable().then(() => session.isReady && session.replays.has(frame.sub));
   };
   const range = { ...(frame.since !== undefined ? { since: frame.since } : {}), ...(frame.sinceId !== undefined ? { sinceId: frame.sinceId } : {}), ...(frame.until !== undefined ? { until: frame.until } : {}) };
   try {

@@ -68,6 +68,8 @@ export function handleRemoveIds(session: SessionPort, frame: RemoveIdsFrame): vo
 
 export function handleUnsubscribe(session: SessionPort, frame: UnsubscribeFrame): void {
   answer(session, frame.req, () => {
+    // a replay's sub: the replay stops at its next message and ends with the count so far
+    if (session.replays.delete(frame.sub)) return;
     const subscription = session.subscriptions.get(frame.sub);
     if (!subscription) return;
     session.subscriptions.delete(frame.sub);
