@@ -3,9 +3,62 @@ import type { ReportError } from './dispatch.js';
 import { type Handle, type Settle, type SubscriptionSink } from './subscription.js';
 import type { ChannelId, DeliveryInfo, StreamMessage } from './types.js';
 
-interface Waiting<T> {
-  resolve(result: IteratorResult<StreamMessage<T>>): void;
-  reject(error: WhiskerError): void;
+/**
+ * What a stream's loop has not read yet: the values buffered, the one `next()` waiting for the
+ * next value, and the end (with the error the loop throws once the buffer is read). Both streams
+ * below read through one.
+ */
+class Inbox<V> {
+  readonly #buffer: V[] = [];
+  #waiting: { resolve(result: IteratorResult<V>): void; reject(error: WhiskerError): void } | null = null;
+  #failure: WhiskerError | null = null;
+  #ended = false;
+  /** told of each value as the loop gets it */
+  readonly #taken: (value: V) => void;
+
+  constructor(taken: (value: V) => void = () => {}) {
+    this.#taken = taken;
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  put(value: V): void {
+    const waiting = this.#waiting;
+    if (!waiting) return void this.#buffer.push(value);
+    this.#waiting = null;
+    this.#taken(value);
+    waiting.resolve({ value, done: false });
+  }
+
+  next(): Promise<IteratorResult<V>> {
+    if (this.#buffer.length > 0) {
+      const value = this.#buffer.shift()!;
+      this.#taken(value);
+      return Promise.resolve({ value, done: false });
+    }
+    if (this.#failure) {
+      const failure = this.#failure;
+      this.#failure = null;
+      return Promise.reject(failure);
+    }
+    if (this.#ended) return Promise.resolve({ value: undefined, done: true });
+    if (this.#waiting) return Promise.reject(new TypeError('next() called while a previous next() is waiting'));
+    return new Promise((resolve, reject) => (this.#waiting = { resolve, reject }));
+  }
+
+  /** no value comes any more; `dropBuffered` forgets those not read yet. The first end counts. */
+  end(error: WhiskerError | null, dropBuffered: boolean): void {
+    if (dropBuffered) this.#buffer.length = 0;
+    if (this.#ended) return;
+    this.#ended = true;
+    const waiting = this.#waiting;
+    this.#waiting = null;
+    if (error && waiting) waiting.reject(error);
+    else if (error) this.#failure = error;
+    else waiting?.resolve({ value: undefined, done: true });
+  }
 }
 
 class Message<T> implements StreamMessage<T> {
@@ -46,11 +99,9 @@ class Message<T> implements StreamMessage<T> {
  */
 export class MessageStream<T = unknown> implements AsyncIterableIterator<StreamMessage<T>> {
   #handle: Handle | null = null;
-  readonly #buffer: Message<T>[] = [];
+  /** the message the loop holds: acked when it asks for the next one unsettled */
   #current: Message<T> | null = null;
-  #waiting: Waiting<T> | null = null;
-  #failure: WhiskerError | null = null;
-  #ended = false;
+  readonly #inbox = new Inbox<Message<T>>((message) => (this.#current = message));
   readonly #report: ReportError;
 
   constructor(report: ReportError) {
@@ -61,19 +112,14 @@ export class MessageStream<T = unknown> implements AsyncIterableIterator<StreamM
   readonly sink: SubscriptionSink = {
     message: (data, info, settle) => {
       const message = new Message(data as T, info, settle);
-      if (this.#ended) return message.nack();
-      const waiting = this.#waiting;
-      if (!waiting) return void this.#buffer.push(message);
-      this.#waiting = null;
-      this.#current = message;
-      waiting.resolve({ value: message, done: false });
+      if (this.#inbox.ended) return message.nack();
+      this.#inbox.put(message);
     },
     refusal: (error, empty) => {
       if (!empty) return this.#report(error);
-      this.#failure ??= error;
-      this.#end();
+      this.#end(error);
     },
-    closed: () => this.#end(),
+    closed: () => this.#end(null),
   };
 
   attach(handle: Handle): this {
@@ -99,7 +145,7 @@ export class MessageStream<T = unknown> implements AsyncIterableIterator<StreamM
 
   /** ends the loop and closes the subscription */
   close(): Promise<void> {
-    this.#end();
+    this.#end(null);
     return this.#handle!.close();
   }
 
@@ -110,19 +156,7 @@ export class MessageStream<T = unknown> implements AsyncIterableIterator<StreamM
   next(): Promise<IteratorResult<StreamMessage<T>>> {
     if (this.#current && !this.#current.settled) this.#current.ack();
     this.#current = null;
-    const message = this.#buffer.shift();
-    if (message) {
-      this.#current = message;
-      return Promise.resolve({ value: message, done: false });
-    }
-    if (this.#failure) {
-      const failure = this.#failure;
-      this.#failure = null;
-      return Promise.reject(failure);
-    }
-    if (this.#ended) return Promise.resolve({ value: undefined, done: true });
-    if (this.#waiting) return Promise.reject(new TypeError('next() called while a previous next() is waiting'));
-    return new Promise((resolve, reject) => (this.#waiting = { resolve, reject }));
+    return this.#inbox.next();
   }
 
   async return(): Promise<IteratorResult<StreamMessage<T>>> {
@@ -130,22 +164,10 @@ export class MessageStream<T = unknown> implements AsyncIterableIterator<StreamM
     return { value: undefined, done: true };
   }
 
-  #end(): void {
-    if (this.#ended) return;
-    this.#ended = true;
+  #end(error: WhiskerError | null): void {
     // not nacked here: closing the subscription requeues at once all it holds (docs/protocol.md#subscribe)
-    this.#current = null;
-    this.#buffer.length = 0;
-    const waiting = this.#waiting;
-    this.#waiting = null;
-    if (!waiting) return;
-    if (this.#failure) {
-      const failure = this.#failure;
-      this.#failure = null;
-      waiting.reject(failure);
-    } else {
-      waiting.resolve({ value: undefined, done: true });
-    }
+    if (!this.#inbox.ended) this.#current = null;
+    this.#inbox.end(error, true);
   }
 }
 
@@ -158,10 +180,7 @@ export class MessageStream<T = unknown> implements AsyncIterableIterator<StreamM
  */
 export class ReplayStream<T = unknown> implements AsyncIterableIterator<StreamMessage<T>> {
   #done: Promise<number> = Promise.resolve(0);
-  readonly #buffer: Message<T>[] = [];
-  #waiting: Waiting<T> | null = null;
-  #failure: WhiskerError | null = null;
-  #ended = false;
+  readonly #inbox = new Inbox<Message<T>>();
   #cancel: () => void = () => {};
 
   /** where the client delivers the replay */
@@ -170,12 +189,7 @@ export class ReplayStream<T = unknown> implements AsyncIterableIterator<StreamMe
   constructor(report: ReportError) {
     this.sink = {
       message: (data, info) => {
-        if (this.#ended) return;
-        const message = new Message(data as T, info, () => {});
-        const waiting = this.#waiting;
-        if (!waiting) return void this.#buffer.push(message);
-        this.#waiting = null;
-        waiting.resolve({ value: message, done: false });
+        if (!this.#inbox.ended) this.#inbox.put(new Message(data as T, info, () => {}));
       },
       // some ids refused: the others are replayed; all refused ends the replay with its error
       refusal: (error) => report(error),
@@ -186,8 +200,8 @@ export class ReplayStream<T = unknown> implements AsyncIterableIterator<StreamMe
   begin(done: Promise<number>): this {
     this.#done = done;
     done.then(
-      () => this.#end(null),
-      (error: WhiskerError) => this.#end(error),
+      () => this.#inbox.end(null, false),
+      (error: WhiskerError) => this.#inbox.end(error, false),
     );
     return this;
   }
@@ -204,9 +218,8 @@ export class ReplayStream<T = unknown> implements AsyncIterableIterator<StreamMe
 
   /** ends the loop now and stops the replay on the broker; `done` resolves with the count so far */
   close(): Promise<void> {
-    if (!this.#ended) this.#cancel();
-    this.#end(null);
-    this.#buffer.length = 0;
+    if (!this.#inbox.ended) this.#cancel();
+    this.#inbox.end(null, true);
     return this.done.then(
       () => undefined,
       () => undefined,
@@ -218,34 +231,11 @@ export class ReplayStream<T = unknown> implements AsyncIterableIterator<StreamMe
   }
 
   next(): Promise<IteratorResult<StreamMessage<T>>> {
-    const message = this.#buffer.shift();
-    if (message) return Promise.resolve({ value: message, done: false });
-    if (this.#failure) {
-      const failure = this.#failure;
-      this.#failure = null;
-      return Promise.reject(failure);
-    }
-    if (this.#ended) return Promise.resolve({ value: undefined, done: true });
-    if (this.#waiting) return Promise.reject(new TypeError('next() called while a previous next() is waiting'));
-    return new Promise((resolve, reject) => (this.#waiting = { resolve, reject }));
+    return this.#inbox.next();
   }
 
   async return(): Promise<IteratorResult<StreamMessage<T>>> {
     await this.close();
     return { value: undefined, done: true };
-  }
-
-  /** the replay ended (what is buffered is still read), or failed */
-  #end(error: WhiskerError | null): void {
-    if (this.#ended) return;
-    this.#ended = true;
-    const waiting = this.#waiting;
-    this.#waiting = null;
-    if (error) {
-      if (waiting) waiting.reject(error);
-      else this.#failure = error;
-    } else {
-      waiting?.resolve({ value: undefined, done: true });
-    }
   }
 }
