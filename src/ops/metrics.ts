@@ -88,28 +88,24 @@ export class BrokerMetrics {
         },
       });
     }
-    const perQueue = (name: string, help: string, value: (queue: QueueSeries) => number) =>
-      new Gauge({
-        name, help, labelNames: ['queue'], registers,
-        collect() {
-          this.reset();
-          for (const queue of scraped().queues) this.set({ queue: queue.name }, value(queue));
-        },
-      });
+    /** one gauge series per queue (or retained channel) of the scrape, labelled `queue` */
+    const gaugesOf = <S extends { readonly name: string }>(series: () => readonly S[]) =>
+      (name: string, help: string, value: (one: S) => number) =>
+        new Gauge({
+          name, help, labelNames: ['queue'], registers,
+          collect() {
+            this.reset();
+            for (const one of series()) this.set({ queue: one.name }, value(one));
+          },
+        });
+    const perQueue = gaugesOf<QueueSeries>(() => scraped().queues);
+    const perHistory = gaugesOf<HistorySeries>(() => scraped().histories);
     perQueue('whisker_queue_depth', 'Messages not yet delivered to every group (waiting, requeued or delayed)', (q) => q.depth);
     perQueue('whisker_queue_in_flight', 'Deliveries sent and not yet acked', (q) => q.inFlight);
     perQueue('whisker_queue_messages', 'Messages the queue holds, in flight included', (q) => q.size);
     perQueue('whisker_queue_oldest_waiting_seconds', 'Age of the oldest message waiting for a delivery (0 when none waits)', (q) => q.oldestWaitingSeconds);
     perQueue('whisker_queue_consumers', 'Consume handlers subscribed to the queue', (q) => q.consumers);
     perQueue('whisker_queue_listeners', 'Listen handlers subscribed to the queue', (q) => q.listeners);
-    const perHistory = (name: string, help: string, value: (history: HistorySeries) => number) =>
-      new Gauge({
-        name, help, labelNames: ['queue'], registers,
-        collect() {
-          this.reset();
-          for (const history of scraped().histories) this.set({ queue: history.name }, value(history));
-        },
-      });
     perHistory('whisker_history_bytes', "Bytes of a retained channel's history on disk (channels[].retention)", (h) => h.bytes);
     perHistory('whisker_history_messages', "Messages in a retained channel's history", (h) => h.messages);
     perHistory('whisker_history_oldest_seconds', "Age of the oldest message a retained channel's history keeps (0 when empty)", (h) => h.oldestSeconds);
