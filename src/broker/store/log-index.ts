@@ -33,9 +33,21 @@ export interface RecentId {
   readonly acceptedAt: number;
 }
 
-/** what a snapshot segment is written from: taken between two commits, immutable afterwards */
+/**
+ * what a snapshot segment is written from: taken between two commits, immutable afterwards.
+ * Copies of the index's columns by slot, not an object per live message: a million live
+ * messages took 450 ms as objects (and their relocation 380 ms as map lookups), the columns ~10 ms.
+ */
 export interface Capture {
-  readonly entries: readonly LiveEntry[];
+  /** slots `0 .. count - 1`; a slot without a message is free */
+  readonly count: number;
+  readonly messages: readonly (StoredMessage | undefined)[];
+  readonly records: readonly (readonly RecordTuple[])[];
+  readonly bytes: Uint32Array;
+  readonly segment: Uint32Array;
+  readonly offset: Float64Array;
+  /** live messages in the capture */
+  readonly live: number;
   /** recent ids and their acceptance times, parallel arrays, valid from `recentFrom` to `recentTo` */
   readonly recentIds: readonly string[];
   readonly recentAt: readonly number[];
@@ -173,13 +185,14 @@ export class LiveIndex {
    * A snapshot segment now holds these entries' message records at `offsets`: entries still
    * live (the same message, not a later one with its id) point there, so their old segments can go.
    */
-  relocate(entries: readonly LiveEntry[], segment: number, offsets: readonly number[]): void {
-    entries.forEach((old, i) => {
-      const slot = this.#slots.get(old.message.messageId);
-      if (slot === undefined || this.#messages[slot] !== old.message || this.#segment[slot]! >= segment) return;
+  relocate(capture: Capture, segment: number, offsets: Float64Array): void {
+    // a slot keeps its message until removed: the same object in the same slot is the same entry
+    for (let slot = 0; slot < capture.count; slot++) {
+      const message = capture.messages[slot];
+      if (message === undefined || this.#messages[slot] !== message || this.#segment[slot]! >= segment) continue;
       this.#segment[slot] = segment;
-      this.#offset[slot] = offsets[i]!;
-    });
+      this.#offset[slot] = offsets[slot]!;
+    }
   }
 
   /**
@@ -240,12 +253,19 @@ export class LiveIndex {
     }
   }
 
-  /** O(live) reference copies, no serialisation: the writer continues right after */
+  /** column copies, no object per message and no serialisation: the writer continues right after */
   capture(): Capture {
     this.#prune();
-    const entries: LiveEntry[] = [];
-    for (const slot of this.#slots.values()) entries.push(this.#entry(slot));
-    return { entries, recentIds: this.#recentIds, recentAt: this.#recentAt, recentFrom: this.#recentHead, recentTo: this.#recentIds.length };
+    const count = this.#messages.length;
+    return {
+      count,
+      messages: this.#messages.slice(),
+      records: this.#records.slice(),
+      bytes: this.#bytes.slice(0, count),
+      segment: this.#segment.slice(0, count),
+      offset: this.#offset.slice(0, count),
+      live: this.#slots.size,
+      recentIds: this.#recentIds, recentAt: this.#recentAt, recentFrom: this.#recentHead, recentTo: this.#recentIds.length };
   }
 
   /** the state for `load()`: messages in seq order, ids removed inside the dedupe window */

@@ -348,7 +348,7 @@ export class LogStore implements MessageStore {
     const { bytes, offsets } = await writeSnapshot(this.#fs, this.#dir, number, capture, (entry) => this.#snapshotReader.frame(entry.segment, entry.offset, entry.bytes));
     this.#files.track(number);
     // from here on bodies are read from the snapshot: the segments it replaces can go
-    this.#index.relocate(capture.entries, number, offsets);
+    this.#index.relocate(capture, number, offsets);
     for (const old of [...this.#segments.keys()].filter((n) => n < number)) {
       await removeIfPresent(this.#fs, join(this.#dir, segmentName(old)));
       this.#segments.delete(old);
@@ -357,6 +357,6 @@ export class LogStore implements MessageStore {
     this.#segments.set(number, bytes);
     await syncDirectory(this.#fs, this.#dir);
     this.#stats.compactions++;
-    this.#log.info('store compacted', { directory: this.#dir, messages: capture.entries.length, bytesBefore: before, bytesAfter: this.#diskBytes(), ms: Date.now() - started });
+    this.#log.info('store compacted', { directory: this.#dir, messages: capture.live, bytesBefore: before, bytesAfter: this.#diskBytes(), ms: Date.now() - started });
   }
 }
