@@ -11,7 +11,7 @@ const JSON_OPEN_BRACE = 0x7b;
 
 export interface SnapshotResult {
   readonly bytes: number;
-  /** where each captured slot's message record now is (by slot, as `capture.messages`) */
+  /** where each captured slot's message record now is, by slot */
   readonly offsets: Float64Array;
 }
 
@@ -42,9 +42,8 @@ export async function writeSnapshot(fs: LogFs, dir: string, number: number, capt
       if (i % 1024 === 0) await flushIfFull();
     }
     for (let slot = 0; slot < capture.count; slot++) {
-      const message = capture.messages[slot];
-      if (message === undefined) continue;
-      const entry: LiveEntry = { message, records: capture.records[slot]!, bytes: capture.bytes[slot]!, segment: capture.segment[slot]!, offset: capture.offset[slot]! };
+      const entry = capture.entry(slot);
+      if (!entry) continue;
       offsets[slot] = position + writer.size;
       if (entry.message.data !== undefined) writer.message(entry.message, JSON.stringify(entry.message.data));
       else copyFrame(writer, await frameOf(entry));
