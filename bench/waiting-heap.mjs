@@ -4,12 +4,14 @@
 // subscribes to, 100 per append as a producer's frames bring them. Each message's strings come from
 // JSON.parse of a frame, as the session's do. Prints heapUsed and arrayBuffers after a full GC,
 // minus the same before the sends, per message; then a consumer takes them all and the longest
-// synchronous stretch of the drain (event-loop delay max) is printed too.
+// synchronous stretch of the drain (event-loop delay max) is printed too, with its garbage
+// collections: their count does not depend on the machine's load (their times do), and the
+// longest turns between two setImmediate callbacks.
 // Usage: node --expose-gc bench/waiting-heap.mjs [count, default 200,000] [--snapshot=FILE]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { writeHeapSnapshot } from 'node:v8';
 import { randomBytes } from 'node:crypto';
 import { compilePolicy } from '../dist/broker/access/policy.js';
@@ -93,6 +95,26 @@ function ackAll() {
   got += ids.length;
   if (got >= total) done();
 }
+const gcs = { count: 0, ms: 0, longest: 0 };
+const gcObserver = new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    gcs.count++;
+    gcs.ms += e.duration;
+    gcs.longest = Math.max(gcs.longest, e.duration);
+  }
+});
+gcObserver.observe({ entryTypes: ['gc'] });
+// turn lengths: the gaps between two setImmediate callbacks while the drain runs
+const turns = [];
+let probing = true;
+let lastTurn = performance.now();
+const probe = () => {
+  const now = performance.now();
+  turns.push(now - lastTurn);
+  lastTurn = now;
+  if (probing) setImmediate(probe);
+};
+setImmediate(probe);
 const delay = monitorEventLoopDelay({ resolution: 1 });
 delay.enable();
 const t0 = performance.now();
@@ -100,6 +122,12 @@ router.subscribe(subscription, ['*']);
 await finished;
 const seconds = (performance.now() - t0) / 1000;
 delay.disable();
+probing = false;
+await new Promise((r) => setTimeout(r, 20)); // the last gc entries arrive
+gcObserver.disconnect();
+turns.sort((a, b) => a - b);
+const pct = (p) => turns[Math.min(turns.length - 1, Math.floor(turns.length * p))].toFixed(1);
+console.log(`drain: ${turns.length.toLocaleString('en-US')} turns, p50 ${pct(0.5)} / p99 ${pct(0.99)} / max ${pct(1)} ms, turns over 20 ms ${turns.filter((t) => t > 20).length}; ${gcs.count} garbage collections, ${Math.round(gcs.ms)} ms in all, longest ${gcs.longest.toFixed(1)} ms`);
 console.log(`drain: ${got.toLocaleString('en-US')} in ${seconds.toFixed(1)} s (${Math.round(got / seconds).toLocaleString('en-US')} msg/s), longest event-loop pause ${(delay.max / 1e6).toFixed(1)} ms`);
 router.close();
 await store.close();

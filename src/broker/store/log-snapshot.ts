@@ -11,8 +11,8 @@ const JSON_OPEN_BRACE = 0x7b;
 
 export interface SnapshotResult {
   readonly bytes: number;
-  /** where each captured entry's message record now is, parallel to `capture.entries` */
-  readonly offsets: number[];
+  /** where each captured slot's message record now is, by slot */
+  readonly offsets: Float64Array;
 }
 
 /**
@@ -29,7 +29,7 @@ export async function writeSnapshot(fs: LogFs, dir: string, number: number, capt
   const file = await fs.open(temp, 'wx');
   const writer = new FrameWriter();
   let position = 0;
-  const offsets: number[] = [];
+  const offsets = new Float64Array(capture.count);
   try {
     const flushIfFull = async () => {
       if (writer.size < CHUNK_BYTES) return;
@@ -41,8 +41,10 @@ export async function writeSnapshot(fs: LogFs, dir: string, number: number, capt
       writer.event({ k: 'd', id: capture.recentIds[i]!, at: capture.recentAt[i]! });
       if (i % 1024 === 0) await flushIfFull();
     }
-    for (const entry of capture.entries) {
-      offsets.push(position + writer.size);
+    for (let slot = 0; slot < capture.count; slot++) {
+      const entry = capture.entry(slot);
+      if (!entry) continue;
+      offsets[slot] = position + writer.size;
       if (entry.message.data !== undefined) writer.message(entry.message, JSON.stringify(entry.message.data));
       else copyFrame(writer, await frameOf(entry));
       const id = entry.message.messageId;

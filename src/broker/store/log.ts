@@ -265,6 +265,7 @@ export class LogStore implements MessageStore {
       await this.#replaceWithSnapshot(capture, this.#nextNumber++);
       this.#active = await this.#openSegment(this.#nextNumber++);
     } catch (error) {
+      this.#index.release(capture);
       this.#log.error('store still failing', { directory: this.#dir, error: (error as Error).message });
       this.#scheduleRecovery();
       return;
@@ -329,6 +330,7 @@ export class LogStore implements MessageStore {
     try {
       this.#active = await this.#openSegment(this.#nextNumber++);
     } catch (error) {
+      this.#index.release(capture);
       this.#active = previous;
       this.#fail(error, null);
       return;
@@ -345,10 +347,16 @@ export class LogStore implements MessageStore {
   async #replaceWithSnapshot(capture: Capture, number: number): Promise<void> {
     const started = Date.now();
     const before = this.#diskBytes();
-    const { bytes, offsets } = await writeSnapshot(this.#fs, this.#dir, number, capture, (entry) => this.#snapshotReader.frame(entry.segment, entry.offset, entry.bytes));
-    this.#files.track(number);
-    // from here on bodies are read from the snapshot: the segments it replaces can go
-    this.#index.relocate(capture.entries, number, offsets);
+    let written: Awaited<ReturnType<typeof writeSnapshot>>;
+    try {
+      written = await writeSnapshot(this.#fs, this.#dir, number, capture, (entry) => this.#snapshotReader.frame(entry.segment, entry.offset, entry.bytes));
+      this.#files.track(number);
+      // from here on bodies are read from the snapshot: the segments it replaces can go
+      this.#index.relocate(capture, number, written.offsets);
+    } finally {
+      this.#index.release(capture);
+    }
+    const { bytes } = written;
     for (const old of [...this.#segments.keys()].filter((n) => n < number)) {
       await removeIfPresent(this.#fs, join(this.#dir, segmentName(old)));
       this.#segments.delete(old);
@@ -357,6 +365,6 @@ export class LogStore implements MessageStore {
     this.#segments.set(number, bytes);
     await syncDirectory(this.#fs, this.#dir);
     this.#stats.compactions++;
-    this.#log.info('store compacted', { directory: this.#dir, messages: capture.entries.length, bytesBefore: before, bytesAfter: this.#diskBytes(), ms: Date.now() - started });
+    this.#log.info('store compacted', { directory: this.#dir, messages: capture.live, bytesBefore: before, bytesAfter: this.#diskBytes(), ms: Date.now() - started });
   }
 }

@@ -101,4 +101,29 @@ describe('LogStore: bodies read back from disk', () => {
     expect(state.messages.map((m) => m.message.data)).toEqual(keep.map((_, n) => bodyOf(n)));
     expect(state.messages[1]!.records).toEqual([{ group: 'c|1', nbRequeues: 2, notBefore: 7 }, { group: 'c|*', nbRequeues: 0, notBefore: 0 }]);
   });
+
+  test('messages removed and new ones accepted while a snapshot is written: each body read back is its own message\'s', async () => {
+    const options = { compactBytes: 16 * 1024, compactRatio: 2, dedupeWindowMs: 0 };
+    const { store, dir } = open(options);
+    await store.load();
+    let live = Array.from({ length: 400 }, (_, n) => message(n));
+    await store.append(live);
+    dropBodies(live);
+    // each round removes the oldest 40 and accepts 40 new ones, which take the freed slots,
+    // while compactions (in the background) capture the index and write their snapshots
+    let next = 400;
+    for (let round = 0; round < 80; round++) {
+      store.record(live.slice(0, 40).flatMap((m) => ack(m.messageId)));
+      const fresh = Array.from({ length: 40 }, () => message(next++));
+      live = [...live.slice(40), ...fresh];
+      await store.append(fresh);
+      dropBodies(fresh);
+    }
+    expect(store.stats.compactions).toBeGreaterThan(1);
+    const number = (m: StoredMessage) => Number(m.messageId.slice(2));
+    expect(await store.readBodies(live.map((m) => m.messageId))).toEqual(live.map((m) => bodyOf(number(m))));
+    await store.close();
+    const state = await open(options, dir).store.load();
+    expect(state.messages.map((m) => m.message.messageId)).toEqual(live.map((m) => m.messageId));
+  });
 });
