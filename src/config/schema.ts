@@ -59,6 +59,7 @@ export const configSchema = {
     },
     maxItemsInQueue: { type: 'integer', minimum: 1, default: 1000 },
     overflow: { enum: ['drop-oldest', 'reject'], default: 'drop-oldest' },
+    memoryWindow: { type: 'integer', minimum: 1, maximum: 10_000_000, default: 10_000 },
     requeueLimit: { type: 'integer', minimum: 1, default: 5 },
     requeueInterval: { ...positiveSeconds, default: 100 },
     dedupeWindow: { type: 'number', minimum: 0, maximum: 86_400, default: 120 },

@@ -60,6 +60,8 @@ export interface Config {
   };
   readonly maxItemsInQueue: number;
   readonly overflow: Overflow;
+  /** waiting messages per queue held as objects with their bodies; past it, compact rows (durable store) */
+  readonly memoryWindow: number;
   readonly requeueLimit: number;
   /** seconds */
   readonly requeueInterval: number;

@@ -5,6 +5,7 @@ import type { Logger } from '../../ops/logger.js';
 import type { Policy } from '../access/policy.js';
 import type { History } from '../history/history.js';
 import type { Lifecycle } from '../lifecycle.js';
+import { Backlog } from '../queue/backlog.js';
 import { Queue } from '../queue/queue.js';
 import type { Entry } from '../queue/group.js';
 import type { Subscription } from '../queue/subscription.js';
@@ -57,7 +58,9 @@ export class Router {
    * message id -> its entry in the queue holding it (the entry's `message.queue` names it): one
    * map shared by every queue, which sets and deletes its own entries (bounded memory, SPEC §7)
    */
-  readonly #index = new Map<string, Entry>();
+  readonly #index = new Map<string, Entry | number>();
+  /** waiting messages far from delivery, as rows (a number in `#index`), for every queue */
+  readonly #backlog = new Backlog();
   /**
    * ids of messages no longer held, within the dedupe window of their acceptance: a held id is
    * known by `#index` (one map entry per waiting message, not two: bounded memory, SPEC §7)
@@ -179,7 +182,8 @@ export class Router {
   /** the queue holding this message, if any */
   holding(messageId: string): Queue | undefined {
     const entry = this.#index.get(messageId);
-    return entry && this.#queues.get(entry.message.queue);
+    if (entry === undefined) return undefined;
+    return this.#queues.get(typeof entry === 'number' ? this.#backlog.queue(entry) : entry.message.queue);
   }
 
   /** held, or settled within the dedupe window: a copy of it is not queued again (SPEC §7) */
@@ -358,9 +362,11 @@ export class Router {
         },
         isDraining: () => this.#lifecycle.isStopping || this.#held,
         index: this.#index,
-        forgotten: (message) => {
+        backlog: this.#backlog,
+        bodyWindow: this.#policy.config.memoryWindow,
+        forgotten: (messageId, acceptedAt) => {
           // a copy arriving within the window of its acceptance is still not queued again
-          this.#dedupe.addAt(message.messageId, message.acceptedAt);
+          this.#dedupe.addAt(messageId, acceptedAt);
         },
         flightEnded: () => this.#checkIdle(),
       });

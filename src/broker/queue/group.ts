@@ -88,6 +88,8 @@ export class Group {
   readonly pattern: string;
   /** delivery records of this group not yet settled, kept by the queue */
   recordCount = 0;
+  /** of those, records of messages the queue keeps as cold rows (cold.ts): not in the lists below */
+  coldCount = 0;
   /** bodies being read back from the store for this group's next deliveries (queue.ts) */
   loading = false;
   /** delivering the message of this seq starts reading the next bodies; 0: nothing to read */
@@ -127,6 +129,11 @@ export class Group {
     if (index < 0) return;
     this.#members.splice(index, 1);
     if (this.#cursor > index) this.#cursor--;
+  }
+
+  /** first deliveries listed and not yet taken (some may have been settled meanwhile) */
+  get freshListed(): number {
+    return this.#fresh.length - this.#freshHead;
   }
 
   /** a record becomes ready for its first delivery (called in acceptance order) */

@@ -2,7 +2,9 @@ import { unescapeId } from '../../protocol/channel.js';
 import { WhiskerError } from '../../protocol/errors.js';
 import type { SubscriptionMode } from '../../protocol/frames.js';
 import { addRecordTo, type DeliveryRecord, type Entry, Group, groupKey, NO_RECORDS, parseGroupKey, recordOf, removeRecordFrom, type Subscriber } from './group.js';
-import { LOAD_RETRY_MS, QueueBodies } from './bodies.js';
+import { BODY_WINDOW, LOAD_RETRY_MS, QueueBodies } from './bodies.js';
+import { Backlog } from './backlog.js';
+import { ColdTier } from './cold.js';
 import { EntryList } from './entry-list.js';
 import { InFlight } from './in-flight.js';
 import { MinHeap } from './heap.js';
@@ -20,6 +22,12 @@ export type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } f
 const ADOPT_SLICE = 1_000;
 const ADOPT_SLICE_MS = 4;
 const ADOPT_CHECK = 100;
+/**
+ * a group with fewer first deliveries listed than this promotes cold rows (cold.ts) into objects,
+ * up to PROMOTE_SLICE at a time: more than the bodies' look-ahead, so reading them back stays ahead
+ */
+const PROMOTE_LOW = 2_000;
+const PROMOTE_SLICE = 1_000;
 
 /**
  * Why this file is long: a queue's waiting messages, deliveries in flight, requeues, ttl and
@@ -35,8 +43,13 @@ export class Queue {
   readonly #env: QueueEnvironment;
   #delivering = false;
 
-  /** message id -> entry, shared by every queue of the router (QueueEnvironment.index) */
-  readonly #index: Map<string, Entry>;
+  /** message id -> entry (or cold row), shared by every queue of the router (QueueEnvironment.index) */
+  readonly #index: Map<string, Entry | number>;
+  /** waiting messages past the window, kept as rows; null when the store cannot give bodies back */
+  readonly #cold: ColdTier | null;
+  readonly #backlog: Backlog;
+  /** messages waiting as objects before new ones become cold rows */
+  readonly #window: number;
   readonly #isHeld = (entry: Entry): boolean => this.#index.get(entry.message.messageId) === entry;
   /** this queue's entries in acceptance order */
   readonly #held = new EntryList(this.#isHeld);
@@ -54,6 +67,10 @@ export class Queue {
   #loadRetryAt = 0;
   /** where adoption of waiting messages by new groups has got to; null: none under way */
   #adoptCursor: (() => Entry | undefined) | null = null;
+  /** adoption walks the cold rows after the objects: position of the next row; null: not there */
+  #adoptColdAt: number | null = null;
+  /** groups to pump on the next turn (a promotion slice found nothing for them yet) */
+  readonly #pumpSoon = new Set<Group>();
   #adoptScheduled = false;
   #closed = false;
   readonly #timer: WakeTimer;
@@ -64,6 +81,22 @@ export class Queue {
     this.#settings = settings;
     this.#env = env;
     this.#index = env.index ?? new Map();
+    this.#backlog = env.backlog ?? new Backlog();
+    this.#window = env.store.readsBodies ? (env.bodyWindow ?? BODY_WINDOW) : 0;
+    this.#cold =
+      this.#window === 0
+        ? null
+        : new ColdTier({
+            name,
+            backlog: this.#backlog,
+            index: this.#index,
+            record: (events) => this.#env.store.record(events),
+            group: (key) => this.#groups.get(key),
+            forgotten: (messageId, acceptedAt) => this.#env.forgotten?.(messageId, acceptedAt),
+            depthChanged: (delta) => {
+              this.#depth += delta;
+            },
+          });
     this.#bodies = new QueueBodies(
       {
         name,
@@ -96,7 +129,7 @@ export class Queue {
   }
 
   get size(): number {
-    return this.#held.size;
+    return this.#held.size + (this.#cold?.size ?? 0);
   }
 
   /** messages held whose body is in memory; the others are read back from the store */
@@ -106,22 +139,34 @@ export class Queue {
 
   /** nothing held, nobody subscribed: the router may forget it (docs/configuration.md, idleQueueTimeout) */
   get isIdle(): boolean {
-    return this.#held.size === 0 && this.#groups.size === 0 && this.#inFlight.size === 0 && this.#delayed.size === 0;
+    return this.#held.size === 0 && (this.#cold?.size ?? 0) === 0 && this.#groups.size === 0 && this.#inFlight.size === 0 && this.#delayed.size === 0;
   }
 
   has(messageId: string): boolean {
-    return this.#own(messageId) !== undefined;
+    return this.#own(messageId) !== undefined || this.#coldRow(messageId) >= 0;
   }
 
   /** a held message (its body may be on disk only: `data` undefined) */
   message(messageId: string): StoredMessage | undefined {
-    return this.#own(messageId)?.message;
+    const row = this.#coldRow(messageId);
+    return row >= 0 ? this.#backlog.message(row) : this.#own(messageId)?.message;
   }
 
-  /** the entry of a message this queue holds (the index is shared by every queue) */
+  /** the entry of a message this queue holds as objects (the index is shared by every queue) */
   #own(messageId: string): Entry | undefined {
     const entry = this.#index.get(messageId);
-    return entry !== undefined && entry.message.queue === this.name ? entry : undefined;
+    return typeof entry === 'object' && entry.message.queue === this.name ? entry : undefined;
+  }
+
+  /** the row of a message this queue keeps cold, -1 otherwise */
+  #coldRow(messageId: string): number {
+    return this.#cold === null ? -1 : this.#cold.rowOf(messageId);
+  }
+
+  /** new messages become cold rows while older ones are, or once the window of objects is full */
+  #goesCold(): boolean {
+    const cold = this.#cold;
+    return cold !== null && (cold.size > 0 || this.#adoptColdAt !== null || this.#depth - cold.size >= this.#window);
   }
 
   updateSettings(settings: QueueSettings): void {
@@ -156,7 +201,15 @@ export class Queue {
     // with `reject` the check came before storing; a stored message is never dropped for it
     if (this.#depth >= this.#settings.maxItems && this.#settings.overflow === 'drop-oldest') this.#dropOldest(message.id);
     // while older waiting messages are being adopted, a new one queues behind them (order per id)
-    const groups = this.#adoptCursor ? [] : this.#matchingGroups(message.id);
+    const groups = this.#adoptCursor || this.#adoptColdAt !== null ? [] : this.#matchingGroups(message.id);
+    if (this.#goesCold()) {
+      const keys = groups.map((g) => g.key);
+      this.#cold!.add(message, groups, keys);
+      if (groups.length > 0) this.#env.store.record([{ kind: 'assign', messageId: message.messageId, groups: keys }]);
+      this.#armTtlAt(message.acceptedAt);
+      for (const group of groups) if (group.freshListed === 0) this.#pump(group);
+      return;
+    }
     const entry = this.#addEntry(message);
     if (groups.length === 0) {
       this.#markUnassigned(entry);
@@ -174,6 +227,7 @@ export class Queue {
   restore(recovered: RecoveredMessage): void {
     const { message, records } = recovered;
     if (this.#index.has(message.messageId)) return;
+    if (this.#goesCold() && records.every((r) => r.nbRequeues === 0 && r.notBefore === 0)) return this.#restoreCold(message, records.map((r) => r.group));
     const entry = this.#addEntry(message);
     if (records.length === 0) this.#markUnassigned(entry);
     for (const r of records) {
@@ -196,6 +250,14 @@ export class Queue {
    */
   finishRestore(): void {
     const assigned: StoreEvent[] = [];
+    for (const row of this.#cold?.rows() ?? []) {
+      if (!this.#cold!.isUnassigned(row)) continue;
+      const groups = this.#matchingGroups(this.#backlog.id(row));
+      if (groups.length === 0) continue;
+      const keys = groups.map((g) => g.key);
+      this.#cold!.assign(row, groups, keys);
+      assigned.push({ kind: 'assign', messageId: this.#backlog.messageId(row), groups: keys });
+    }
     for (const entry of [...this.#unassigned]) {
       const groups = this.#matchingGroups(entry.message.id);
       if (groups.length === 0) continue;
@@ -218,9 +280,10 @@ export class Queue {
     let groups = this.#groupsOf.get(subscriber);
     if (!groups) this.#groupsOf.set(subscriber, (groups = new Set()));
     groups.add(group);
-    if (isNew && this.#unassigned.size > 0) {
+    if (isNew && (this.#unassigned.size > 0 || (this.#cold?.size ?? 0) > 0)) {
       // from the first waiting message again: those passed over may match this group
       this.#adoptCursor = this.#unassigned.cursor();
+      this.#adoptColdAt = null;
       this.#adoptSome();
     }
     this.#pump(group);
@@ -264,6 +327,14 @@ export class Queue {
 
   /** slave: a client's answer to the master's delivery, applied to the record held here */
   ackReplayed(subscriber: Subscriber, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
+    const row = this.#coldRow(messageId);
+    if (row >= 0) {
+      const key = groupKey(subscriber.mode, subscriber.clientName, via);
+      if (ok) return this.#settleCold(row, key);
+      // a requeue is a record of its own: the rows before it and it are held as objects first
+      if (!this.#backlog.groups(row).includes(key)) return;
+      this.#promoteThrough(row);
+    }
     const record = this.#recordFor(subscriber, messageId, via);
     // in flight here: this broker delivered it itself (it was master), only that delivery
     // answers; it still does after a demotion (an elected master fenced for a moment must not
@@ -289,6 +360,8 @@ export class Queue {
 
   /** the master settled this record (docs/protocol.md#peers): a slave forgets it too */
   settleFromPeer(messageId: string, group: string): void {
+    const row = this.#coldRow(messageId);
+    if (row >= 0) return this.#settleCold(row, group);
     const entry = this.#own(messageId);
     const record = entry && recordOf(entry, group);
     if (!record || record.state === 'settled') return;
@@ -298,15 +371,18 @@ export class Queue {
 
   /** the master is done with the message in every group: so is this broker */
   forgetFromPeer(messageId: string): void {
+    const row = this.#coldRow(messageId);
+    if (row >= 0) return this.#dropCold(row, 'acked');
     const entry = this.#own(messageId);
     if (entry) this.#drop(entry, 'acked', true);
   }
 
   /** every message held, in acceptance order (a sync to a mirror) */
   heldMessages(): IterableIterator<StoredMessage> {
-    return (function* (entries: EntryList) {
+    return (function* (entries: EntryList, cold: ColdTier | null, backlog: Backlog) {
       for (const entry of entries) yield entry.message;
-    })(this.#held);
+      for (const row of cold?.rows() ?? []) yield backlog.message(row);
+    })(this.#held, this.#cold, this.#backlog);
   }
 
   /** a connection that can write again: its subscribers may take more */
@@ -318,11 +394,18 @@ export class Queue {
   purge(id?: string): number {
     const victims = id === undefined ? [...this.#held] : [...(this.#byId.get(id) ?? [])];
     for (const entry of victims) this.#drop(entry, 'dropped', true);
-    return victims.length;
+    const rows = this.#cold === null ? [] : id === undefined ? [...this.#cold.rows()] : [...this.#cold.rowsOf(id)];
+    for (const row of rows) this.#dropCold(row, 'dropped');
+    return victims.length + rows.length;
   }
 
   /** drops one held message, in flight or not (a dead letter replayed or purged by the operator) */
   remove(messageId: string): boolean {
+    const row = this.#coldRow(messageId);
+    if (row >= 0) {
+      this.#dropCold(row, 'dropped');
+      return true;
+    }
     const entry = this.#own(messageId);
     if (!entry) return false;
     this.#drop(entry, 'dropped', true);
@@ -333,6 +416,7 @@ export class Queue {
   idCounts(): Map<string, number> {
     const ids = new Map<string, number>();
     for (const [id, entries] of this.#byId) ids.set(id, entries.size);
+    for (const [id, count] of this.#cold?.idCounts() ?? []) ids.set(id, (ids.get(id) ?? 0) + count);
     return ids;
   }
 
@@ -345,6 +429,13 @@ export class Queue {
       const groups = records.map((r) => ({ group: r.group.key, state: r.state, nbRequeues: r.nbRequeues }));
       summaries.push({ messageId: message.messageId, id: message.id, created: message.created, acceptedAt: message.acceptedAt, from: message.from, waitingForSubscriber: unassigned, groups });
     }
+    const rows = this.#cold === null ? [] : id === undefined ? this.#cold.rows() : this.#cold.rowsOf(id);
+    for (const row of rows) {
+      if (summaries.length >= limit) break;
+      const { message, groups } = this.#cold!.summary(row);
+      const waiting = groups.map((group) => ({ group, state: 'ready', nbRequeues: 0 }));
+      summaries.push({ messageId: message.messageId, id: message.id, created: message.created, acceptedAt: message.acceptedAt, from: message.from, waitingForSubscriber: groups.length === 0, groups: waiting });
+    }
     return summaries;
   }
 
@@ -355,7 +446,7 @@ export class Queue {
    */
   oldestWaitingAcceptedAt(): number | null {
     for (const entry of this.#held) if (entry.pending > 0 || entry.unassigned) return entry.message.acceptedAt;
-    return null;
+    return this.#cold?.acceptedAtOfFirst() ?? null;
   }
 
   /** deliveries in flight to this subscriber (a consumer's prefetch used) */
@@ -469,7 +560,7 @@ export class Queue {
   #forget(entry: Entry): void {
     this.#index.delete(entry.message.messageId);
     this.#held.removed();
-    this.#env.forgotten?.(entry.message);
+    this.#env.forgotten?.(entry.message.messageId, entry.message.acceptedAt);
     this.#bodies.forgotten(entry);
     const ofId = this.#byId.get(entry.message.id);
     ofId?.removed();
@@ -525,6 +616,88 @@ export class Queue {
     this.#timer.armAt(record.notBefore);
   }
 
+  // ---- cold rows (cold.ts) ------------------------------------------------------------
+
+  #restoreCold(message: StoredMessage, keys: readonly string[]): void {
+    const groups = keys.map((key) => this.#groupFor(key)).filter((g): g is Group => g !== undefined);
+    if (keys.length > 0 && groups.length === 0) {
+      // every record named a group this version cannot read: nothing can deliver it
+      this.#env.store.record([{ kind: 'remove', messageId: message.messageId }]);
+      this.#env.forgotten?.(message.messageId, message.acceptedAt);
+      return;
+    }
+    this.#cold!.add(message, groups, groups.map((g) => g.key));
+    this.#armTtlAt(message.acceptedAt);
+  }
+
+  #settleCold(row: number, key: string): void {
+    if (!this.#cold!.settle(row, key, 'acked')) return;
+    this.counters.acked++;
+    const group = this.#groups.get(key);
+    if (group) this.#dropGroupIfEmpty(group);
+  }
+
+  #dropCold(row: number, outcome: Settlement): void {
+    const keys = this.#backlog.groups(row);
+    this.#cold!.drop(row, outcome);
+    for (const key of keys) {
+      const group = this.#groups.get(key);
+      if (group) this.#dropGroupIfEmpty(group);
+    }
+  }
+
+  /**
+   * The first rows become objects again, in acceptance order, a slice per call (bounded in
+   * count and time); never past the adoption under way, which has yet to assign them.
+   */
+  #promoteSlice(): boolean {
+    const cold = this.#cold!;
+    const started = performance.now();
+    let n = 0;
+    for (; n < PROMOTE_SLICE; n++) {
+      if (n % ADOPT_CHECK === ADOPT_CHECK - 1 && performance.now() - started >= ADOPT_SLICE_MS) break;
+      if (this.#adoptColdAt !== null && cold.firstPosition >= this.#adoptColdAt) break;
+      const taken = cold.takeFirst();
+      if (!taken) break;
+      this.#hold(taken.message, taken.groups);
+    }
+    return n > 0;
+  }
+
+  /** rows up to this one become objects (a requeue heard for a cold row: rare, see ackReplayed) */
+  #promoteThrough(row: number): void {
+    const cold = this.#cold!;
+    const messageId = this.#backlog.messageId(row);
+    while (this.#coldRow(messageId) >= 0) {
+      const taken = cold.takeFirst();
+      if (!taken) return;
+      this.#hold(taken.message, taken.groups);
+    }
+  }
+
+  /** a promoted row: its objects, its records ready in each group (a row counted as waiting already) */
+  #hold(message: StoredMessage, keys: readonly string[]): void {
+    this.#depth--;
+    const entry = this.#addEntry(message);
+    if (keys.length === 0) this.#markUnassigned(entry);
+    for (const key of keys) {
+      const group = this.#groupFor(key);
+      if (group) this.#addRecord(entry, group, 0, 0);
+    }
+    this.#armTtl(entry);
+  }
+
+  #pumpLater(group: Group): void {
+    if (this.#pumpSoon.size === 0) {
+      setImmediate(() => {
+        const groups = [...this.#pumpSoon];
+        this.#pumpSoon.clear();
+        if (!this.#closed) for (const g of groups) this.#pump(g);
+      });
+    }
+    this.#pumpSoon.add(group);
+  }
+
   // ---- groups and delivery ----------------------------------------------------------
 
   #matchingGroups(id: string): Group[] {
@@ -548,8 +721,7 @@ export class Queue {
    * acceptance order, a slice per turn; the rest continues on the next turn.
    */
   #adoptSome(): void {
-    const cursor = this.#adoptCursor;
-    if (!cursor || this.#closed) return;
+    if ((!this.#adoptCursor && this.#adoptColdAt === null) || this.#closed) return;
     const events: StoreEvent[] = [];
     const touched = new Set<Group>();
     // messages of one id share their groups: one keys array for the slice while they repeat
@@ -560,27 +732,51 @@ export class Queue {
     let done = false;
     for (let n = 0; n < ADOPT_SLICE; n++) {
       if (n % ADOPT_CHECK === ADOPT_CHECK - 1 && performance.now() - started >= ADOPT_SLICE_MS) break;
-      const entry = cursor();
+      // the objects first, then the cold rows (all newer)
+      const entry = this.#adoptCursor?.();
+      let row = -1;
       if (!entry) {
-        done = true;
-        break;
+        if (this.#adoptCursor) {
+          this.#adoptCursor = null;
+          if (this.#cold === null || this.#cold.size === 0) {
+            done = true;
+            break;
+          }
+          this.#adoptColdAt = this.#cold.firstPosition;
+        }
+        const next = this.#cold!.next(this.#adoptColdAt!);
+        if (!next) {
+          done = true;
+          break;
+        }
+        this.#adoptColdAt = next.position;
+        row = next.row;
+        if (!this.#cold!.isUnassigned(row)) continue;
       }
-      if (entry.message.id !== lastId) {
-        lastId = entry.message.id;
+      const id = entry ? entry.message.id : this.#backlog.id(row);
+      if (id !== lastId) {
+        lastId = id;
         groups = this.#matchingGroups(lastId);
         keys = groups.map((g) => g.key);
       }
       if (groups.length === 0) continue;
-      this.#unmarkUnassigned(entry);
-      for (const group of groups) {
-        this.#addRecord(entry, group, 0, 0);
-        touched.add(group);
+      for (const group of groups) touched.add(group);
+      if (!entry) {
+        this.#cold!.assign(row, groups, keys);
+        events.push({ kind: 'assign', messageId: this.#backlog.messageId(row), groups: keys });
+        continue;
       }
+      this.#unmarkUnassigned(entry);
+      for (const group of groups) this.#addRecord(entry, group, 0, 0);
       events.push({ kind: 'assign', messageId: entry.message.messageId, groups: keys });
     }
     if (events.length > 0) this.#env.store.record(events);
-    if (done) this.#adoptCursor = null;
-    else this.#scheduleAdoption();
+    if (done) {
+      this.#adoptCursor = null;
+      this.#adoptColdAt = null;
+    } else {
+      this.#scheduleAdoption();
+    }
     for (const group of touched) this.#pump(group);
   }
 
@@ -609,9 +805,15 @@ export class Queue {
 
   #pump(group: Group): void {
     if (!this.#delivering || group.memberCount === 0 || this.#env.isDraining?.()) return;
+    let promoted = false;
     for (;;) {
+      if (group.coldCount > 0 && !promoted && group.freshListed < PROMOTE_LOW) promoted = this.#promoteSlice() || true;
       const record = group.peekReady();
-      if (!record) return;
+      if (!record) {
+        // rows ahead of this group's were promoted without reaching its own: more next turn
+        if (group.coldCount > 0) this.#pumpLater(group);
+        return;
+      }
       const now = this.#env.now();
       if (this.#isExpired(record.entry, now)) {
         group.takeReady(record);
@@ -672,6 +874,12 @@ export class Queue {
     this.#timer.armAt(entry.message.acceptedAt + ttl);
   }
 
+  /** a cold row's ttl: #wake walks the rows from the first */
+  #armTtlAt(acceptedAt: number): void {
+    const ttl = this.#settings.ttlMs;
+    if (ttl !== null) this.#timer.armAt(acceptedAt + ttl);
+  }
+
   #wake(): void {
     const now = this.#env.now();
     let next = Infinity;
@@ -719,6 +927,15 @@ export class Queue {
       this.#ttlHead++;
       this.#expire(entry);
     }
+    for (let row = this.#cold?.firstRow() ?? -1; ttl !== null && row >= 0; row = this.#cold!.firstRow()) {
+      const at = this.#backlog.acceptedAt(row) + ttl;
+      if (at > now) {
+        next = Math.min(next, at);
+        break;
+      }
+      this.counters.expired++;
+      this.#dropCold(row, 'expired');
+    }
     if (this.#ttlHead > 1024 && this.#ttlHead * 2 > this.#ttlOrder.length) {
       this.#ttlOrder = this.#ttlOrder.slice(this.#ttlHead);
       this.#ttlHead = 0;
@@ -736,7 +953,17 @@ export class Queue {
     const isWaiting = (entry: Entry) => entry.pending > 0 || entry.unassigned;
     let victim: Entry | undefined;
     for (const entry of this.#byId.get(id) ?? []) if (isWaiting(entry)) { victim = entry; break; }
-    if (!victim) for (const entry of this.#held) if (isWaiting(entry)) { victim = entry; break; }
+    // objects are older than cold rows: the oldest of the id, else the oldest of all
+    const cold = this.#cold;
+    const row = (ofId: boolean) => (cold === null ? -1 : ofId ? (cold.rowsOf(id).next().value ?? -1) : cold.firstRow());
+    let victimRow = victim ? -1 : row(true);
+    if (!victim && victimRow < 0) for (const entry of this.#held) if (isWaiting(entry)) { victim = entry; break; }
+    if (!victim && victimRow < 0) victimRow = row(false);
+    if (victimRow >= 0) {
+      this.counters.dropped++;
+      this.#dropCold(victimRow, 'dropped');
+      return;
+    }
     if (!victim) return;
     this.counters.dropped++;
     this.#drop(victim, 'dropped', false);

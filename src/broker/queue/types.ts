@@ -1,5 +1,6 @@
 import type { Overflow } from '../../config/types.js';
 import type { MessageStore, StoredMessage } from '../store/store.js';
+import type { Backlog } from './backlog.js';
 import type { Entry } from './group.js';
 
 /** One queue's settings, from the config's defaults and its `channels` entry. */
@@ -21,7 +22,10 @@ export interface QueueEnvironment {
    * channel when `target` is set, dropped otherwise (counted here, logged by the router).
    */
   discard(target: string | null, message: StoredMessage, group: string, nbDeliveries: number, reason: string): void;
-  /** bodies a queue keeps in memory before it leaves new ones on disk (needs `store.readsBodies`) */
+  /**
+   * waiting messages a queue holds as objects, with their bodies, before new ones become cold
+   * rows with their bodies on disk only (needs `store.readsBodies`; config `memoryWindow`)
+   */
   readonly bodyWindow?: number;
   warn?(msg: string, fields: Record<string, unknown>): void;
   /** soft-stop (src/broker/lifecycle.ts): no new delivery starts while this answers true */
@@ -31,9 +35,11 @@ export interface QueueEnvironment {
    * queue by it): one map entry per waiting message, not one per queue and one in the router;
    * a queue of its own when not given
    */
-  readonly index?: Map<string, Entry>;
+  readonly index?: Map<string, Entry | number>;
+  /** rows of cold messages (backlog.ts), shared by every queue of a router as the index is */
+  readonly backlog?: Backlog;
   /** the queue no longer holds this message (the router's message index and dedupe window follow) */
-  forgotten?(message: StoredMessage): void;
+  forgotten?(messageId: string, acceptedAt: number): void;
   /** a delivery in flight ended (acked, nacked, timed out): soft-stop waits on these */
   flightEnded?(): void;
 }
