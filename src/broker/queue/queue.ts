@@ -132,6 +132,11 @@ export class Queue {
     return this.#held.size + (this.#cold?.size ?? 0);
   }
 
+  /** waiting messages kept as compact rows, not objects (cold.ts) */
+  get coldSize(): number {
+    return this.#cold?.size ?? 0;
+  }
+
   /** messages held whose body is in memory; the others are read back from the store */
   get bodiesInMemory(): number {
     return this.#bodies.held;
