@@ -7,6 +7,8 @@ export interface QueueStats {
   readonly depth: number;
   readonly inFlightCount: number;
   readonly size: number;
+  /** waiting messages kept as compact rows past `memoryWindow` */
+  readonly coldSize: number;
   readonly counters: QueueCounters;
   oldestWaitingAcceptedAt(): number | null;
   inFlightByGroup(): ReadonlyArray<{ readonly mode: 'consume' | 'listen'; readonly clientName: string; readonly pattern: string; readonly inFlight: number }>;
@@ -24,6 +26,7 @@ export interface QueueSeries {
   readonly depth: number;
   readonly inFlight: number;
   readonly size: number;
+  readonly cold: number;
   readonly oldestWaitingSeconds: number;
   readonly consumers: number;
   readonly listeners: number;
@@ -55,6 +58,7 @@ export function queueSeries(queues: readonly QueueStats[], subscribers: Readonly
       depth: q.depth,
       inFlight: q.inFlightCount,
       size: q.size,
+      cold: q.coldSize,
       oldestWaitingSeconds: oldest === null ? 0 : Math.max(0, (now - oldest) / 1000),
       consumers: subs?.consumers ?? 0,
       listeners: subs?.listeners ?? 0,
@@ -74,6 +78,7 @@ export function queueSeries(queues: readonly QueueStats[], subscribers: Readonly
     depth: sum((q) => q.depth),
     inFlight: sum((q) => q.inFlight),
     size: sum((q) => q.size),
+    cold: sum((q) => q.cold),
     oldestWaitingSeconds: most((q) => q.oldestWaitingSeconds),
     consumers: sum((q) => q.consumers),
     listeners: sum((q) => q.listeners),

@@ -51,6 +51,30 @@ describe('alerting metrics', () => {
     expect(valueOf(after, 'whisker_queue_group_in_flight_max', q)).toBe(0);
   });
 
+  test('memoryWindow: waiting messages past it are cold rows (whisker_queue_cold_messages), all delivered in order once a consumer comes', async () => {
+    const b = await broker({ management: { port: 0 }, memoryWindow: 10, maxItemsInQueue: 10_000 });
+    const [worker, producer] = await Promise.all([connect('worker', b.hostSpec), connect('producer', b.hostSpec)]);
+    for (let i = 0; i < 300; i++) void producer.send('cold/v1/a', i);
+    await until(() => b.router.queues.get('cold/v1')?.depth === 300, 10_000, '300 waiting');
+    const q = { queue: 'cold/v1' };
+    const m = await scrape(b.managementPort);
+    expect(valueOf(m, 'whisker_queue_cold_messages', q)).toBe(290);
+    expect(valueOf(m, 'whisker_queue_depth', q)).toBe(300);
+    const got: number[] = [];
+    await worker.consume('cold/v1/a', { prefetch: 20 }, (_err, msg, done) => {
+      got.push(msg as number);
+      done!();
+    }).ready;
+    await until(() => got.length === 300, 10_000, 'all 300 delivered');
+    expect(got).toEqual(Array.from({ length: 300 }, (_, i) => i));
+    let after = await scrape(b.managementPort);
+    for (let t = 0; valueOf(after, 'whisker_queue_cold_messages', q) !== 0 && t < 60; t++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      after = await scrape(b.managementPort);
+    }
+    expect(valueOf(after, 'whisker_queue_cold_messages', q)).toBe(0);
+  });
+
   test('label cardinality: queues past maxQueueSeries add up under _other; group series opt-in and capped', async () => {
     const b = await broker({ management: { port: 0, maxQueueSeries: 2, groupSeries: true, maxGroupSeries: 2 } });
     const [worker, producer] = await Promise.all([connect('worker', b.hostSpec), connect('producer', b.hostSpec)]);
