@@ -58,8 +58,8 @@ export class Router {
    * message id -> its entry in the queue holding it (the entry's `message.queue` names it): one
    * map shared by every queue, which sets and deletes its own entries (bounded memory, SPEC §7)
    */
-  readonly #index = new Map<string, Entry | number>();
-  /** waiting messages far from delivery, as rows (a number in `#index`), for every queue */
+  readonly #index = new Map<string, Entry>();
+  /** waiting messages far from delivery, as rows with their own id index, for every queue */
   readonly #backlog = new Backlog();
   /**
    * ids of messages no longer held, within the dedupe window of their acceptance: a held id is
@@ -182,13 +182,14 @@ export class Router {
   /** the queue holding this message, if any */
   holding(messageId: string): Queue | undefined {
     const entry = this.#index.get(messageId);
-    if (entry === undefined) return undefined;
-    return this.#queues.get(typeof entry === 'number' ? this.#backlog.queue(entry) : entry.message.queue);
+    if (entry !== undefined) return this.#queues.get(entry.message.queue);
+    const row = this.#backlog.find(messageId);
+    return row < 0 ? undefined : this.#queues.get(this.#backlog.queue(row));
   }
 
   /** held, or settled within the dedupe window: a copy of it is not queued again (SPEC §7) */
   isKnown(messageId: string): boolean {
-    return this.#index.has(messageId) || this.#dedupe.has(messageId);
+    return this.#index.has(messageId) || this.#backlog.find(messageId) >= 0 || this.#dedupe.has(messageId);
   }
 
   /** a copy of this message arriving later (from a client or a peer) is not queued */
@@ -237,7 +238,7 @@ export class Router {
   #admit(messages: readonly StoredMessage[], fromClient: boolean): void {
     const finished: string[] = [];
     for (const message of messages) {
-      if (this.#index.has(message.messageId)) continue;
+      if (this.#index.has(message.messageId) || this.#backlog.find(message.messageId) >= 0) continue;
       if (this.#dedupe.has(message.messageId)) {
         finished.push(message.messageId);
         continue;

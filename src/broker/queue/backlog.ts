@@ -3,14 +3,15 @@ import type { StoredMessage } from '../store/store.js';
 /**
  * Waiting messages far from delivery, as rows of typed columns instead of objects (bounded
  * memory, SPEC §7): a message past a queue's window of `memoryWindow` waiting ones costs a row
- * here (about 60 bytes) and a slot in the router's message index, where a message in the queue's
- * objects costs its StoredMessage, Entry and delivery records (about 300 bytes with their map
- * and list slots). Its body is on disk only; the queue makes the objects again (promotes the
+ * here (about 80 bytes with its index slot and the ring slot of its queue's ColdList), where a
+ * message held as objects costs its StoredMessage, Entry and delivery records (about 300 bytes
+ * with their map and list slots). Its body is on disk only; the queue makes the objects again (promotes the
  * row) a batch at a time, in acceptance order, as its groups near it.
  *
- * One Backlog is shared by every queue of a router: a row number identifies a message in the
- * shared message index (a small integer there, no object). Strings that repeat (queue names,
- * ids, senders, sets of group keys) are interned with a count of the rows naming them.
+ * One Backlog is shared by every queue of a router, with its own index of message ids (open
+ * addressing over an Int32Array, 4 bytes a slot, 1/2 to 3/4 full, where a Map costs about 40 bytes a key). Strings that
+ * repeat (queue names, ids, senders, sets of group keys) are interned with a count of the rows
+ * naming them.
  */
 export class Backlog {
   #capacity = 1024;
@@ -24,6 +25,12 @@ export class Backlog {
   #acceptedAt = new Float64Array(this.#capacity);
   /** where the row is in its queue's ColdList */
   #position = new Float64Array(this.#capacity);
+  /** hash of the row's message id (a rehash does not hash the strings again) */
+  #hash = new Uint32Array(this.#capacity);
+  /** message id -> row: linear probing; EMPTY ends a probe, GONE (a removed row) does not */
+  #table = new Int32Array(1024).fill(EMPTY);
+  /** table slots not EMPTY (rows and GONE marks) */
+  #used = 0;
   #free: number[] = [];
   #rows = 0;
   readonly #names = new Interned<string>();
@@ -34,6 +41,19 @@ export class Backlog {
     return this.#rows;
   }
 
+  /** the row of a message, -1 when it has none */
+  find(messageId: string): number {
+    const hash = hashOf(messageId);
+    const table = this.#table;
+    const mask = table.length - 1;
+    for (let i = hash & mask; ; i = (i + 1) & mask) {
+      const row = table[i]!;
+      if (row === EMPTY) return -1;
+      if (row >= 0 && this.#hash[row] === hash && this.#messageId[row] === messageId) return row;
+    }
+  }
+
+  /** the caller knows the message has no row yet (Backlog.find) */
   add(message: StoredMessage, groups: readonly string[]): number {
     let row = this.#free.pop();
     if (row === undefined) {
@@ -50,11 +70,14 @@ export class Backlog {
     this.#seq[row] = message.seq;
     this.#created[row] = message.created;
     this.#acceptedAt[row] = message.acceptedAt;
+    this.#hash[row] = hashOf(message.messageId);
     this.#rows++;
+    this.#insert(row);
     return row;
   }
 
   free(row: number): void {
+    this.#unlist(row);
     this.#names.unref(this.#queue[row]!);
     this.#names.unref(this.#id[row]!);
     this.#names.unref(this.#from[row]!);
@@ -117,6 +140,42 @@ export class Backlog {
     };
   }
 
+  /** the row's id and hash are set: a rehash lists it with the others */
+  #insert(row: number): void {
+    // at most 3/4 full (GONE marks count): a probe stays short with linear probing
+    if ((this.#used + 1) * 4 > this.#table.length * 3) return this.#rehash();
+    const table = this.#table;
+    const mask = table.length - 1;
+    let i = this.#hash[row]! & mask;
+    while (table[i]! >= 0) i = (i + 1) & mask;
+    if (table[i] === EMPTY) this.#used++;
+    table[i] = row;
+  }
+
+  #unlist(row: number): void {
+    const table = this.#table;
+    const mask = table.length - 1;
+    let i = this.#hash[row]! & mask;
+    while (table[i] !== row) i = (i + 1) & mask;
+    table[i] = GONE;
+  }
+
+  /** a table at most half full of the live rows (GONE marks dropped), at least as large as before */
+  #rehash(): void {
+    let size = this.#table.length;
+    while (this.#rows * 2 > size) size *= 2;
+    const table = new Int32Array(size).fill(EMPTY);
+    const mask = size - 1;
+    for (let row = 0; row < this.#messageId.length; row++) {
+      if (this.#messageId[row] === undefined) continue;
+      let i = this.#hash[row]! & mask;
+      while (table[i] !== EMPTY) i = (i + 1) & mask;
+      table[i] = row;
+    }
+    this.#table = table;
+    this.#used = this.#rows;
+  }
+
   #grow(): void {
     const size = this.#capacity * 2;
     this.#queue = grown(this.#queue, new Uint32Array(size));
@@ -127,8 +186,19 @@ export class Backlog {
     this.#created = grown(this.#created, new Float64Array(size));
     this.#acceptedAt = grown(this.#acceptedAt, new Float64Array(size));
     this.#position = grown(this.#position, new Float64Array(size));
+    this.#hash = grown(this.#hash, new Uint32Array(size));
     this.#capacity = size;
   }
+}
+
+const EMPTY = -1;
+const GONE = -2;
+
+/** FNV-1a over the UTF-16 code units */
+function hashOf(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return hash >>> 0;
 }
 
 function grown<T extends Uint32Array | Float64Array>(old: T, bigger: T): T {

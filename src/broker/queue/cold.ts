@@ -1,13 +1,11 @@
 import type { Settlement, StoredMessage, StoreEvent } from '../store/store.js';
 import { type Backlog, ColdList } from './backlog.js';
-import type { Entry, Group } from './group.js';
+import type { Group } from './group.js';
 
 /** what one queue's cold rows need from it */
 export interface ColdOwner {
   readonly name: string;
   readonly backlog: Backlog;
-  /** the router's message index: a cold message's value there is its row number */
-  readonly index: Map<string, Entry | number>;
   record(events: StoreEvent[]): void;
   /** the group of this key, made from the key when the queue has none (a restored record) */
   group(key: string): Group | undefined;
@@ -48,8 +46,8 @@ export class ColdTier {
 
   /** the row of a message this queue keeps cold, -1 otherwise */
   rowOf(messageId: string): number {
-    const value = this.#owner.index.get(messageId);
-    return typeof value === 'number' && this.#owner.backlog.queue(value) === this.#owner.name ? value : -1;
+    const row = this.#owner.backlog.find(messageId);
+    return row >= 0 && this.#owner.backlog.queue(row) === this.#owner.name ? row : -1;
   }
 
   /** a stored message joins the rows, ready in `groups` (none: it waits for a subscriber) */
@@ -59,7 +57,6 @@ export class ColdTier {
     message.data = undefined;
     message.json = undefined;
     this.#list.push(row);
-    this.#owner.index.set(message.messageId, row);
     this.#byId.set(message.id, (this.#byId.get(message.id) ?? 0) + 1);
     for (const group of groups) {
       group.recordCount++;
@@ -170,7 +167,6 @@ export class ColdTier {
     events.push({ kind: 'remove', messageId });
     this.#list.remove(row);
     this.#idLeft(backlog.id(row));
-    this.#owner.index.delete(messageId);
     backlog.free(row);
     this.#owner.depthChanged(-1);
     this.#owner.forgotten(messageId, acceptedAt);

@@ -43,8 +43,8 @@ export class Queue {
   readonly #env: QueueEnvironment;
   #delivering = false;
 
-  /** message id -> entry (or cold row), shared by every queue of the router (QueueEnvironment.index) */
-  readonly #index: Map<string, Entry | number>;
+  /** message id -> entry, shared by every queue of the router (QueueEnvironment.index); cold rows are found by the Backlog */
+  readonly #index: Map<string, Entry>;
   /** waiting messages past the window, kept as rows; null when the store cannot give bodies back */
   readonly #cold: ColdTier | null;
   readonly #backlog: Backlog;
@@ -89,7 +89,6 @@ export class Queue {
         : new ColdTier({
             name,
             backlog: this.#backlog,
-            index: this.#index,
             record: (events) => this.#env.store.record(events),
             group: (key) => this.#groups.get(key),
             forgotten: (messageId, acceptedAt) => this.#env.forgotten?.(messageId, acceptedAt),
@@ -160,7 +159,7 @@ export class Queue {
   /** the entry of a message this queue holds as objects (the index is shared by every queue) */
   #own(messageId: string): Entry | undefined {
     const entry = this.#index.get(messageId);
-    return typeof entry === 'object' && entry.message.queue === this.name ? entry : undefined;
+    return entry !== undefined && entry.message.queue === this.name ? entry : undefined;
   }
 
   /** the row of a message this queue keeps cold, -1 otherwise */
@@ -201,7 +200,7 @@ export class Queue {
 
   /** a stored message enters the queue: one record per matching group, or it waits */
   accept(message: StoredMessage): void {
-    if (this.#index.has(message.messageId)) return;
+    if (this.#index.has(message.messageId) || this.#backlog.find(message.messageId) >= 0) return;
     this.counters.received++;
     // with `reject` the check came before storing; a stored message is never dropped for it
     if (this.#depth >= this.#settings.maxItems && this.#settings.overflow === 'drop-oldest') this.#dropOldest(message.id);
@@ -231,7 +230,7 @@ export class Queue {
   /** rebuilds state from the store on start, before any subscriber exists */
   restore(recovered: RecoveredMessage): void {
     const { message, records } = recovered;
-    if (this.#index.has(message.messageId)) return;
+    if (this.#index.has(message.messageId) || this.#backlog.find(message.messageId) >= 0) return;
     if (this.#goesCold() && records.every((r) => r.nbRequeues === 0 && r.notBefore === 0)) return this.#restoreCold(message, records.map((r) => r.group));
     const entry = this.#addEntry(message);
     if (records.length === 0) this.#markUnassigned(entry);

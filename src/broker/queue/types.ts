@@ -35,8 +35,8 @@ export interface QueueEnvironment {
    * queue by it): one map entry per waiting message, not one per queue and one in the router;
    * a queue of its own when not given
    */
-  readonly index?: Map<string, Entry | number>;
-  /** rows of cold messages (backlog.ts), shared by every queue of a router as the index is */
+  readonly index?: Map<string, Entry>;
+  /** rows of cold messages (backlog.ts) with their own id index, shared by every queue of a router as the index is */
   readonly backlog?: Backlog;
   /** the queue no longer holds this message (the router's message index and dedupe window follow) */
   forgotten?(messageId: string, acceptedAt: number): void;
