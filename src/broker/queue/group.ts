@@ -69,7 +69,8 @@ export function recordOf(entry: Entry, key: string): DeliveryRecord | undefined 
 }
 
 export function addRecordTo(entry: Entry, record: DeliveryRecord): void {
-  entry.records = [...entry.records.filter((r) => r.group.key !== record.group.key), record];
+  // the usual case, a message's first record, makes one array
+  entry.records = entry.records.length === 0 ? [record] : [...entry.records.filter((r) => r.group.key !== record.group.key), record];
 }
 
 export function removeRecordFrom(entry: Entry, record: DeliveryRecord): void {
