@@ -247,9 +247,10 @@ export class Router {
       // before the queue takes it (a queue past its window of bodies drops this one's body)
       if (this.#isMaster) this.#hooks?.made(message);
       else if (fromClient) this.#hooks?.storedFromClient(message);
+      // `whisker tail` too sees the body before a queue past its window leaves it on disk only
+      for (const tap of this.#taps) tap(message);
       this.#queue(message.queue).accept(message);
       this.#appends.admitted(message.messageId);
-      for (const tap of this.#taps) tap(message);
     }
     this.recordRemoved(finished);
   }

@@ -7,6 +7,7 @@ import { Queue, type QueueSettings } from '../../../src/broker/queue/queue.js';
 import { LogStore } from '../../../src/broker/store/log.js';
 import type { StoredMessage } from '../../../src/broker/store/store.js';
 import type { Delivery } from '../../../src/protocol/frames.js';
+import { broker, connect } from '../../support/harness.js';
 
 /**
  * Waiting messages past the queue's window are cold rows (src/broker/queue/cold.ts): everything a
@@ -197,5 +198,15 @@ describe('cold rows (messages past the window)', () => {
     const late = await send(queue, store, 1, () => 'k');
     await until(() => got.length === 3_001, 'all delivered');
     expect(ns(got)).toEqual([...sent, ...late]);
+  });
+
+  test('a real broker: what `whisker tail` sees (the router\'s taps) has every body, cold rows or not', async () => {
+    const b = await broker({ memoryWindow: 2, maxItemsInQueue: 1000 });
+    const seen: unknown[] = [];
+    b.router.tap((m) => void seen.push(m.data));
+    const producer = await connect('producer', b.hostSpec);
+    for (let i = 0; i < 10; i++) await producer.send('tail/v1/a', { i });
+    expect(b.router.queues.get('tail/v1')!.coldSize).toBe(8);
+    expect(seen).toEqual(Array.from({ length: 10 }, (_, i) => ({ i })));
   });
 });
