@@ -11,8 +11,7 @@ import type { RecoveredState, StoredMessage } from './store.js';
  * a consistent snapshot by copying references only.
  */
 export interface LiveEntry {
-  /** the same object the queue holds; its body may be dropped from memory (`data` undefined) */
-  readonly message: StoredMessage;
+  readonly messageId: string;
   /** unsettled records; empty: the message waits unassigned */
   readonly records: readonly RecordTuple[];
   /** framed size of its message record: the compaction estimate, and what to read back */
@@ -90,19 +89,25 @@ const ASSIGNED_CACHE = 1024;
  * The live state of the log: messages not removed with their records, and the ids removed
  * within the dedupe window of their acceptance. Fed from replay on start, then from every commit.
  * Columns per slot, not an object per message (bounded memory, SPEC §7): a million waiting
- * messages cost a map slot, a reference and 16 bytes of typed arrays each here.
+ * messages cost a map slot, two references and 24 bytes of typed arrays each here. Every
+ * message it lists is on disk, so it keeps no StoredMessage once loaded: a body or a snapshot's
+ * frame is read back from the message's place (a queue's cold rows have no object to keep).
  */
 export class LiveIndex {
   /** messageId -> slot in the columns below */
   readonly #slots = new Map<string, number>();
-  /** the same objects the queues hold; a body may be dropped from memory (`data` undefined) */
-  #messages: (StoredMessage | undefined)[] = [];
+  /** the id of the message in the slot; undefined: the slot is free */
+  #ids: (string | undefined)[] = [];
+  /** while loading only: the replayed messages, handed to the queues by `recovered()` */
+  #loaded: (StoredMessage | undefined)[] | null = [];
   /** unsettled records, replaced never mutated (a capture keeps the array it took) */
   #records: (readonly RecordTuple[])[] = [];
   /** framed size of the message record, its segment and offset there */
   #bytes = new Uint32Array(1024);
   #segment = new Uint32Array(1024);
   #offset = new Float64Array(1024);
+  /** the broker's clock at acceptance: the dedupe window of a removed id runs from it */
+  #acceptedAt = new Float64Array(1024);
   /** shared record lists of messages assigned to one group (see #assignedTo) */
   readonly #assigned = new Map<string, readonly RecordTuple[]>();
   /** captures being written: a slot's old state is saved in each before the slot changes */
@@ -191,14 +196,17 @@ export class LiveIndex {
       case 'x': {
         const slot = this.#slots.get(record.id);
         if (slot === undefined) return;
-        const message = this.#messages[slot]!;
         this.#beforeChange(slot);
         // within the dedupe window of its acceptance, a copy is still not queued again (SPEC §7)
-        this.#remember(record.id, message.acceptedAt);
+        this.#remember(record.id, this.#acceptedAt[slot]!);
         this.#liveBytes -= this.#bytes[slot]!;
-        if (place.replayed && message.data !== undefined) this.#replayBodyBytes -= this.#bytes[slot]!;
+        const loaded = this.#loaded?.[slot];
+        if (loaded) {
+          if (loaded.data !== undefined) this.#replayBodyBytes -= this.#bytes[slot]!;
+          this.#loaded![slot] = undefined;
+        }
         this.#slots.delete(record.id);
-        this.#messages[slot] = undefined;
+        this.#ids[slot] = undefined;
         this.#records[slot] = NO_RECORDS;
         this.#free.push(slot);
         return;
@@ -221,10 +229,10 @@ export class LiveIndex {
     // called before `release`: a slot not saved in the capture is unchanged since
     const { saved } = capture as HeldCapture;
     for (let slot = 0; slot < capture.count; slot++) {
-      const message = this.#messages[slot];
-      if (message === undefined || this.#segment[slot]! >= segment) continue;
+      if (this.#ids[slot] === undefined || this.#segment[slot]! >= segment) continue;
+      // changed since the capture: re-pointed only if it still is the record the snapshot copied
       const old = saved.get(slot);
-      if (old !== undefined && old?.message !== message) continue;
+      if (old !== undefined && (old === null || old.segment !== this.#segment[slot] || old.offset !== this.#offset[slot])) continue;
       this.#segment[slot] = segment;
       this.#offset[slot] = offsets[slot]!;
     }
@@ -248,15 +256,17 @@ export class LiveIndex {
   #add(message: StoredMessage, records: readonly RecordTuple[], bytes: number, place: RecordPlace): void {
     let slot = this.#free.pop();
     if (slot === undefined) {
-      slot = this.#messages.length;
+      slot = this.#ids.length;
       if (slot === this.#bytes.length) this.#grow();
-      this.#messages.push(message);
+      this.#ids.push(message.messageId);
       this.#records.push(records);
     } else {
       this.#beforeChange(slot);
-      this.#messages[slot] = message;
+      this.#ids[slot] = message.messageId;
       this.#records[slot] = records;
     }
+    if (this.#loaded) this.#loaded[slot] = message;
+    this.#acceptedAt[slot] = message.acceptedAt;
     this.#bytes[slot] = bytes;
     this.#segment[slot] = place.segment;
     this.#offset[slot] = place.offset;
@@ -274,10 +284,13 @@ export class LiveIndex {
     const offset = new Float64Array(size);
     offset.set(this.#offset);
     this.#offset = offset;
+    const acceptedAt = new Float64Array(size);
+    acceptedAt.set(this.#acceptedAt);
+    this.#acceptedAt = acceptedAt;
   }
 
   #entry(slot: number): LiveEntry {
-    return { message: this.#messages[slot]!, records: this.#records[slot]!, bytes: this.#bytes[slot]!, segment: this.#segment[slot]!, offset: this.#offset[slot]! };
+    return { messageId: this.#ids[slot]!, records: this.#records[slot]!, bytes: this.#bytes[slot]!, segment: this.#segment[slot]!, offset: this.#offset[slot]! };
   }
 
   /** replay keeps the oldest bodies up to a budget; later ones are read back when needed */
@@ -292,8 +305,8 @@ export class LiveIndex {
   /** O(1): the index saves a slot's old state in the capture before changing it, until `release` */
   capture(): Capture {
     this.#prune();
-    const held = new HeldCapture(this.#messages.length, this.#slots.size, this.#recentIds, this.#recentAt, this.#recentHead, this.#recentIds.length, (slot) =>
-      this.#messages[slot] === undefined ? undefined : this.#entry(slot),
+    const held = new HeldCapture(this.#ids.length, this.#slots.size, this.#recentIds, this.#recentAt, this.#recentHead, this.#recentIds.length, (slot) =>
+      this.#ids[slot] === undefined ? undefined : this.#entry(slot),
     );
     this.#held.add(held);
     return held;
@@ -308,15 +321,18 @@ export class LiveIndex {
     if (this.#held.size === 0) return;
     for (const held of this.#held) {
       if (slot >= held.count || held.saved.has(slot)) continue;
-      held.saved.set(slot, this.#messages[slot] === undefined ? null : this.#entry(slot));
+      held.saved.set(slot, this.#ids[slot] === undefined ? null : this.#entry(slot));
     }
   }
 
-  /** the state for `load()`: messages in seq order, ids removed inside the dedupe window */
+  /** the state for `load()`, once: messages in seq order, ids removed inside the dedupe window */
   recovered(): RecoveredState {
+    const loaded = this.#loaded;
+    if (!loaded) throw new Error('LiveIndex.recovered() runs once, after the replay');
+    this.#loaded = null;
     this.#prune();
-    const slots = [...this.#slots.values()].sort((a, b) => this.#messages[a]!.seq - this.#messages[b]!.seq);
-    const messages = slots.map((slot) => ({ message: this.#messages[slot]!, records: this.#records[slot]!.map(([group, nbRequeues, notBefore]) => ({ group, nbRequeues, notBefore })) }));
+    const slots = [...this.#slots.values()].sort((a, b) => loaded[a]!.seq - loaded[b]!.seq);
+    const messages = slots.map((slot) => ({ message: loaded[slot]!, records: this.#records[slot]!.map(([group, nbRequeues, notBefore]) => ({ group, nbRequeues, notBefore })) }));
     const seen = new Set<string>();
     const recent: RecentId[] = [];
     for (let i = this.#recentHead; i < this.#recentIds.length; i++) {

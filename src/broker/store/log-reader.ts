@@ -113,7 +113,7 @@ export class BodyReader {
       if (entry) wanted.push({ index, entry });
     });
     wanted.sort((a, b) => a.entry.segment - b.entry.segment || a.entry.offset - b.entry.offset);
-    for (const { index, entry } of wanted) bodies[index] = entry.message.data ?? (await this.#readOne(entry));
+    for (const { index, entry } of wanted) bodies[index] = await this.#readOne(entry);
     return bodies;
   }
 
@@ -122,13 +122,13 @@ export class BodyReader {
       const frame = await this.#frames.frame(entry.segment, entry.offset, entry.bytes);
       const decoded = decodeRecord(frame, 0, frame.length);
       const record = decoded.ok ? decoded.records[0] : undefined;
-      if (record?.k !== 'm' || record.m.messageId !== entry.message.messageId) {
-        throw new Error(`store segment ${segmentName(entry.segment)} does not hold message ${entry.message.messageId} at byte ${entry.offset}`);
+      if (record?.k !== 'm' || record.m.messageId !== entry.messageId) {
+        throw new Error(`store segment ${segmentName(entry.segment)} does not hold message ${entry.messageId} at byte ${entry.offset}`);
       }
       return record.m.data;
     } catch (error) {
       // a compaction may have moved it between the look-up and the read
-      const now = this.#index.get(entry.message.messageId);
+      const now = this.#index.get(entry.messageId);
       if (!now) return undefined;
       if (again && (now.segment !== entry.segment || now.offset !== entry.offset)) return this.#readOne(now, false);
       throw error;

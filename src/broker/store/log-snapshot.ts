@@ -19,8 +19,7 @@ export interface SnapshotResult {
  * Writes the live state as segment `number`: into a temporary
  * file first, synced, then renamed and the directory synced, so a segment with a snapshot
  * header is always complete. The recent ids come first (runs of state changes), then each live
- * message's frame (encoded again while its body is in memory, else `frameOf` reads it back from
- * its segment) followed, in runs, by its delivery records.
+ * message's frame (`frameOf` reads it back from its segment: the index keeps no bodies) followed, in runs, by its delivery records.
  */
 export async function writeSnapshot(fs: LogFs, dir: string, number: number, capture: Capture, frameOf: (entry: LiveEntry) => Promise<Buffer>): Promise<SnapshotResult> {
   await fs.mkdir(dir);
@@ -45,9 +44,8 @@ export async function writeSnapshot(fs: LogFs, dir: string, number: number, capt
       const entry = capture.entry(slot);
       if (!entry) continue;
       offsets[slot] = position + writer.size;
-      if (entry.message.data !== undefined) writer.message(entry.message, JSON.stringify(entry.message.data));
-      else copyFrame(writer, await frameOf(entry));
-      const id = entry.message.messageId;
+      copyFrame(writer, await frameOf(entry));
+      const id = entry.messageId;
       if (entry.records.length > 0) writer.event({ k: 'a', id, g: entry.records.map((r) => r[0]) });
       for (const [g, n, nb] of entry.records) if (n !== 0 || nb !== 0) writer.event({ k: 'r', id, g, n, nb });
       await flushIfFull();
