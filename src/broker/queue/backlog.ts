@@ -1,3 +1,4 @@
+import { IdSlots } from '../store/id-slots.js';
 import type { StoredMessage } from '../store/store.js';
 
 /**
@@ -8,14 +9,15 @@ import type { StoredMessage } from '../store/store.js';
  * with their map and list slots). Its body is on disk only; the queue makes the objects again (promotes the
  * row) a batch at a time, in acceptance order, as its groups near it.
  *
- * One Backlog is shared by every queue of a router, with its own index of message ids (open
- * addressing over an Int32Array, 4 bytes a slot, 1/2 to 3/4 full, where a Map costs about 40 bytes a key). Strings that
+ * One Backlog is shared by every queue of a router, with its own index of message ids (IdSlots:
+ * a row is the id's slot there, where a Map costs about 40 bytes a key). Strings that
  * repeat (queue names, ids, senders, sets of group keys) are interned with a count of the rows
  * naming them.
  */
 export class Backlog {
   #capacity = 1024;
-  #messageId: (string | undefined)[] = [];
+  /** message id -> row */
+  readonly #rows = new IdSlots();
   #queue = new Uint32Array(this.#capacity);
   #id = new Uint32Array(this.#capacity);
   #from = new Uint32Array(this.#capacity);
@@ -25,44 +27,23 @@ export class Backlog {
   #acceptedAt = new Float64Array(this.#capacity);
   /** where the row is in its queue's ColdList */
   #position = new Float64Array(this.#capacity);
-  /** hash of the row's message id (a rehash does not hash the strings again) */
-  #hash = new Uint32Array(this.#capacity);
-  /** message id -> row: linear probing; EMPTY ends a probe, GONE (a removed row) does not */
-  #table = new Int32Array(1024).fill(EMPTY);
-  /** table slots not EMPTY (rows and GONE marks) */
-  #used = 0;
-  #free: number[] = [];
-  #rows = 0;
   readonly #names = new Interned<string>();
   readonly #groupSets = new Interned<readonly string[]>();
 
   /** rows in use, every queue together */
   get size(): number {
-    return this.#rows;
+    return this.#rows.size;
   }
 
   /** the row of a message, -1 when it has none */
   find(messageId: string): number {
-    const hash = hashOf(messageId);
-    const table = this.#table;
-    const mask = table.length - 1;
-    for (let i = hash & mask; ; i = (i + 1) & mask) {
-      const row = table[i]!;
-      if (row === EMPTY) return -1;
-      if (row >= 0 && this.#hash[row] === hash && this.#messageId[row] === messageId) return row;
-    }
+    return this.#rows.find(messageId);
   }
 
   /** the caller knows the message has no row yet (Backlog.find) */
   add(message: StoredMessage, groups: readonly string[]): number {
-    let row = this.#free.pop();
-    if (row === undefined) {
-      row = this.#messageId.length;
-      if (row === this.#capacity) this.#grow();
-      this.#messageId.push(message.messageId);
-    } else {
-      this.#messageId[row] = message.messageId;
-    }
+    const row = this.#rows.add(message.messageId);
+    if (row === this.#capacity) this.#grow();
     this.#queue[row] = this.#names.ref(message.queue, message.queue);
     this.#id[row] = this.#names.ref(message.id, message.id);
     this.#from[row] = this.#names.ref(message.from, message.from);
@@ -70,25 +51,19 @@ export class Backlog {
     this.#seq[row] = message.seq;
     this.#created[row] = message.created;
     this.#acceptedAt[row] = message.acceptedAt;
-    this.#hash[row] = hashOf(message.messageId);
-    this.#rows++;
-    this.#insert(row);
     return row;
   }
 
   free(row: number): void {
-    this.#unlist(row);
+    this.#rows.remove(row);
     this.#names.unref(this.#queue[row]!);
     this.#names.unref(this.#id[row]!);
     this.#names.unref(this.#from[row]!);
     this.#groupSets.unref(this.#groups[row]!);
-    this.#messageId[row] = undefined;
-    this.#free.push(row);
-    this.#rows--;
   }
 
   messageId(row: number): string {
-    return this.#messageId[row]!;
+    return this.#rows.idAt(row)!;
   }
 
   queue(row: number): string {
@@ -130,7 +105,7 @@ export class Backlog {
   message(row: number): StoredMessage {
     return {
       seq: this.#seq[row]!,
-      messageId: this.#messageId[row]!,
+      messageId: this.#rows.idAt(row)!,
       queue: this.queue(row),
       id: this.id(row),
       data: undefined,
@@ -138,42 +113,6 @@ export class Backlog {
       acceptedAt: this.#acceptedAt[row]!,
       from: this.#names.value(this.#from[row]!),
     };
-  }
-
-  /** the row's id and hash are set: a rehash lists it with the others */
-  #insert(row: number): void {
-    // at most 3/4 full (GONE marks count): a probe stays short with linear probing
-    if ((this.#used + 1) * 4 > this.#table.length * 3) return this.#rehash();
-    const table = this.#table;
-    const mask = table.length - 1;
-    let i = this.#hash[row]! & mask;
-    while (table[i]! >= 0) i = (i + 1) & mask;
-    if (table[i] === EMPTY) this.#used++;
-    table[i] = row;
-  }
-
-  #unlist(row: number): void {
-    const table = this.#table;
-    const mask = table.length - 1;
-    let i = this.#hash[row]! & mask;
-    while (table[i] !== row) i = (i + 1) & mask;
-    table[i] = GONE;
-  }
-
-  /** a table at most half full of the live rows (GONE marks dropped), at least as large as before */
-  #rehash(): void {
-    let size = this.#table.length;
-    while (this.#rows * 2 > size) size *= 2;
-    const table = new Int32Array(size).fill(EMPTY);
-    const mask = size - 1;
-    for (let row = 0; row < this.#messageId.length; row++) {
-      if (this.#messageId[row] === undefined) continue;
-      let i = this.#hash[row]! & mask;
-      while (table[i] !== EMPTY) i = (i + 1) & mask;
-      table[i] = row;
-    }
-    this.#table = table;
-    this.#used = this.#rows;
   }
 
   #grow(): void {
@@ -186,19 +125,8 @@ export class Backlog {
     this.#created = grown(this.#created, new Float64Array(size));
     this.#acceptedAt = grown(this.#acceptedAt, new Float64Array(size));
     this.#position = grown(this.#position, new Float64Array(size));
-    this.#hash = grown(this.#hash, new Uint32Array(size));
     this.#capacity = size;
   }
-}
-
-const EMPTY = -1;
-const GONE = -2;
-
-/** FNV-1a over the UTF-16 code units */
-function hashOf(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
-  return hash >>> 0;
 }
 
 function grown<T extends Uint32Array | Float64Array>(old: T, bigger: T): T {

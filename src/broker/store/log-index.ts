@@ -2,6 +2,7 @@
  * Why this file is long: the live index and its copy-on-write capture (what a compaction
  * snapshots while commits go on) share the columns and must change together.
  */
+import { IdSlots } from './id-slots.js';
 import type { LogRecord, RecordTuple } from './log-format.js';
 import type { RecoveredState, StoredMessage } from './store.js';
 
@@ -89,15 +90,13 @@ const ASSIGNED_CACHE = 1024;
  * The live state of the log: messages not removed with their records, and the ids removed
  * within the dedupe window of their acceptance. Fed from replay on start, then from every commit.
  * Columns per slot, not an object per message (bounded memory, SPEC §7): a million waiting
- * messages cost a map slot, two references and 24 bytes of typed arrays each here. Every
+ * messages cost a reference and 34 bytes of typed arrays each here (with the id's slot). Every
  * message it lists is on disk, so it keeps no StoredMessage once loaded: a body or a snapshot's
  * frame is read back from the message's place (a queue's cold rows have no object to keep).
  */
 export class LiveIndex {
-  /** messageId -> slot in the columns below */
-  readonly #slots = new Map<string, number>();
-  /** the id of the message in the slot; undefined: the slot is free */
-  #ids: (string | undefined)[] = [];
+  /** messageId -> slot in the columns below; slots freed by removals are used again first */
+  readonly #slots = new IdSlots();
   /** while loading only: the replayed messages, handed to the queues by `recovered()` */
   #loaded: (StoredMessage | undefined)[] | null = [];
   /** unsettled records, replaced never mutated (a capture keeps the array it took) */
@@ -112,8 +111,6 @@ export class LiveIndex {
   readonly #assigned = new Map<string, readonly RecordTuple[]>();
   /** captures being written: a slot's old state is saved in each before the slot changes */
   readonly #held = new Set<HeldCapture>();
-  /** slots freed by removals, used again first */
-  readonly #free: number[] = [];
   // two parallel arrays, not objects: at 10,000 msg/s a 120 s window holds 1.2 million ids
   #recentIds: string[] = [];
   #recentAt: number[] = [];
@@ -135,8 +132,8 @@ export class LiveIndex {
 
   /** the live entry of a message, for reading its body back (made on demand) */
   get(messageId: string): LiveEntry | undefined {
-    const slot = this.#slots.get(messageId);
-    return slot === undefined ? undefined : this.#entry(slot);
+    const slot = this.#slots.find(messageId);
+    return slot < 0 ? undefined : this.#entry(slot);
   }
 
   get size(): number {
@@ -155,7 +152,7 @@ export class LiveIndex {
         return;
       case 'm': {
         const { m } = record;
-        if (!this.#slots.has(m.messageId)) {
+        if (this.#slots.find(m.messageId) < 0) {
           if (place.replayed) this.#keepReplayedBody(m, bytes);
           this.#add(m, record.r ?? NO_RECORDS, bytes, place);
           this.#liveBytes += bytes;
@@ -164,8 +161,8 @@ export class LiveIndex {
         return;
       }
       case 'a': {
-        const slot = this.#slots.get(record.id);
-        if (slot === undefined) return;
+        const slot = this.#slots.find(record.id);
+        if (slot < 0) return;
         const records = this.#records[slot]!;
         this.#beforeChange(slot);
         if (records.length === 0 && record.g.length === 1) {
@@ -178,8 +175,8 @@ export class LiveIndex {
         return;
       }
       case 's': {
-        const slot = this.#slots.get(record.id);
-        if (slot === undefined) return;
+        const slot = this.#slots.find(record.id);
+        if (slot < 0) return;
         const records = this.#records[slot]!;
         if (!records.some((r) => r[0] === record.g)) return;
         this.#beforeChange(slot);
@@ -187,15 +184,15 @@ export class LiveIndex {
         return;
       }
       case 'r': {
-        const slot = this.#slots.get(record.id);
-        if (slot === undefined) return;
+        const slot = this.#slots.find(record.id);
+        if (slot < 0) return;
         this.#beforeChange(slot);
         this.#records[slot] = this.#records[slot]!.map((r): RecordTuple => (r[0] === record.g ? [r[0], record.n, record.nb] : r));
         return;
       }
       case 'x': {
-        const slot = this.#slots.get(record.id);
-        if (slot === undefined) return;
+        const slot = this.#slots.find(record.id);
+        if (slot < 0) return;
         this.#beforeChange(slot);
         // within the dedupe window of its acceptance, a copy is still not queued again (SPEC §7)
         this.#remember(record.id, this.#acceptedAt[slot]!);
@@ -205,10 +202,8 @@ export class LiveIndex {
           if (loaded.data !== undefined) this.#replayBodyBytes -= this.#bytes[slot]!;
           this.#loaded![slot] = undefined;
         }
-        this.#slots.delete(record.id);
-        this.#ids[slot] = undefined;
+        this.#slots.remove(slot);
         this.#records[slot] = NO_RECORDS;
-        this.#free.push(slot);
         return;
       }
       case 'd':
@@ -229,7 +224,7 @@ export class LiveIndex {
     // called before `release`: a slot not saved in the capture is unchanged since
     const { saved } = capture as HeldCapture;
     for (let slot = 0; slot < capture.count; slot++) {
-      if (this.#ids[slot] === undefined || this.#segment[slot]! >= segment) continue;
+      if (this.#slots.idAt(slot) === undefined || this.#segment[slot]! >= segment) continue;
       // changed since the capture: re-pointed only if it still is the record the snapshot copied
       const old = saved.get(slot);
       if (old !== undefined && (old === null || old.segment !== this.#segment[slot] || old.offset !== this.#offset[slot])) continue;
@@ -254,15 +249,12 @@ export class LiveIndex {
   }
 
   #add(message: StoredMessage, records: readonly RecordTuple[], bytes: number, place: RecordPlace): void {
-    let slot = this.#free.pop();
-    if (slot === undefined) {
-      slot = this.#ids.length;
+    const slot = this.#slots.add(message.messageId);
+    if (slot === this.#records.length) {
       if (slot === this.#bytes.length) this.#grow();
-      this.#ids.push(message.messageId);
       this.#records.push(records);
     } else {
-      this.#beforeChange(slot);
-      this.#ids[slot] = message.messageId;
+      this.#wasFree(slot);
       this.#records[slot] = records;
     }
     if (this.#loaded) this.#loaded[slot] = message;
@@ -270,7 +262,6 @@ export class LiveIndex {
     this.#bytes[slot] = bytes;
     this.#segment[slot] = place.segment;
     this.#offset[slot] = place.offset;
-    this.#slots.set(message.messageId, slot);
   }
 
   #grow(): void {
@@ -290,7 +281,7 @@ export class LiveIndex {
   }
 
   #entry(slot: number): LiveEntry {
-    return { messageId: this.#ids[slot]!, records: this.#records[slot]!, bytes: this.#bytes[slot]!, segment: this.#segment[slot]!, offset: this.#offset[slot]! };
+    return { messageId: this.#slots.idAt(slot)!, records: this.#records[slot]!, bytes: this.#bytes[slot]!, segment: this.#segment[slot]!, offset: this.#offset[slot]! };
   }
 
   /** replay keeps the oldest bodies up to a budget; later ones are read back when needed */
@@ -305,8 +296,8 @@ export class LiveIndex {
   /** O(1): the index saves a slot's old state in the capture before changing it, until `release` */
   capture(): Capture {
     this.#prune();
-    const held = new HeldCapture(this.#ids.length, this.#slots.size, this.#recentIds, this.#recentAt, this.#recentHead, this.#recentIds.length, (slot) =>
-      this.#ids[slot] === undefined ? undefined : this.#entry(slot),
+    const held = new HeldCapture(this.#slots.length, this.#slots.size, this.#recentIds, this.#recentAt, this.#recentHead, this.#recentIds.length, (slot) =>
+      this.#slots.idAt(slot) === undefined ? undefined : this.#entry(slot),
     );
     this.#held.add(held);
     return held;
@@ -321,8 +312,13 @@ export class LiveIndex {
     if (this.#held.size === 0) return;
     for (const held of this.#held) {
       if (slot >= held.count || held.saved.has(slot)) continue;
-      held.saved.set(slot, this.#ids[slot] === undefined ? null : this.#entry(slot));
+      held.saved.set(slot, this.#slots.idAt(slot) === undefined ? null : this.#entry(slot));
     }
+  }
+
+  /** a freed slot is filled again: a capture that has not saved it saw it free */
+  #wasFree(slot: number): void {
+    for (const held of this.#held) if (slot < held.count && !held.saved.has(slot)) held.saved.set(slot, null);
   }
 
   /** the state for `load()`, once: messages in seq order, ids removed inside the dedupe window */
@@ -331,7 +327,9 @@ export class LiveIndex {
     if (!loaded) throw new Error('LiveIndex.recovered() runs once, after the replay');
     this.#loaded = null;
     this.#prune();
-    const slots = [...this.#slots.values()].sort((a, b) => loaded[a]!.seq - loaded[b]!.seq);
+    const slots: number[] = [];
+    for (let slot = 0; slot < this.#slots.length; slot++) if (this.#slots.idAt(slot) !== undefined) slots.push(slot);
+    slots.sort((a, b) => loaded[a]!.seq - loaded[b]!.seq);
     const messages = slots.map((slot) => ({ message: loaded[slot]!, records: this.#records[slot]!.map(([group, nbRequeues, notBefore]) => ({ group, nbRequeues, notBefore })) }));
     const seen = new Set<string>();
     const recent: RecentId[] = [];
