@@ -21,6 +21,11 @@ export class EntryList {
     return this.#count;
   }
 
+  /** slots kept, members or not: bounded by about twice the members plus 1,024 */
+  get slotCount(): number {
+    return this.#items.length;
+  }
+
   add(entry: Entry): void {
     this.#items.push(entry);
     this.#count++;
@@ -37,6 +42,11 @@ export class EntryList {
       this.#head = 0;
     } else if (dead > 1024 && dead > this.#count) {
       this.#items = this.#items.slice(this.#head).filter(this.#isMember);
+      this.#head = 0;
+    } else if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      // removals in order leave no dead slot after the head, but every slot before it still
+      // names its entry: a drain with one message always held kept every drained one alive
+      this.#items = this.#items.slice(this.#head);
       this.#head = 0;
     }
   }
