@@ -550,7 +550,7 @@ async function drainRun(system, target, servers, dir, children, problems) {
   const seconds = (received.last - received.first) / 1000;
   const run = summariseRun(t, { errors: {}, start: received.first }, [received], null);
   problems.push(...run.problems.map((p) => `drain: ${p}`));
-  return { delivered: received.distinct, seconds, rate: received.distinct / Math.max(seconds, 1e-3), pauseMs, rssAfterMB: mem.rss, brokerPct: cpu0 !== null && cpu1 !== null ? (100 * (cpu1 - cpu0)) / (seconds * 1000) : null };
+  return { delivered: received.distinct, seconds, rate: received.distinct / Math.max(seconds, 1e-3), pauseMs, rssAfterMB: mem.rss, hwmAfterMB: mem.hwm, brokerPct: cpu0 !== null && cpu1 !== null ? (100 * (cpu1 - cpu0)) / (seconds * 1000) : null };
 }
 
 /**
@@ -782,7 +782,7 @@ function aggregate(target, runs) {
     agg.seconds = stat(ok.map((r) => r.seconds));
     agg.rate = stat(ok.map((r) => r.rate));
     agg.rssBefore = stat(ok.map((r) => r.rssBeforeMB ?? 0));
-    if (ok.every((r) => r.drain)) agg.drain = { rate: stat(ok.map((r) => r.drain.rate)), pauseMs: stat(ok.map((r) => r.drain.pauseMs)), brokerPct: median(ok.map((r) => r.drain.brokerPct ?? 0)) };
+    if (ok.every((r) => r.drain)) agg.drain = { rate: stat(ok.map((r) => r.drain.rate)), pauseMs: stat(ok.map((r) => r.drain.pauseMs)), hwmMB: stat(ok.map((r) => r.drain.hwmAfterMB)), brokerPct: median(ok.map((r) => r.drain.brokerPct ?? 0)) };
   } else {
     agg.rate = stat(ok.map((r) => r.rate));
     agg.value = agg.rate;
@@ -818,7 +818,7 @@ async function measure(system, target, label) {
           : target.kind === 'replay'
             ? `${int(run.rate)} msg/s, ${run.seconds.toFixed(1)} s, RSS ${mb(run.rssBeforeMB)} -> peak ${mb(run.rssPeakMB)} MB (+${mb(run.rssGrowthMB)})${run.fillSeconds ? `, filled in ${run.fillSeconds.toFixed(1)} s` : ''}`
             : target.kind
-            ? `RSS ${mb(run.rssMB)} MB (peak ${mb(run.hwmMB)} MB), ${run.seconds.toFixed(1)} s, ${int(run.rate)} ${target.kind === 'idle' ? 'connections' : 'msg'}/s${run.drain ? `; drained ${int(run.drain.delivered)} at ${int(run.drain.rate)} msg/s, broker longest pause ${ms(run.drain.pauseMs)} ms` : ''}`
+            ? `RSS ${mb(run.rssMB)} MB (peak ${mb(run.hwmMB)} MB), ${run.seconds.toFixed(1)} s, ${int(run.rate)} ${target.kind === 'idle' ? 'connections' : 'msg'}/s${run.drain ? `; drained ${int(run.drain.delivered)} at ${int(run.drain.rate)} msg/s, broker longest pause ${ms(run.drain.pauseMs)} ms, RSS peak by its end ${mb(run.drain.hwmAfterMB)} MB` : ''}`
             : `${int(run.rate)} ${target.unit}`;
       const disturbed = run.warnings?.length > 0;
       process.stderr.write(`  ${label} run ${i + 1}/${RUNS}: ${what}${run.problems?.length ? ` [${run.problems.length} problem(s): ${run.problems[0].slice(0, 160)}]` : ''}${disturbed ? ' [disturbed]' : ''} (${((now() - t0) / 1000).toFixed(1)} s)\n`);
@@ -931,7 +931,7 @@ function printResults(rows) {
       if (!w || w.failed) return [s.key, '-', '-', '-', '-', w?.failed ?? ''];
       if (s.kind === 'replay') return [s.key, `${pct(w.cpu.brokerPct)} / - / ${pct(w.cpu.receiversPct)} / ${pct(w.cpu.otherPct)}`, String(w.deliveriesPerFrame), `${mb(w.rssBeforeMB.median)} -> peak ${mb(w.rssPeakMB.median)} (+${mb(w.rssGrowthMB.median)}; runs +${spread([w.rssGrowthMB.min, w.rssGrowthMB.max], mb)})`, '-', `${w.seconds.median.toFixed(1)} s for ${int(w.count)}`];
       if (s.kind) {
-        const drained = w.drain ? `; drained at ${int(w.drain.rate.median)} msg/s (broker ${pct(w.drain.brokerPct)})` : '';
+        const drained = w.drain ? `; drained at ${int(w.drain.rate.median)} msg/s (broker ${pct(w.drain.brokerPct)}, RSS peak by its end ${mb(w.drain.hwmMB.median)} MB)` : '';
         const pause = w.drain ? `${ms(w.drain.pauseMs.median)} while draining (${spread([w.drain.pauseMs.min, w.drain.pauseMs.max], ms)})` : '-';
         return [s.key, `${pct(w.cpu.brokerPct)} broker`, '-', `${mb(w.value.median)} (peak ${mb(w.hwm.median)}; before ${mb(w.rssBefore.median)})`, pause, `${int(w.rate.median)} ${s.kind === 'idle' ? 'connections' : 'msg'}/s while ${s.kind === 'idle' ? 'connecting' : 'sending'}${drained}`];
       }
