@@ -23,6 +23,33 @@ export class Batch {
   /** a message's body as JSON, made when queued (one that cannot be encoded fails its own append only) */
   json: (string | undefined)[] = [];
   waiters: Waiter[] = [];
+  /** per waiter, the records queued when it came: its appends are among them */
+  #waitedAt: number[] = [];
+
+  /** answered once every record queued so far is durable */
+  wait(waiter: Waiter): void {
+    this.waiters.push(waiter);
+    this.#waitedAt.push(this.records.length);
+  }
+
+  /**
+   * The first `max` records as a batch of their own, with the waiters whose records are all
+   * among them; the rest stays here for the next commit.
+   */
+  splitOff(max: number): Batch {
+    const head = new Batch();
+    head.records = this.records.slice(0, max);
+    head.json = this.json.slice(0, max);
+    this.records = this.records.slice(max);
+    this.json = this.json.slice(max);
+    let w = 0;
+    while (w < this.waiters.length && this.#waitedAt[w]! <= max) w++;
+    head.waiters = this.waiters.slice(0, w);
+    head.#waitedAt = this.#waitedAt.slice(0, w);
+    this.waiters = this.waiters.slice(w);
+    this.#waitedAt = this.#waitedAt.slice(w).map((n) => n - max);
+    return head;
+  }
 
   push(record: LogRecord, json?: string): void {
     this.records.push(record);

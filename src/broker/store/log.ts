@@ -15,6 +15,12 @@ export type { LogStoreOptions, LogStoreStats, StoreLogger } from './log-options.
 const silent: StoreLogger = { error() {}, warn() {}, info() {} };
 /** records kept from a failed batch are never messages: they have no place to read back */
 const NOWHERE: RecordPlace = { segment: -1, offset: -1, replayed: false, inSnapshot: false };
+/**
+ * records one commit takes at most: its encoding and index updates run in one turn, so a pile
+ * queued behind a slow fsync (a drain's assigns, acks and removals) is written in pieces that
+ * each keep the event loop short; the rest goes with the next commit
+ */
+const MAX_COMMIT_RECORDS = 4096;
 
 interface Segment {
   readonly number: number;
@@ -105,7 +111,7 @@ export class LogStore implements MessageStore {
     }
     return new Promise<void>((resolve, reject) => {
       messages.forEach((m, i) => this.#queued.pushMessage(m, json[i]));
-      this.#queued.waiters.push({ resolve, reject });
+      this.#queued.wait({ resolve, reject });
       this.#kick();
     });
   }
@@ -165,8 +171,9 @@ export class LogStore implements MessageStore {
   #drain(): Promise<void> {
     const run = async () => {
       while (this.#state === 'open' && this.#queued.records.length > 0) {
-        const batch = this.#queued;
-        this.#queued = new Batch();
+        let batch = this.#queued;
+        if (batch.records.length > MAX_COMMIT_RECORDS) batch = batch.splitOff(MAX_COMMIT_RECORDS);
+        else this.#queued = new Batch();
         if (!(await this.#commit(batch))) return;
         await this.#maybeCompact(false);
       }

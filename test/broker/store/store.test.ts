@@ -270,6 +270,49 @@ describe('LogStore: group commit', () => {
   });
 });
 
+describe('LogStore: commits in pieces', () => {
+  test('a pile queued in one turn is written in commits of at most 4,096 records, each append answered once its own message is written', async () => {
+    const fs = new FaultyFs();
+    let written = Buffer.alloc(0);
+    const capturing: LogFs = {
+      ...fs,
+      open: async (path, flags) => {
+        const file = await fs.open(path, flags);
+        if (flags !== 'wx-durable') return file;
+        return {
+          ...file,
+          writev: async (buffers, position) => {
+            const bytes = await file.writev(buffers, position);
+            written = Buffer.concat([written, ...buffers]);
+            return bytes;
+          },
+        };
+      },
+    };
+    const dir = tempStoreDir();
+    const store = open(dir, { fs: capturing });
+    await store.load();
+    const commitsAtLoad = store.stats.commits;
+    // interleaved: a message, then its assign and delivery (3 records each, 9,000 in one turn)
+    const ids = Array.from({ length: 3000 }, (_, i) => `id-${String(i).padStart(6, '0')}`);
+    const answeredAfterWrite: boolean[] = [];
+    const sends = ids.map((messageId, i) => {
+      const sent = store.append([message(i, { messageId })]).then(() => {
+        answeredAfterWrite[i] = written.includes(messageId);
+      });
+      store.record([assign(messageId, 'c|1'), { kind: 'deliver', messageId, group: 'c|1', nbRequeues: 0 }]);
+      return sent;
+    });
+    await Promise.all(sends);
+    expect(answeredAfterWrite.filter(Boolean)).toHaveLength(3000);
+    // one commit of 9,000 records before: a turn of encoding and index updates that grew with the pile
+    expect(store.stats.commits - commitsAtLoad).toBeGreaterThanOrEqual(3);
+    const { state } = await reopen(store, dir);
+    expect(state.messages.map((m) => m.message.messageId)).toEqual(ids);
+    expect(state.messages.every((m) => m.records.length === 1 && m.records[0]!.nbRequeues === 1)).toBe(true);
+  });
+});
+
 describe('LogStore: durable writes', () => {
   test('segments are opened with O_DSYNC: a commit is one write, no separate fdatasync, and replays', async () => {
     const fs = new FaultyFs();
