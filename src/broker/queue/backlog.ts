@@ -1,4 +1,4 @@
-import { IdSlots } from '../store/id-slots.js';
+import { IdSlots } from '../../protocol/id-slots.js';
 import type { StoredMessage } from '../store/store.js';
 
 /**

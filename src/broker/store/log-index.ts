@@ -2,7 +2,7 @@
  * Why this file is long: the live index and its copy-on-write capture (what a compaction
  * snapshots while commits go on) share the columns and must change together.
  */
-import { IdSlots } from './id-slots.js';
+import { IdSlots } from '../../protocol/id-slots.js';
 import type { LogRecord, RecordTuple } from './log-format.js';
 import type { RecoveredState, StoredMessage } from './store.js';
 
