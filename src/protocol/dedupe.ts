@@ -62,7 +62,7 @@ export class DedupeWindow {
     if (expiresAt < this.#firstExpiry) this.#firstExpiry = expiresAt;
   }
 
-  /** the ids still remembered, in the order they were added */
+  /** the ids still remembered, in the order they were added; read it through before the window changes (a prune drops pages it walks) */
   *ids(): IterableIterator<string> {
     const now = this.#now() - this.#base;
     this.#prune(now);
