@@ -16,6 +16,8 @@ export interface LogStoreOptions {
   idleCompactMs?: number;
   /** bodies of replayed messages kept in memory, oldest first (frame bytes); the rest stay on disk */
   replayBodyBytes?: number;
+  /** how long state changes alone (deliveries, acks, removals) wait for an append to commit with; 0: at once */
+  eventDelayMs?: number;
   /** after a write failure, how often to try a fresh snapshot segment */
   retryMs?: number;
   log?: StoreLogger;

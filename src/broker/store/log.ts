@@ -21,6 +21,13 @@ const NOWHERE: RecordPlace = { segment: -1, offset: -1, replayed: false, inSnaps
  * each keep the event loop short; the rest goes with the next commit
  */
 const MAX_COMMIT_RECORDS = 4096;
+/**
+ * State changes no send waits for (a delivery, an ack, a removal) wait this long for an append
+ * to commit with: at a steady rate they ride with the next message's write instead of taking a
+ * write of their own that the next message would queue behind (1.65 -> 1 commit per message
+ * at 1,000 msg/s). SPEC §8 allows it: lost to a kill -9, they only mean a delivery again.
+ */
+const EVENT_DELAY_MS = 2;
 
 interface Segment {
   readonly number: number;
@@ -60,6 +67,9 @@ export class LogStore implements MessageStore {
   #nextNumber = 1;
   #draining: Promise<void> | null = null;
   #scheduled = false;
+  /** a commit of state changes alone, held back for an append to join (EVENT_DELAY_MS) */
+  #eventTimer: NodeJS.Timeout | null = null;
+  readonly #eventDelayMs: number;
   #compaction: Promise<void> | null = null;
   #retryTimer: NodeJS.Timeout | null = null;
   #recovering: Promise<void> | null = null;
@@ -72,6 +82,7 @@ export class LogStore implements MessageStore {
     this.#compactionSettings = { compactBytes: options.compactBytes ?? 64 * 1024 * 1024, compactRatio: options.compactRatio ?? 4 };
     this.#retryMs = options.retryMs ?? 1000;
     this.#idleCompactMs = options.idleCompactMs ?? 1000;
+    this.#eventDelayMs = options.eventDelayMs ?? EVENT_DELAY_MS;
     this.#index = new LiveIndex(options.dedupeWindowMs ?? 120_000, options.now ?? Date.now, options.replayBodyBytes ?? 4 * 1024 * 1024);
     this.#files = new SegmentFiles(this.#fs, directory);
     this.#bodies = new BodyReader(this.#index, new FrameReader(this.#files));
@@ -152,15 +163,37 @@ export class LogStore implements MessageStore {
   #stopRetrying(): void {
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
     if (this.#idleTimer) clearTimeout(this.#idleTimer);
+    if (this.#eventTimer) clearTimeout(this.#eventTimer);
     this.#retryTimer = null;
     this.#idleTimer = null;
+    this.#eventTimer = null;
   }
 
   // ---- the writer ----------------------------------------------------------------------
 
+  /** an append waits for what is queued; state changes alone may wait for one (EVENT_DELAY_MS) */
+  #urgent(): boolean {
+    const queued = this.#queued;
+    return queued.waiters.length > 0 || queued.records.length >= MAX_COMMIT_RECORDS || this.#eventDelayMs <= 0;
+  }
+
   /** the first record of a turn starts the writer on the next one: a burst becomes one batch */
   #kick(): void {
     if (this.#state !== 'open' || this.#scheduled || this.#draining) return;
+    if (!this.#urgent()) {
+      this.#eventTimer ??= setTimeout(() => {
+        this.#eventTimer = null;
+        this.#kickNow();
+      }, this.#eventDelayMs);
+      return;
+    }
+    this.#kickNow();
+  }
+
+  #kickNow(): void {
+    if (this.#state !== 'open' || this.#scheduled || this.#draining) return;
+    if (this.#eventTimer) clearTimeout(this.#eventTimer);
+    this.#eventTimer = null;
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
@@ -169,8 +202,11 @@ export class LogStore implements MessageStore {
   }
 
   #drain(): Promise<void> {
+    let first = true;
     const run = async () => {
-      while (this.#state === 'open' && this.#queued.records.length > 0) {
+      // state changes alone left after a commit: the finally's kick holds them back
+      while (this.#state === 'open' && this.#queued.records.length > 0 && (first || this.#urgent())) {
+        first = false;
         let batch = this.#queued;
         if (batch.records.length > MAX_COMMIT_RECORDS) batch = batch.splitOff(MAX_COMMIT_RECORDS);
         else this.#queued = new Batch();

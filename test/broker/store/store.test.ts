@@ -270,6 +270,53 @@ describe('LogStore: group commit', () => {
   });
 });
 
+describe('LogStore: state changes held back for an append', () => {
+  test('an ack alone waits for the next append and is written in its commit, not a commit of its own', async () => {
+    const dir = tempStoreDir();
+    const store = open(dir, { eventDelayMs: 200 });
+    await store.load();
+    await store.append([message(1, { messageId: 'a' })]);
+    store.record([assign('a', 'c|1'), ...ack('a', 'c|1')]);
+    const commits = store.stats.commits;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(store.stats.commits).toBe(commits); // held back
+    await store.append([message(2, { messageId: 'b' })]);
+    expect(store.stats.commits).toBe(commits + 1); // one write for the ack and the new message
+    const { state } = await reopen(store, dir);
+    expect(state.messages.map((m) => m.message.messageId)).toEqual(['b']);
+  });
+
+  test('with no append to join, state changes are written within the delay', async () => {
+    const dir = tempStoreDir();
+    const store = open(dir, { eventDelayMs: 20 });
+    await store.load();
+    await store.append([message(1, { messageId: 'a' }), message(2, { messageId: 'b' })]);
+    const commits = store.stats.commits;
+    store.record([assign('a', 'c|1'), ...ack('a', 'c|1')]);
+    await until(() => store.stats.commits > commits, 1000);
+    // read what is on disk without close(), which writes what is queued: a kill -9 now keeps the ack
+    const replayed = open(dir);
+    const state = await replayed.load();
+    expect(state.messages.map((m) => m.message.messageId)).toEqual(['b']);
+    await replayed.close();
+  });
+
+  test('a pile of state changes past the commit cap is written at once, and close() writes what is held back', async () => {
+    const dir = tempStoreDir();
+    const store = open(dir, { eventDelayMs: 60_000 });
+    await store.load();
+    const ids = Array.from({ length: 5000 }, (_, i) => `m-${i}`);
+    await store.append(ids.map((messageId, i) => message(i, { messageId })));
+    const commits = store.stats.commits;
+    for (const id of ids) store.record([assign(id, 'c|1')]);
+    await until(() => store.stats.commits > commits, 2000); // 5,000 records: not held for a minute
+    store.record(ack('m-0', 'c|1'));
+    const { state } = await reopen(store, dir); // close() writes the held ack
+    expect(state.messages).toHaveLength(4999);
+    expect(state.messages.every((m) => m.records.length === 1)).toBe(true);
+  });
+});
+
 describe('LogStore: commits in pieces', () => {
   test('a pile queued in one turn is written in commits of at most 4,096 records, each append answered once its own message is written', async () => {
     const fs = new FaultyFs();
