@@ -129,6 +129,11 @@ describe('a broker with an election block is a slave until it holds the lease (i
       expect(last.reason).toMatch(/^no master: etcd unreachable \(/);
     }
     for (const [id, watch] of watches) expect(watch.masters, `${id} said master while etcd was unreachable`).toEqual([]);
+    // the probe for liveness and client traffic: a degraded broker is alive and keeps storing sends
+    for (const [id, port] of management) {
+      const live = await fetch(`http://127.0.0.1:${port}/health/live`);
+      expect({ code: live.status, body: await live.json() }).toEqual({ code: 200, body: expect.objectContaining({ status: 'alive', serviceId: id }) });
+    }
     for (const node of nodes) expect(node.process!.output()).not.toContain('delivering: this broker acts as master');
 
     const from = offsets(nodes);
