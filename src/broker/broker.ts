@@ -293,7 +293,8 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
   }
   control?.handle(controlHandler(broker, ctx.keys, log));
   // once everything listens: tests and operators wait for this line's url
-  log.info('broker started', { serviceId: config.serviceId, isMaster: config.isMaster, url: broker.url, restored });
+  // the role it acts in now: with an election, a slave until it holds the lease (SPEC §9)
+  log.info('broker started', { serviceId: config.serviceId, isMaster: router.isMaster, url: broker.url, restored });
   notify.ready(statusLine(broker));
   notify.startWatchdog(() => statusLine(broker));
   return broker;

@@ -88,7 +88,9 @@ export class Router {
     this.log = options.log;
     this.now = options.now;
     this.#lifecycle = options.lifecycle;
-    this.#isMaster = policy.config.isMaster;
+    // with an election block only the lease makes a master (SPEC §9): a slave from the first
+    // second, whatever `isMaster` says; Peers sets the role once etcd has decided (mirror/peers.ts)
+    this.#isMaster = policy.config.isMaster && !policy.config.election;
     const history = options.history;
     this.#append = history ? async (messages) => void (await Promise.all([store.append(messages), history.append(messages)])) : (messages) => store.append(messages);
     this.#dedupe = new DedupeWindow(policy.config.dedupeWindow * 1000, options.now);
