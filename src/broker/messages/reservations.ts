@@ -172,6 +172,11 @@ export class Reservations {
     this.#persist();
   }
 
+  /** a change not on disk yet: a subscribe that took an id is answered once it is (SPEC §5, durable) */
+  get unwritten(): Promise<void> | null {
+    return this.#options.file?.pending ?? null;
+  }
+
   close(): Promise<void> {
     this.#stopSweeps();
     return this.#options.file?.flushed() ?? Promise.resolve();

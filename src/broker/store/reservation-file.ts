@@ -63,6 +63,11 @@ export class ReservationFile {
     this.#writing = this.#writeLoop();
   }
 
+  /** a write under way: what it will have written once it resolves; null when all is on disk */
+  get pending(): Promise<void> | null {
+    return this.#writing ? this.flushed() : null;
+  }
+
   /** resolves once every change so far is on disk */
   async flushed(): Promise<void> {
     while (this.#writing) await this.#writing;
