@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { WhiskerClient } from '../../../src/client/client.js';
@@ -7,7 +6,7 @@ import type { WhiskerError } from '../../../src/protocol/errors.js';
 import { type BrokerProcess, freePort, startProcess, whisker, writeConfig } from '../../support/broker-process.js';
 import { electionCluster, nextMaster, offsets } from '../../support/election-cluster.js';
 import { startEtcd } from '../../support/etcd.js';
-import { connect, Inbox, tempDir, until } from '../../support/harness.js';
+import { connect, Inbox, tempDir } from '../../support/harness.js';
 
 /**
  * SPEC §5 and §9 with real broker processes (issue 28 item 2): a reserved id stays its client
@@ -45,14 +44,20 @@ function configure(node: Node, all: readonly Node[], isMaster: boolean): string 
   });
 }
 
-/** the owner a broker's data directory records for `channel` (what a restart or promotion starts from) */
-function storedOwner(dir: string, channel: string): string | undefined {
-  try {
-    const { reservations } = JSON.parse(readFileSync(join(dir, 'data', 'reservations.json'), 'utf8')) as { reservations: Array<{ channel: string; owner: string }> };
-    return reservations.find((r) => r.channel === channel)?.owner;
-  } catch {
-    return undefined;
+/** waits until `whisker reservations list` on this broker shows `owner` holding `channel` (a slave: from its master) */
+async function listed(configPath: string, channel: string, owner: string, timeoutMs = 10_000): Promise<void> {
+  const start = Date.now();
+  let last = '';
+  while (Date.now() - start < timeoutMs) {
+    const result = await whisker(['reservations', 'list', '-c', configPath, '--json']);
+    last = result.stdout + result.stderr;
+    if (result.code === 0) {
+      const { reservations } = JSON.parse(result.stdout) as { reservations: Array<{ channel: string; owner: string }> };
+      if (reservations.some((r) => r.channel === channel && r.owner === owner)) return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
+  throw new Error(`${configPath}: ${channel} not listed for ${owner}: ${last}`);
 }
 
 async function expectReserved(client: WhiskerClient, channel: ChannelString, ownerName: string): Promise<void> {
@@ -90,7 +95,7 @@ describe('reservations across restarts and failovers (real broker processes)', (
     const hosts = all.map((n) => n.spec);
     const owner = await connect('failover-owner', hosts);
     await owner.listen('room/v1/9', () => {}).ready;
-    await until(() => storedOwner(b!.dir, 'room/v1/9') === 'failover-owner', 5000, 'the slave to store its master\'s reservation');
+    await listed(b!.configPath, 'room/v1/9', 'failover-owner');
     await owner.disconnect(); // a rolling deploy under way: no instance of the name runs
     a!.process.child.kill('SIGKILL');
     await a!.process.exited;
@@ -114,7 +119,7 @@ describe('reservations across restarts and failovers (real broker processes)', (
     const hosts = cluster.map((n) => n.spec);
     const owner = await connect('elected-owner', hosts);
     await owner.listen('room/v1/e', () => {}).ready;
-    for (const node of cluster) await until(() => storedOwner(node.dir, 'room/v1/e') === 'elected-owner', 5000, `${node.serviceId} to store the reservation`);
+    await Promise.all(cluster.map((node) => listed(node.configPath, 'room/v1/e', 'elected-owner')));
     await owner.disconnect();
     const from = offsets(cluster);
     first.process!.child.kill('SIGKILL');
