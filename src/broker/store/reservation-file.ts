@@ -28,6 +28,10 @@ export class ReservationFile {
   #snapshot: (() => readonly ReservationRecord[]) | null = null;
   #writing: Promise<void> | null = null;
   #again = false;
+  /** changes made, and changes on disk (or given up on after a failed write) */
+  #changes = 0;
+  #written = 0;
+  #waiters: Array<{ upTo: number; resolve: () => void }> = [];
 
   constructor(path: string, log: Logger) {
     this.#path = path;
@@ -56,6 +60,7 @@ export class ReservationFile {
   /** the table changed: written soon with what `snapshot` gives then */
   changed(snapshot: () => readonly ReservationRecord[]): void {
     this.#snapshot = snapshot;
+    this.#changes++;
     if (this.#writing) {
       this.#again = true;
       return;
@@ -63,9 +68,11 @@ export class ReservationFile {
     this.#writing = this.#writeLoop();
   }
 
-  /** a write under way: what it will have written once it resolves; null when all is on disk */
+  /** resolves once every change made so far is on disk (not waiting for later ones); null when it is */
   get pending(): Promise<void> | null {
-    return this.#writing ? this.flushed() : null;
+    if (this.#written >= this.#changes) return null;
+    const upTo = this.#changes;
+    return new Promise((resolve) => this.#waiters.push({ upTo, resolve }));
   }
 
   /** resolves once every change so far is on disk */
@@ -77,13 +84,23 @@ export class ReservationFile {
     try {
       do {
         this.#again = false;
+        const upTo = this.#changes;
         await this.#write(this.#snapshot?.() ?? []);
+        this.#settle(upTo);
       } while (this.#again);
     } catch (error) {
       this.#log.error('reservations could not be written: a restart may not keep the latest', { path: this.#path, error: (error as Error).message });
     } finally {
       this.#writing = null;
+      this.#settle(this.#changes); // given up on: nobody waits for a write that will not come
     }
+  }
+
+  #settle(upTo: number): void {
+    this.#written = Math.max(this.#written, upTo);
+    const ready = this.#waiters.filter((w) => w.upTo <= this.#written);
+    this.#waiters = this.#waiters.filter((w) => w.upTo > this.#written);
+    for (const w of ready) w.resolve();
   }
 
   async #write(records: readonly ReservationRecord[]): Promise<void> {
