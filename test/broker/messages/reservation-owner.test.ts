@@ -4,7 +4,7 @@ import type { ChannelString } from '../../../src/client/types.js';
 import { createLogger } from '../../../src/ops/logger.js';
 import type { WhiskerError } from '../../../src/protocol/errors.js';
 import { start } from '../../support/cli-process.js';
-import { broker, connect, Inbox, once, until } from '../../support/harness.js';
+import { broker, brokerConfig, connect, freePort, Inbox, once, until } from '../../support/harness.js';
 
 /**
  * SPEC §5: a reserved id belongs to the client NAME (issue 28 item 2), and refusals say why
@@ -180,5 +180,39 @@ describe('refusals say why', () => {
     expect(refused()).toHaveLength(2);
     expect(refused()[1]).toMatchObject({ client: 'other', channel: 'room/v1/*', reason: 'star-under-reserve' });
     expect(refused()[1]).not.toHaveProperty('owner');
+  });
+});
+
+/** subscriptions to room/v1/new the broker holds, over every connection */
+function subscribedOn(b: { sessions: Iterable<{ subscriptions: ReadonlyMap<number, { queue: string; ids: ReadonlySet<string> }> }> }): number {
+  let count = 0;
+  for (const session of b.sessions) for (const s of session.subscriptions.values()) if (s.queue === 'room/v1' && s.ids.has('new')) count++;
+  return count;
+}
+
+describe('a slave promoted to master decides from what it holds', () => {
+  test('two names subscribed to one free reserved id on a slave: promoted, it keeps one and revokes the other with reason reserved', async () => {
+    const unused = await freePort();
+    const slave = await broker({ rules, isMaster: false, peers: [`127.0.0.1:${unused}@gone`] });
+    const [first, second, sender] = await Promise.all([connect('first', slave.hostSpec), connect('second', slave.hostSpec), connect('sender', slave.hostSpec)]);
+    const got = { first: new Inbox(), second: new Inbox() };
+    const refused = { first: refusals(), second: refusals() };
+    const handler = (name: 'first' | 'second') => (err: WhiskerError | null, msg?: unknown) => {
+      if (err) refused[name].handler(err);
+      else got[name].push({ msg, info: undefined as never });
+    };
+    first.listen('room/v1/new', handler('first'));
+    await until(() => subscribedOn(slave) === 1, 5000, 'the first subscription on the slave');
+    second.listen('room/v1/new', handler('second'));
+    await until(() => subscribedOn(slave) === 2, 5000, 'the second subscription on the slave');
+    expect(slave.router.reservations.size).toBe(0); // a slave takes nothing: its master decides
+    slave.reload(brokerConfig({ rules, isMaster: true, peers: [] }, slave.dir));
+    await until(() => refused.second.errors.length === 1, 5000, 'the second name to be revoked');
+    expect(refused.second.errors[0]).toMatchObject({ code: 'E_FORBIDDEN', details: { channel: 'room/v1/new', right: 'read', reason: 'reserved' } });
+    expect(refused.first.errors).toEqual([]);
+    expect(slave.router.reservations.ownerOf('room/v1/new')).toBe('first');
+    await sender.send('room/v1/new', 'after the promotion');
+    await got.first.waitFor(1);
+    expect(got.second.length).toBe(0);
   });
 });
