@@ -22,6 +22,8 @@ export interface ReplayHandle {
 
 interface Pending {
   readonly sink: SubscriptionSink;
+  /** how many distinct ids the replay names: all of them refused ends it with the refusal */
+  readonly ids: number;
   count: number;
   readonly finish: (error: WhiskerError | null, count: number) => void;
 }
@@ -56,8 +58,8 @@ export class Replays {
     return this.#pending.has(sub);
   }
 
-  add(sub: number, sink: SubscriptionSink, finish: (error: WhiskerError | null, count: number) => void): void {
-    this.#pending.set(sub, { sink, count: 0, finish });
+  add(sub: number, sink: SubscriptionSink, ids: number, finish: (error: WhiskerError | null, count: number) => void): void {
+    this.#pending.set(sub, { sink, ids, count: 0, finish });
   }
 
   /** the broker's answer to the replay frame: a refusal ends it */
@@ -65,7 +67,12 @@ export class Replays {
     if (reply === null) return this.#end(sub, new WhiskerError('E_NO_MASTER', 'No broker connected to replay from'));
     if (reply.error) return this.#end(sub, errorFromPayload(reply.error));
     const refused = reply.refused ?? [];
-    for (const r of refused) this.#pending.get(sub)?.sink.refusal(errorFromPayload(r.error), false);
+    const pending = this.#pending.get(sub);
+    if (!pending || refused.length === 0) return;
+    // every id refused: the replay ends with the refusal (E_FORBIDDEN), not as an empty history
+    const empty = refused.length >= pending.ids;
+    for (const r of refused) pending.sink.refusal(errorFromPayload(r.error), empty);
+    if (empty) this.#end(sub, errorFromPayload(refused[0]!.error));
   }
 
   deliver(sub: number, data: unknown, info: DeliveryInfo): void {
