@@ -32,6 +32,8 @@ export class History {
   readonly #channels = new Map<string, ChannelHistory>();
   #retention: (queue: string) => Retention | null;
   #timer: NodeJS.Timeout | null = null;
+  /** settles after every append so far: the next one resolves after it */
+  #lastAppend: Promise<void> = Promise.resolve();
   /** replays served since start (metrics: whisker_replays_total) */
   replays = 0;
   /** replays reading now (whisker_replays_in_progress) */
@@ -68,8 +70,11 @@ export class History {
     return this.#retention(queue) !== null;
   }
 
-  /** stores the messages of retained channels; resolves once they are on disk */
-  async append(messages: readonly StoredMessage[]): Promise<void> {
+  /**
+   * Stores the messages of retained channels; resolves once they are on disk, and never before
+   * an earlier call's promise: the router admits in the order its appends resolve (issue 27).
+   */
+  append(messages: readonly StoredMessage[]): Promise<void> {
     let byQueue: Map<string, HistoryRecord[]> | null = null;
     for (const m of messages) {
       if (m.data === undefined || this.#retention(m.queue) === null) continue;
@@ -78,15 +83,11 @@ export class History {
       if (!records) byQueue.set(m.queue, (records = []));
       records.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
     }
-    if (!byQueue) return;
-    await Promise.all(
-      [...byQueue].map(async ([queue, records]) => {
-        const retention = this.#retention(queue)!;
-        const channel = await this.#channel(queue);
-        await channel.append(records, retention);
-        await channel.trim(retention, this.#now());
-      }),
-    );
+    if (!byQueue) return this.#lastAppend;
+    const writes = [...byQueue].map(([queue, records]) => this.#channel(queue).append(records, this.#retention(queue)!, this.#now));
+    const done = Promise.all([...writes, this.#lastAppend]).then(() => undefined);
+    this.#lastAppend = done.catch(() => undefined);
+    return done;
   }
 
   stats(queue: string): HistoryStats | null {
@@ -145,12 +146,13 @@ export class History {
     await Promise.all([...this.#channels.values()].map((c) => c.close()));
   }
 
-  async #channel(queue: string): Promise<ChannelHistory> {
+  /** made and opened at once: its open is queued before any append to it */
+  #channel(queue: string): ChannelHistory {
     let channel = this.#channels.get(queue);
     if (!channel) {
       channel = new ChannelHistory(join(this.#dir, queue.replace('/', '@')));
       this.#channels.set(queue, channel);
-      await channel.open();
+      channel.open().catch((error: unknown) => this.#log.error('history could not be opened', { queue, error: (error as Error).message }));
     }
     return channel;
   }
