@@ -68,6 +68,11 @@ export class ChannelHistory {
     return total;
   }
 
+  /** acceptance time of the newest record kept */
+  get newestAt(): number {
+    return this.#segments.at(-1)?.lastAt ?? -Infinity;
+  }
+
   get oldestAt(): number | null {
     return this.#segments[0]?.firstAt ?? null;
   }
@@ -189,6 +194,16 @@ export class ChannelHistory {
       for (const s of this.#segments) await Promise.all([unlink(s.path), unlink(`${s.path}.meta`)].map((p) => p.catch(() => undefined)));
       this.#segments = [];
     }).then(() => freed);
+  }
+
+  /** the ids of the records accepted at or after `at`, with their acceptance times (a restart's check, issue 27) */
+  async idsSince(at: number): Promise<Map<string, number>> {
+    await this.#writing;
+    const ids = new Map<string, number>();
+    for (const segment of this.#segments.filter((s) => s.lastAt >= at)) {
+      await forEachRecord(segment.path, segment.bytes, (record) => void (record.acceptedAt >= at && ids.set(record.messageId, record.acceptedAt)));
+    }
+    return ids;
   }
 
   /**

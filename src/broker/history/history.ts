@@ -32,6 +32,11 @@ export class History {
   readonly #channels = new Map<string, ChannelHistory>();
   #retention: (queue: string) => Retention | null;
   #timer: NodeJS.Timeout | null = null;
+  /**
+   * ids found in a history at restart that its message log never took (a kill -9 between the two
+   * writes): when the client sends them again they are accepted, and not written a second time
+   */
+  readonly #alreadyWritten = new Set<string>();
   /** settles after every append so far: the next one resolves after it */
   #lastAppend: Promise<void> = Promise.resolve();
   /** replays served since start (metrics: whisker_replays_total) */
@@ -78,6 +83,7 @@ export class History {
     let byQueue: Map<string, HistoryRecord[]> | null = null;
     for (const m of messages) {
       if (m.data === undefined || this.#retention(m.queue) === null) continue;
+      if (this.#alreadyWritten.delete(m.messageId)) continue;
       byQueue ??= new Map();
       let records = byQueue.get(m.queue);
       if (!records) byQueue.set(m.queue, (records = []));
@@ -88,6 +94,40 @@ export class History {
     const done = Promise.all([...writes, this.#lastAppend]).then(() => undefined);
     this.#lastAppend = done.catch(() => undefined);
     return done;
+  }
+
+  /**
+   * At start, after a stop of any kind (issue 27): the message log and the history are written side
+   * by side, so a kill -9 can leave a message in one only. Returns the messages the log holds
+   * that a retained channel's history lacks (the caller appends them: a copy sent again is
+   * deduplicated and would never reach the history), and remembers the records of the last
+   * `recentMs` the log does not know (never answered: sent again, they are not written twice).
+   */
+  async recover(held: readonly StoredMessage[], known: (messageId: string) => boolean, recentMs: number): Promise<StoredMessage[]> {
+    const byQueue = new Map<string, StoredMessage[]>();
+    for (const m of held) {
+      if (this.#retention(m.queue) === null) continue;
+      const list = byQueue.get(m.queue);
+      if (list) list.push(m);
+      else byQueue.set(m.queue, [m]);
+    }
+    const recentFrom = this.#now() - recentMs;
+    const missing: StoredMessage[] = [];
+    for (const queue of new Set([...byQueue.keys(), ...this.#channels.keys()])) {
+      const retention = this.#retention(queue);
+      if (retention === null) continue;
+      const channel = this.#channels.get(queue);
+      // what the history lacks is what the log took after the history's newest record (both are
+      // written in acceptance order); older held messages were trimmed, or have expired
+      const newestAt = channel?.newestAt ?? -Infinity;
+      const expiredBefore = retention.seconds !== undefined ? this.#now() - retention.seconds * 1000 : -Infinity;
+      const candidates = (byQueue.get(queue) ?? []).filter((m) => m.acceptedAt >= newestAt && m.acceptedAt >= expiredBefore);
+      const written = channel ? await channel.idsSince(Math.min(recentFrom, newestAt)) : new Map<string, number>();
+      for (const m of candidates) if (!written.has(m.messageId)) missing.push(m);
+      for (const [messageId, acceptedAt] of written) if (acceptedAt >= recentFrom && !known(messageId)) this.#alreadyWritten.add(messageId);
+    }
+    if (missing.length > 0 || this.#alreadyWritten.size > 0) this.#log.warn('history made whole after a stop', { written: missing.length, unanswered: this.#alreadyWritten.size });
+    return missing.sort((a, b) => a.seq - b.seq);
   }
 
   stats(queue: string): HistoryStats | null {
