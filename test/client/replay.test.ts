@@ -125,6 +125,26 @@ describe('client replay', () => {
     await Promise.all([producer.disconnect(), reader.disconnect(), owner.disconnect(), other.disconnect()]);
   });
 
+  test('issue 27: listen({ since }) while 15,000 retained messages still wait for a first subscriber: each arrives once', async () => {
+    const b = await broker({ ...config, maxItemsInQueue: 50_000 });
+    const producer = await connect('producer', b.hostSpec);
+    const total = 15_000;
+    for (let n = 0; n < total; n += 500) await Promise.all(Array.from({ length: 500 }, (_, k) => producer.send('ev/v1/a', { n: n + k })));
+    expect(b.router.queues.get('ev/v1')?.size).toBe(total); // nobody took them yet
+    const reader = await connect('reader', b.hostSpec);
+    const got: number[] = [];
+    await reader.listen('ev/v1/*', { since: 0 }, (_err, msg) => void got.push((msg as { n: number }).n)).ready;
+    await until(() => got.length >= total, 30_000, `all ${total} (${got.length})`);
+    await producer.send('ev/v1/a', { n: total });
+    await until(() => got.includes(total), 10_000, 'a live message after the seam');
+    await new Promise((resolve) => setTimeout(resolve, 300)); // late copies, if any, would come now
+    const duplicates = got.length - new Set(got).size;
+    console.log(`listen since over a waiting backlog of ${total}: ${got.length} received, ${duplicates} duplicates`);
+    expect(duplicates).toBe(0);
+    expect([...got].sort((x, y) => x - y)).toEqual(Array.from({ length: total + 1 }, (_, n) => n));
+    await Promise.all([producer.disconnect(), reader.disconnect()]);
+  }, 90_000);
+
   test('publish() returns at once; a refused one reaches the error event with its code and message id', async () => {
     const b = await broker(config);
     const producer = await connect('producer', b.hostSpec);
