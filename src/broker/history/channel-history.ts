@@ -196,12 +196,24 @@ export class ChannelHistory {
     }).then(() => freed);
   }
 
-  /** the ids of the records accepted at or after `at`, with their acceptance times (a restart's check, issue 27) */
-  async idsSince(at: number): Promise<Map<string, number>> {
+  /**
+   * The ids of the newest records (a restart's check, issue 27), newest segment first, up to
+   * `maxBytes` of them: it stops after a segment holding a record `known` says the log took, or
+   * once segments are older than `at`.
+   */
+  async tailIds(at: number, maxBytes: number, known: (messageId: string) => boolean): Promise<Map<string, number>> {
     await this.#writing;
     const ids = new Map<string, number>();
-    for (const segment of this.#segments.filter((s) => s.lastAt >= at)) {
-      await forEachRecord(segment.path, segment.bytes, (record) => void (record.acceptedAt >= at && ids.set(record.messageId, record.acceptedAt)));
+    let read = 0;
+    for (const segment of [...this.#segments].reverse()) {
+      if (segment.lastAt < at || read >= maxBytes) break;
+      let found = false;
+      await forEachRecord(segment.path, segment.bytes, (record) => {
+        ids.set(record.messageId, record.acceptedAt);
+        found ||= known(record.messageId);
+      });
+      read += segment.bytes;
+      if (found) break;
     }
     return ids;
   }

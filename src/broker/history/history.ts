@@ -9,6 +9,9 @@ import type { HistoryRecord, ReadRecord } from './segment.js';
 export type { HistoryRecord, ReadRecord } from './segment.js';
 export type { ReadRange } from './channel-history.js';
 
+/** at start, at most this much of a channel's newest history is read to check it against the log */
+const RECOVER_BYTES = 16 * 1_048_576;
+
 /** how often retention by time is applied when nothing is appended */
 const TRIM_INTERVAL_MS = 5_000;
 
@@ -122,10 +125,12 @@ export class History {
       const newestAt = channel?.newestAt ?? -Infinity;
       const expiredBefore = retention.seconds !== undefined ? this.#now() - retention.seconds * 1000 : -Infinity;
       const candidates = (byQueue.get(queue) ?? []).filter((m) => m.acceptedAt >= newestAt && m.acceptedAt >= expiredBefore);
-      const written = channel ? await channel.idsSince(Math.min(recentFrom, newestAt)) : new Map<string, number>();
+      const written = channel ? await channel.tailIds(Math.min(recentFrom, newestAt), RECOVER_BYTES, known) : new Map<string, number>();
       for (const m of candidates) if (!written.has(m.messageId)) missing.push(m);
       for (const [messageId, acceptedAt] of written) if (acceptedAt >= recentFrom && !known(messageId)) this.#alreadyWritten.add(messageId);
     }
+    // a copy sent again after the dedupe window is a new message anyway: forget them then
+    if (this.#alreadyWritten.size > 0) setTimeout(() => this.#alreadyWritten.clear(), recentMs).unref();
     if (missing.length > 0 || this.#alreadyWritten.size > 0) this.#log.warn('history made whole after a stop', { written: missing.length, unanswered: this.#alreadyWritten.size });
     return missing.sort((a, b) => a.seq - b.seq);
   }
