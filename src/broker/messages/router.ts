@@ -78,6 +78,7 @@ export class Router {
   readonly #idleQueues: IdleQueues;
   /** what the queues see of the store: every state change also reaches the mirrors */
   readonly #queueStore: MessageStore;
+  readonly #history: History | undefined;
   #hooks: MirrorHooks | null = null;
   #isMaster: boolean;
   #held = false;
@@ -96,6 +97,7 @@ export class Router {
     // second, whatever `isMaster` says; Peers sets the role once etcd has decided (mirror/peers.ts)
     this.#isMaster = policy.config.isMaster && !policy.config.election;
     const history = options.history;
+    this.#history = history;
     this.#append = history ? async (messages) => void (await Promise.all([store.append(messages), history.append(messages)])) : (messages) => store.append(messages);
     this.#dedupe = new DedupeWindow(policy.config.dedupeWindow * 1000, options.now);
     this.#queueStore = {
@@ -291,8 +293,22 @@ export class Router {
     for (const queue of this.#queues.values()) queue.finishRestore();
     this.#reservations.restore();
     this.#reservations.setMaster(this.#isMaster);
+    await this.#recoverHistory(messages.map((m) => m.message), new Set(recent.map((r) => r.messageId)));
     this.#idleQueues.start();
     return messages.length;
+  }
+
+  /** every message the log holds is in its channel's history too, whatever stopped the broker (issue 27) */
+  async #recoverHistory(held: readonly StoredMessage[], removed: ReadonlySet<string>): Promise<void> {
+    const history = this.#history;
+    if (!history) return;
+    const heldIds = new Set(held.map((m) => m.messageId));
+    const missing = await history.recover(held, (id) => heldIds.has(id) || removed.has(id), this.#dedupe.windowMs);
+    if (missing.length === 0) return;
+    const lacking = missing.filter((m) => m.data === undefined);
+    const bodies = lacking.length > 0 ? await this.#store.readBodies(lacking.map((m) => m.messageId)) : [];
+    const byId = new Map(lacking.map((m, i) => [m.messageId, bodies[i]]));
+    await history.append(missing.map((m) => (m.data === undefined ? { ...m, data: byId.get(m.messageId) } : m)));
   }
 
   applyPolicy(policy: Policy): void {
