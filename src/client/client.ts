@@ -7,6 +7,7 @@ import { handlerSink } from './dispatch.js';
 import { Brokers } from './brokers.js';
 import { MessageIds } from './message-ids.js';
 import { clientKeys, clientOptions, type ClientOptions, DEFAULTS } from './options.js';
+import { reportedPromise } from './observed.js';
 import { Outbox } from './outbox.js';
 import { type ReplayHandle, type ReplayOptions, replayFrame, Replays, SeamSink } from './replay.js';
 import { MessageStream, ReplayStream } from './stream.js';
@@ -57,6 +58,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   readonly #host: SubscriptionHost = {
     request: (build, onMasterReply) => (this.#brokers ? this.#brokers.request(build, onMasterReply) : onMasterReply(null)),
     forget: (subscription) => void this.#subscriptions.delete(subscription.sub),
+    report: (error) => this.#reportUnobserved(error),
   };
 
   /**
@@ -71,14 +73,12 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     // cut short by our own disconnect(): told to the caller, never an `error`, never "unhandled"
     const handled = (err: WhiskerError) => (err.code === 'E_DISCONNECTED' && this.#disconnected) || this.#emitError(err);
     if (cb) return this.#connect(config, (err) => (err && handled(err), cb(err)));
-    const promise = new Promise<void>((resolve, reject) =>
-      this.#connect(config, (err) => {
-        if (!err) return resolve();
-        if (handled(err)) promise.catch(() => {});
-        reject(err);
-      }),
+    // told to `error` listeners at once (above); without one, an unawaited failure is a process warning
+    let told = false;
+    return reportedPromise<void>(
+      (resolve, reject) => this.#connect(config, (err) => (err ? ((told = handled(err)), reject(err)) : resolve())),
+      (err) => void (told || process.emitWarning(err)),
     );
-    return promise;
   }
 
   /** true while at least one broker is connected */
@@ -94,8 +94,10 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     const options = typeof optionsOrCb === 'object' && optionsOrCb !== null ? optionsOrCb : {};
     const cb = typeof optionsOrCb === 'function' ? optionsOrCb : maybeCb;
     if (cb) return this.#send(channel, data, options.signal, cb);
-    return new Promise((resolve, reject) =>
-      this.#send(channel, data, options.signal, (err, _result, info) => (err ? reject(Object.assign(err, { info })) : resolve(info))),
+    // an unawaited send's failure goes to `error` with its message id, never "unhandled" (SPEC §3)
+    return reportedPromise<SendInfo>(
+      (resolve, reject) => this.#send(channel, data, options.signal, (err, _result, info) => (err ? reject(Object.assign(err, { info })) : resolve(info))),
+      this.#reportUnobserved,
     );
   }
 
@@ -154,9 +156,12 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     if (typeof handler !== 'function') throw new WhiskerError('E_BAD_ARGUMENT', 'replay needs a handler function');
     const sink = handlerSink('listen', handler as ListenHandler, report, () => 0);
     const done = this.#replay(channel, options, sink);
-    if (cb) done.then((count) => cb(null, count), (error: WhiskerError) => cb(error, 0));
-    else done.catch(() => {}); // the handle's promise: a caller that never looks at it must not crash
-    return { done };
+    if (cb) {
+      done.then((count) => cb(null, count), (error: WhiskerError) => cb(error, 0)); // handles `done` too
+      return { done };
+    }
+    // the handle's promise: a caller that never looks at it gets the failure on `error`
+    return { done: reportedPromise<number>((resolve, reject) => done.then(resolve, reject), report) };
   }
 
   #replay(channel: unknown, options: ReplayOptions, sink: SubscriptionSink, seam?: SeamSink, cancellable?: (cancel: () => void) => void): Promise<number> {
@@ -184,17 +189,19 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   disconnect(): Promise<void>;
   disconnect(cb: (err: null) => void): void;
   disconnect(cb?: (err: null) => void): Promise<void> | void {
-    const done = (async () => {
-      const wasOpen = !this.#disconnected;
-      this.#disconnected = true;
-      this.#outbox.failAll(new WhiskerError('E_DISCONNECTED', 'Client disconnected'));
-      this.#replays.failAll(new WhiskerError('E_DISCONNECTED', 'Client disconnected'));
-      for (const subscription of this.#subscriptions.values()) subscription.sink.closed?.();
-      await this.#brokers?.close();
-      if (wasOpen) this.emit('disconnect');
-    })();
+    const done = reportedPromise<void>((resolve, reject) => void this.#disconnect().then(resolve, reject), this.#reportUnobserved);
     if (!cb) return done;
     void done.then(() => cb(null));
+  }
+
+  async #disconnect(): Promise<void> {
+    const wasOpen = !this.#disconnected;
+    this.#disconnected = true;
+    this.#outbox.failAll(new WhiskerError('E_DISCONNECTED', 'Client disconnected'));
+    this.#replays.failAll(new WhiskerError('E_DISCONNECTED', 'Client disconnected'));
+    for (const subscription of this.#subscriptions.values()) subscription.sink.closed?.();
+    await this.#brokers?.close();
+    if (wasOpen) this.emit('disconnect');
   }
 
   // ---- connecting ----------------------------------------------------------------------
@@ -251,6 +258,9 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     if (event === 'disconnect' && this.#disconnected) return;
     (this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args);
   }
+
+  /** a promise nobody awaited failed: its error goes to `error`, or is a process warning */
+  readonly #reportUnobserved = (error: WhiskerError): void => void this.#emitError(error, true);
 
   /** to the `error` listeners, if there are any; false when nobody listens */
   #emitError(error: WhiskerError, warnIfUnheard = false): boolean {
