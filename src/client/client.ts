@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { ChannelCache, parseChannelSet } from '../protocol/channel.js';
+import { ChannelCache, parseChannelSet, unescapeId } from '../protocol/channel.js';
 import { DedupeWindow } from '../protocol/dedupe.js';
 import { WhiskerError } from '../protocol/errors.js';
 import type { Delivery, PublishedMessage } from '../protocol/frames.js';
@@ -368,10 +368,12 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
         return;
       }
       const channel = { endpoint: parsed.endpoint, version: parsed.version, id: parsed.rawId };
-      return this.#replays.deliver(delivery.sub, delivery.data, { messageId: delivery.messageId, channel, created: delivery.created, nbRequeues: 0, from: delivery.from });
+      const info = { messageId: delivery.messageId, channel, subscribedId: subscribedId(delivery.via), created: delivery.created, nbRequeues: 0, from: delivery.from };
+      return this.#replays.deliver(delivery.sub, delivery.data, info);
     }
     const subscription = this.#subscriptions.get(delivery.sub);
     if (!subscription) return; // closed: the broker requeues what it had in flight
+    // per subscribed id (`via`): each copy of a message sent to `*` arrives (SPEC §3)
     const key = `${delivery.sub}|${delivery.via}|${delivery.messageId}|${delivery.nbRequeues}`;
     const ack = (ok: boolean, delaySeconds: number) => this.#brokers?.settle(delivery, ok, delaySeconds);
     if (this.#processed.has(key)) {
@@ -389,11 +391,20 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     } catch {
       return;
     }
-    const info: DeliveryInfo = { messageId: delivery.messageId, channel, created: delivery.created, nbRequeues: delivery.nbRequeues, from: delivery.from };
+    const info: DeliveryInfo = { messageId: delivery.messageId, channel, subscribedId: subscribedId(delivery.via), created: delivery.created, nbRequeues: delivery.nbRequeues, from: delivery.from };
     subscription.sink.message(delivery.data, info, (ok, delaySeconds) => {
       this.#settled.add(`${key}|${ok ? 1 : 0}`);
       ack(ok, delaySeconds);
     });
+  }
+}
+
+/** the subscribed id a delivery came through, as the user means it; `*` for a subscription to every id */
+function subscribedId(via: string): string {
+  try {
+    return unescapeId(via);
+  } catch {
+    return via;
   }
 }
 

@@ -73,7 +73,13 @@ export type SendCallback = (err: WhiskerError | null, result: null, info: SendIn
 
 export interface DeliveryInfo {
   messageId: string;
+  /** the channel the message was sent to: `id` is `*` for a message sent to `*` */
   channel: Channel;
+  /**
+   * the id of the subscription this copy reached, as the user means it (`*` for a subscription
+   * to every id): a message sent to `*` comes once per subscribed id, each with its own
+   */
+  subscribedId: string;
   /** ms since the epoch, when the sender made the message */
   created: number;
   /** earlier deliveries of this message: 0 on the first */
