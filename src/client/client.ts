@@ -47,7 +47,9 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   #disconnected = false;
   readonly #outbox = new Outbox(() => this.#options?.sendTimeoutMs ?? DEFAULTS.sendTimeoutMs);
   /** channels parsed once: a client sends to, and hears from, few of them */
-  readonly #channels = new ChannelCache();
+  readonly #channels = new ChannelCache(1024, true);
+  /** channels of deliveries: ids stored before control characters were refused still arrive */
+  readonly #delivered = new ChannelCache();
   readonly #messageIds = new MessageIds();
   readonly #subscriptions = new Map<number, ClientSubscription>();
   readonly #replays = new Replays();
@@ -168,7 +170,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     return new Promise<number>((resolve, reject) => {
       let frame: (req: number) => ReturnType<typeof replayFrame>;
       try {
-        const set = parseChannelSet(channel);
+        const set = parseChannelSet(channel, true);
         replayFrame(0, 0, set, options); // checks the options now
         const sub = this.#nextSub++;
         frame = (req) => replayFrame(req, sub, set, options);
@@ -343,7 +345,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   #subscribe(mode: 'listen' | 'consume', channel: unknown, prefetch: number | undefined, signal: AbortSignal | undefined, sink: SubscriptionSink): Handle {
     let set;
     try {
-      set = parseChannelSet(channel);
+      set = parseChannelSet(channel, true);
     } catch (error) {
       return new Handle(new ClientSubscription(this.#host, 0, mode, { endpoint: '-', version: '-', ids: [] }, prefetch, sink, error as WhiskerError));
     }
@@ -363,7 +365,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     if (this.#replays.has(delivery.sub)) {
       let parsed;
       try {
-        parsed = this.#channels.parse(delivery.channel);
+        parsed = this.#delivered.parse(delivery.channel);
       } catch {
         return;
       }
@@ -386,7 +388,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     this.#processed.add(key);
     let channel: DeliveryInfo['channel'];
     try {
-      const parsed = this.#channels.parse(delivery.channel);
+      const parsed = this.#delivered.parse(delivery.channel);
       channel = { endpoint: parsed.endpoint, version: parsed.version, id: parsed.rawId };
     } catch {
       return;

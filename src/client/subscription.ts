@@ -108,7 +108,7 @@ export class ClientSubscription {
     if (this.#broken) return cb(this.#broken);
     let added: string[];
     try {
-      added = this.#addLocal(canonicalIds(Array.isArray(ids) ? ids : [ids]));
+      added = this.#addLocal(canonicalIds(Array.isArray(ids) ? ids : [ids], true));
     } catch (error) {
       cb(error as WhiskerError);
       return;
