@@ -370,7 +370,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
         return;
       }
       const channel = { endpoint: parsed.endpoint, version: parsed.version, id: parsed.rawId };
-      const info = { messageId: delivery.messageId, channel, subscribedId: subscribedId(delivery.via), created: delivery.created, nbRequeues: 0, from: delivery.from };
+      const info = withTouch({ messageId: delivery.messageId, channel, subscribedId: subscribedId(delivery.via), created: delivery.created, nbRequeues: 0, from: delivery.from }, () => false);
       return this.#replays.deliver(delivery.sub, delivery.data, info);
     }
     const subscription = this.#subscriptions.get(delivery.sub);
@@ -393,8 +393,11 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     } catch {
       return;
     }
-    const info: DeliveryInfo = { messageId: delivery.messageId, channel, subscribedId: subscribedId(delivery.via), created: delivery.created, nbRequeues: delivery.nbRequeues, from: delivery.from };
+    let settled = false;
+    const touch = () => !settled && (this.#brokers?.touch(delivery) ?? false);
+    const info = withTouch({ messageId: delivery.messageId, channel, subscribedId: subscribedId(delivery.via), created: delivery.created, nbRequeues: delivery.nbRequeues, from: delivery.from }, touch);
     subscription.sink.message(delivery.data, info, (ok, delaySeconds) => {
+      settled = true;
       this.#settled.add(`${key}|${ok ? 1 : 0}`);
       ack(ok, delaySeconds);
     });
@@ -408,6 +411,11 @@ function subscribedId(via: string): string {
   } catch {
     return via;
   }
+}
+
+/** `info.touch`, not enumerable: `console.log(info)` and `{ ...info }` show the data only */
+function withTouch(fields: Omit<DeliveryInfo, 'touch'>, touch: () => boolean): DeliveryInfo {
+  return Object.defineProperty(fields, 'touch', { value: touch, enumerable: false }) as DeliveryInfo;
 }
 
 /** A new, unconnected client (SPEC §3). */

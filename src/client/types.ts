@@ -86,6 +86,12 @@ export interface DeliveryInfo {
   nbRequeues: number;
   /** the sender's client name */
   from: string;
+  /**
+   * NSQ's TOUCH: "still working on it". The broker gives this delivery `requeueInterval` again
+   * from now, up to the channel's `maxTouchSeconds` after it was delivered. False when the
+   * delivery is settled, is a replay, or no connected broker understands touches.
+   */
+  touch(): boolean;
 }
 
 /** `done()` acks; `done(false)` requeues now; `done(false, n)` requeues in n seconds */

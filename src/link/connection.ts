@@ -65,6 +65,8 @@ export class Connection {
   /** the election epoch the broker announced last (docs/protocol.md#epochs), if it runs one */
   #epoch: number | undefined;
   #maxPayloadBytes = 1_048_576;
+  /** optional frames the broker announced in `welcome` (`touch`) */
+  #features: readonly string[] = [];
   #attempt = 0;
   #retryTimer: NodeJS.Timeout | null = null;
   #readySince = 0;
@@ -105,6 +107,11 @@ export class Connection {
 
   get maxPayloadBytes(): number {
     return this.#maxPayloadBytes;
+  }
+
+  /** the broker understands this optional frame (docs/protocol.md#handshake, `features`) */
+  supports(feature: string): boolean {
+    return this.#features.includes(feature);
   }
 
   start(): void {
@@ -253,6 +260,7 @@ export class Connection {
         this.#isMaster = frame.isMaster;
         this.#epoch = frame.epoch;
         this.#maxPayloadBytes = frame.maxPayloadBytes;
+        this.#features = frame.features ?? [];
         this.#readySince = Date.now();
         this.#owner.onReady(this);
         return;
