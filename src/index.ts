@@ -17,6 +17,7 @@ export type {
   Done,
   ListenHandler,
   ListenOptions,
+  Sendable,
   SendCallback,
   SendInfo,
   SendOptions,

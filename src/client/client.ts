@@ -25,6 +25,7 @@ import type {
   Handler2,
   ListenHandler,
   ListenOptions,
+  Sendable,
   SendCallback,
   SendInfo,
   SendOptions,
@@ -88,10 +89,10 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     return this.#brokers?.isConnected() ?? false;
   }
 
-  send<T = unknown>(channel: ChannelString, data: T): Promise<SendInfo>;
-  send<T = unknown>(channel: ChannelString, data: T, options: SendOptions): Promise<SendInfo>;
-  send<T = unknown>(channel: ChannelString, data: T, cb: SendCallback): void;
-  send<T = unknown>(channel: ChannelString, data: T, options: SendOptions, cb: SendCallback): void;
+  send<T = unknown>(channel: ChannelString, data: Sendable<T>): Promise<SendInfo>;
+  send<T = unknown>(channel: ChannelString, data: Sendable<T>, options: SendOptions): Promise<SendInfo>;
+  send<T = unknown>(channel: ChannelString, data: Sendable<T>, cb: SendCallback): void;
+  send<T = unknown>(channel: ChannelString, data: Sendable<T>, options: SendOptions, cb: SendCallback): void;
   send(channel: ChannelString, data: unknown, optionsOrCb?: SendOptions | SendCallback, maybeCb?: SendCallback): Promise<SendInfo> | void {
     const options = typeof optionsOrCb === 'object' && optionsOrCb !== null ? optionsOrCb : {};
     const cb = typeof optionsOrCb === 'function' ? optionsOrCb : maybeCb;
@@ -133,7 +134,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
    * Fire and forget (docs/client.md#publish): stored and checked like a send, but it returns at
    * once and never rejects; a failure reaches the `error` event with the message id and channel.
    */
-  publish<T = unknown>(channel: ChannelString, data: T): void {
+  publish<T = unknown>(channel: ChannelString, data: Sendable<T>): void {
     this.#send(channel, data, undefined, (err, _result, info) => {
       if (err) this.#emitError(Object.assign(err, { info }), true);
     });

@@ -69,6 +69,12 @@ export interface SendOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * What `send` and `publish` take: any JSON value but `null`/`undefined`, which always fail with
+ * E_NO_VALUE; the type says so at compile time (`send(ch, null)` does not compile).
+ */
+export type Sendable<T> = T extends null | undefined ? 'E_NO_VALUE: send() data cannot be null or undefined' : T;
+
 export type SendCallback = (err: WhiskerError | null, result: null, info: SendInfo) => void;
 
 export interface DeliveryInfo {
