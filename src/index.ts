@@ -10,6 +10,7 @@ export type {
   ChannelObject,
   ChannelString,
   ClientConfig,
+  ClientEventName,
   ClientEvents,
   ConsumeHandler,
   ConsumeOptions,

@@ -16,6 +16,7 @@ import type {
   ChannelArg,
   ChannelString,
   ClientConfig,
+  ClientEventName,
   ClientEvents,
   ConsumeHandler,
   ConsumeHandler3,
@@ -82,6 +83,20 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
       (resolve, reject) => this.#connect(config, (err) => (err ? ((told = handled(err)), reject(err)) : resolve())),
       (err) => void (told || process.emitWarning(err)),
     );
+  }
+
+  // typed events: a misspelt name reads as "not assignable to ClientEventName", not as a
+  // listener "not assignable to never" (EventEmitter<T> accepts any name)
+  override on<E extends ClientEventName>(event: E, listener: (...args: ClientEvents[E]) => void): this {
+    return super.on(event as 'connect', listener as () => void);
+  }
+
+  override once<E extends ClientEventName>(event: E, listener: (...args: ClientEvents[E]) => void): this {
+    return super.once(event as 'connect', listener as () => void);
+  }
+
+  override off<E extends ClientEventName>(event: E, listener: (...args: ClientEvents[E]) => void): this {
+    return super.off(event as 'connect', listener as () => void);
   }
 
   /** true while at least one broker is connected */

@@ -75,6 +75,9 @@ export interface SendOptions {
  */
 export type Sendable<T> = T extends null | undefined ? 'E_NO_VALUE: send() data cannot be null or undefined' : T;
 
+/** the names of the client's events (ClientEvents): a misspelt one reads as not one of these */
+export type ClientEventName = keyof ClientEvents;
+
 export type SendCallback = (err: WhiskerError | null, result: null, info: SendInfo) => void;
 
 export interface DeliveryInfo {

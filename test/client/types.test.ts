@@ -63,6 +63,10 @@ describe('published types', () => {
     // one compile for all three files (tsc is slow on a shared machine); only wrong.ts may fail, on each of its lines 3-6
     expect(errors.filter((line) => !line.startsWith('wrong.ts'))).toEqual([]);
     expect(new Set(errors.map((line) => /^wrong\.ts\((\d+),/.exec(line)?.[1]))).toEqual(new Set(['3', '4', '5', '6']));
+    // a misspelt event is reported on the name, not as a listener "not assignable to never" (issue #29 item 11)
+    const misspelt = errors.find((line) => line.startsWith('wrong.ts(3,')) ?? '';
+    expect(misspelt).toContain('"reconect"');
+    expect(misspelt).not.toContain("'never'");
     // send(ch, null) always fails E_NO_VALUE: its type error says so (issue #29 item 11)
     expect(errors.find((line) => line.startsWith('wrong.ts(6,'))).toContain('E_NO_VALUE');
   }, 90_000);
