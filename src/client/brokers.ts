@@ -150,6 +150,20 @@ export class Brokers {
     for (const connection of this.#connections) if (connection.isReady) connection.queueAck(frame);
   }
 
+  /**
+   * extends a delivery's ack deadline on every broker that understands `touch` (docs/protocol.md#touch);
+   * false when none does
+   */
+  touch(delivery: Delivery): boolean {
+    let sent = false;
+    for (const connection of this.#connections) {
+      if (!connection.isReady || !connection.supports('touch')) continue;
+      connection.send({ type: 'touch', touches: [{ sub: delivery.sub, messageId: delivery.messageId, via: delivery.via }] });
+      sent = true;
+    }
+    return sent;
+  }
+
   #connectionReady(connection: Connection): void {
     // a broker announces its frame limit in `welcome`: the smallest one bounds every send
     this.#maxMessageBytes = Math.min(...this.#connections.map((c) => c.maxPayloadBytes), 1_048_576) - 512;

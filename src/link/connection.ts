@@ -33,6 +33,12 @@ export interface ConnectionOwner {
 }
 
 const STABLE_MS = 60_000;
+/**
+ * a broker that was connected within RECENT_MS is redialled at least every RECENT_CAP_MS: one
+ * that restarts is reached within ~2 s of accepting again (SPEC §3, docs/client.md#connect)
+ */
+const RECENT_MS = 5 * 60_000;
+const RECENT_CAP_MS = 1_500;
 const TLS_REFUSALS = new Set([
   'DEPTH_ZERO_SELF_SIGNED_CERT',
   'SELF_SIGNED_CERT_IN_CHAIN',
@@ -59,9 +65,13 @@ export class Connection {
   /** the election epoch the broker announced last (docs/protocol.md#epochs), if it runs one */
   #epoch: number | undefined;
   #maxPayloadBytes = 1_048_576;
+  /** optional frames the broker announced in `welcome` (`touch`) */
+  #features: readonly string[] = [];
   #attempt = 0;
   #retryTimer: NodeJS.Timeout | null = null;
   #readySince = 0;
+  /** when this connection was last lost while ready (ms epoch); 0: never ready */
+  #lostAt = 0;
   #nextReq = 1;
   readonly #requests = new Map<number, (reply: ReplyFrame | null) => void>();
   #publishes: PublishedMessage[] = [];
@@ -97,6 +107,11 @@ export class Connection {
 
   get maxPayloadBytes(): number {
     return this.#maxPayloadBytes;
+  }
+
+  /** the broker understands this optional frame (docs/protocol.md#handshake, `features`) */
+  supports(feature: string): boolean {
+    return this.#features.includes(feature);
   }
 
   start(): void {
@@ -254,6 +269,7 @@ export class Connection {
         this.#isMaster = frame.isMaster;
         this.#epoch = frame.epoch;
         this.#maxPayloadBytes = frame.maxPayloadBytes;
+        this.#features = frame.features ?? [];
         this.#readySince = Date.now();
         this.#owner.onReady(this);
         return;
@@ -302,10 +318,14 @@ export class Connection {
     this.#failRequests();
     this.#owner.onDown(this, refusal);
     if (wasClosed) return;
-    if (this.#readySince && Date.now() - this.#readySince > STABLE_MS) this.#attempt = 0;
+    const now = Date.now();
+    if (this.#readySince && now - this.#readySince > STABLE_MS) this.#attempt = 0;
+    if (this.#readySince) this.#lostAt = now;
     this.#readySince = 0;
     const { initialMs, maxMs, factor } = this.#owner.reconnect;
-    const base = Math.min(maxMs, initialMs * factor ** this.#attempt++);
+    // a refusal (E_AUTH...) backs off as usual: only a broker that cannot be reached is redialled soon
+    const cap = refusal === null && now - this.#lostAt < RECENT_MS ? Math.min(maxMs, RECENT_CAP_MS) : maxMs;
+    const base = Math.min(cap, initialMs * factor ** this.#attempt++);
     const delay = base / 2 + Math.random() * (base / 2);
     // not unref'd: a consumer whose brokers are all down must stay alive to reconnect
     this.#retryTimer = setTimeout(() => this.#dial(), delay);

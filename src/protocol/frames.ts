@@ -29,6 +29,13 @@ export interface Ack {
   delaySeconds?: number;
 }
 
+/** extends the ack deadline of a delivery in flight (NSQ's TOUCH, docs/protocol.md#touch) */
+export interface Touch {
+  sub: number;
+  messageId: string;
+  via: string;
+}
+
 // client -> broker
 /** `role: 'peer'`: a mirror broker logging in under its serviceId (docs/protocol.md#peers) */
 export type AuthFrame = { type: 'auth'; protocol: number; token: string; publicKey?: string; socketToken?: string; role?: 'peer' };
@@ -65,6 +72,8 @@ export type ReplayFrame = {
 /** a replay delivered what it had: `count` messages; `error` when it stopped short */
 export type ReplayEndFrame = { type: 'replayEnd'; sub: number; count: number; error?: ErrorPayload };
 export type AckFrame = { type: 'ack'; acks: Ack[] };
+/** sent only to a broker whose `welcome` lists the `touch` feature */
+export type TouchFrame = { type: 'touch'; touches: Touch[] };
 // peer -> broker (docs/protocol.md#peers)
 /** a broker's role as configured and as it acts: the two differ while it yields to another master */
 export type PeerStateFrame = { type: 'peerState'; serviceId: string; configuredMaster: boolean; isMaster: boolean; epoch?: number };
@@ -82,6 +91,7 @@ export type ClientFrame =
   | UnsubscribeFrame
   | ReplayFrame
   | AckFrame
+  | TouchFrame
   | PeerStateFrame
   | FollowFrame
   | OfferFrame;
@@ -118,6 +128,8 @@ export type WelcomeFrame = {
   maxPayloadBytes: number;
   /** with an election: the epoch of the master this broker knows (docs/protocol.md#epochs) */
   epoch?: number;
+  /** optional frames this broker understands (`touch`); absent from older brokers */
+  features?: string[];
 };
 export type ErrorFrame = { type: 'error'; error: ErrorPayload };
 export type RoleFrame = { type: 'role'; isMaster: boolean; epoch?: number };
@@ -317,6 +329,14 @@ export function decodeClientFrame(text: string): ClientFrame {
           return ack;
         }),
       };
+    case 'touch':
+      return {
+        type,
+        touches: array(frame, 'touches').map((value) => {
+          const t = obj(value, 'touch');
+          return { sub: int(t, 'sub'), messageId: str(t, 'messageId', 128), via: str(t, 'via', 1024) };
+        }),
+      };
     case 'peerState':
       return peerState(frame);
     case 'follow':
@@ -335,6 +355,12 @@ function peerState(frame: Obj): PeerStateFrame {
 /** the election's epoch, when the broker runs one (docs/protocol.md#epochs) */
 function optEpoch(frame: Obj): { epoch?: number } {
   return frame.epoch === undefined ? {} : { epoch: int(frame, 'epoch') };
+}
+
+/** a newer broker may list more: unknown names are kept and ignored */
+function optFeatures(frame: Obj): { features?: string[] } {
+  if (frame.features === undefined) return {};
+  return { features: array(frame, 'features', 64).map((name) => (typeof name === 'string' ? name.slice(0, 64) : '')) };
 }
 
 function strings(frame: Obj, key: string): string[] {
@@ -367,7 +393,7 @@ export function decodeBrokerFrame(text: string): BrokerFrame {
     case 'hello':
       return { type, protocol: int(frame, 'protocol'), nonce: str(frame, 'nonce'), serviceId: str(frame, 'serviceId'), isMaster: bool(frame, 'isMaster') };
     case 'welcome':
-      return { type, node: str(frame, 'node'), serviceId: str(frame, 'serviceId'), isMaster: bool(frame, 'isMaster'), maxPayloadBytes: int(frame, 'maxPayloadBytes'), ...optEpoch(frame) };
+      return { type, node: str(frame, 'node'), serviceId: str(frame, 'serviceId'), isMaster: bool(frame, 'isMaster'), maxPayloadBytes: int(frame, 'maxPayloadBytes'), ...optEpoch(frame), ...optFeatures(frame) };
     case 'error':
       return { type, error: errorPayload(frame.error) };
     case 'role':

@@ -285,7 +285,7 @@ describe('client-side errors have codes', () => {
     const { err, info } = await sendResult(c, 'ep/v1/1', data);
     expect(err?.code).toBe('E_NO_VALUE');
     expect(info.channel).toEqual({ endpoint: 'ep', version: 'v1', id: '1' });
-    await expect(c.send('ep/v1/1', data)).rejects.toMatchObject({ code: 'E_NO_VALUE' });
+    await expect(c.send('ep/v1/1', data as unknown)).rejects.toMatchObject({ code: 'E_NO_VALUE' });
     expect(b.router.queues.size).toBe(0);
   });
 
