@@ -3,10 +3,10 @@ import { ControlError, type ControlHandler, type ControlRequest, type ControlRes
 import { canonicalIdSegment, checkQueueParts } from '../protocol/channel.js';
 import { WhiskerError } from '../protocol/errors.js';
 import { healthView } from '../ops/api.js';
-import type { Logger } from '../ops/logger.js';
 import type { Broker } from './api.js';
 import type { Queue } from './queue/queue.js';
-import { CLIENT_NAME, fingerprint, type KeyRegistry } from './session/keys.js';
+import type { KeySync } from './mirror/key-sync.js';
+import { CLIENT_NAME, type KeyRegistry } from './session/keys.js';
 
 const MAX_LISTED = 1000;
 
@@ -16,7 +16,7 @@ const MAX_LISTED = 1000;
  */
 const ok = (result: unknown): ControlResponse => ({ ok: true, result });
 
-export function controlHandler(broker: Broker, keys: KeyRegistry, log: Logger): ControlHandler {
+export function controlHandler(broker: Broker, keys: KeyRegistry, keySync: KeySync): ControlHandler {
   return (request, stream) => {
     switch (request.command) {
       case 'status':
@@ -51,7 +51,7 @@ export function controlHandler(broker: Broker, keys: KeyRegistry, log: Logger): 
       case 'keys-list':
         return ok(keysView(broker, keys));
       case 'keys-revoke':
-        return ok(revokeKey(broker, keys, log, request));
+        return revokeKey(keySync, request).then(ok);
       default: {
         // stat, peek, tail, dlq: the operator's views, in src/ops (docs/operations.md#commands)
         const answer = operatorCommand(broker, request, stream);
@@ -168,18 +168,14 @@ function keysView(broker: Broker, registry: KeyRegistry) {
   return { keys: keys.map((k) => ({ ...k, connections: connected.get(k.name) ?? 0 })), revoked, registeredClientsPath: broker.config.registeredClientsPath };
 }
 
-/** the name's key is refused from now on, and its open connections are closed with E_AUTH */
-function revokeKey(broker: Broker, registry: KeyRegistry, log: Logger, request: ControlRequest) {
+/**
+ * The name's key is refused from now on on every mirror, its open connections closed with
+ * E_AUTH; answers once every connected peer confirmed, at most ~1 s (SPEC §4).
+ */
+async function revokeKey(keySync: KeySync, request: ControlRequest) {
   const name = request.name;
   if (typeof name !== 'string' || !CLIENT_NAME.test(name)) throw new ControlError('E_BAD_NAME', `a client name matches ${CLIENT_NAME}`);
-  const key = registry.revokeName(name);
-  if (!key) throw new ControlError('E_NOT_FOUND', `no registered key for "${name}"`);
-  let closedConnections = 0;
-  for (const session of [...broker.sessions]) {
-    if (!session.isReady || session.clientName !== name || !session.key?.equals(key)) continue;
-    session.fail(new WhiskerError('E_AUTH', 'Key revoked'));
-    closedConnections++;
-  }
-  log.warn('key revoked', { client: name, fingerprint: fingerprint(key), closedConnections });
-  return { name, fingerprint: fingerprint(key), closedConnections };
+  const outcome = await keySync.revoke(name);
+  if (!outcome) throw new ControlError('E_NOT_FOUND', `no registered key for "${name}"`);
+  return outcome;
 }

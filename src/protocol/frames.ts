@@ -72,6 +72,16 @@ export type PeerStateFrame = { type: 'peerState'; serviceId: string; configuredM
 export type FollowFrame = { type: 'follow' };
 /** a follower hands its master the recent messages that the master's sync did not name */
 export type OfferFrame = { type: 'offer'; messages: PeerMessage[] };
+/** a client name and the public key (SPKI PEM) it is bound to, or was until revoked */
+export interface KeyBinding {
+  name: string;
+  key: string;
+}
+/**
+ * Client keys one mirror tells another (SPEC §4, docs/protocol.md#peer-keys): bindings and
+ * revocations, revocations applied first; answered by a `reply` with the same `req` once applied.
+ */
+export type KeysFrame = { type: 'keys'; req: number; bound: KeyBinding[]; revoked: KeyBinding[] };
 
 export type ClientFrame =
   | AuthFrame
@@ -84,7 +94,8 @@ export type ClientFrame =
   | AckFrame
   | PeerStateFrame
   | FollowFrame
-  | OfferFrame;
+  | OfferFrame
+  | KeysFrame;
 
 // broker -> client
 export interface Delivery {
@@ -312,9 +323,20 @@ export function decodeClientFrame(text: string): ClientFrame {
       return { type };
     case 'offer':
       return { type, messages: peerMessages(frame) };
+    case 'keys':
+      return { type, req: int(frame, 'req'), bound: keyBindings(frame, 'bound'), revoked: keyBindings(frame, 'revoked') };
     default:
       throw protocolError(describeType(type));
   }
+}
+
+/** at most KEYS_PER_FRAME per list, names as SPEC §4 allows, keys as long as an auth frame's */
+export const KEYS_PER_FRAME = 500;
+function keyBindings(frame: Obj, key: string): KeyBinding[] {
+  return array(frame, key, KEYS_PER_FRAME).map((value) => {
+    const b = obj(value, 'key binding');
+    return { name: str(b, 'name', 128), key: str(b, 'key', 16_384) };
+  });
 }
 
 function peerState(frame: Obj): PeerStateFrame {

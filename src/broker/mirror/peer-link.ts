@@ -1,6 +1,7 @@
 import { Connection, type ConnectionOwner } from '../../link/connection.js';
 import type { HostTarget } from '../../link/hosts.js';
-import type { BrokerFrame, FeedFrame, PeerMessage, SyncFrame } from '../../protocol/frames.js';
+import type { BrokerFrame, FeedFrame, KeysFrame, PeerMessage, SyncFrame } from '../../protocol/frames.js';
+import type { KeyLink } from './key-sync.js';
 import type { LinkDeps, LinkOwner, PeerStatus, PeerView } from './types.js';
 
 /** messages per `offer` frame at most (and under the master's frame limit) */
@@ -14,7 +15,7 @@ const OFFER_LOG_EVERY_MS = 60_000;
  * Our link to one peer: a client connection that logs in with the broker's key pair as
  * `role: 'peer'`, tells our role, and follows the peer while it is the master.
  */
-export class PeerLink {
+export class PeerLink implements KeyLink {
   readonly target: HostTarget;
   readonly #peers: LinkOwner;
   readonly #connection: Connection;
@@ -80,6 +81,15 @@ export class PeerLink {
     this.#connection.start();
   }
 
+  get serviceId(): string {
+    return this.target.serviceId!;
+  }
+
+  /** client keys for the peer to apply (mirror/key-sync.ts): true once it answered */
+  sendKeys(lists: Pick<KeysFrame, 'bound' | 'revoked'>): Promise<boolean> {
+    return new Promise((resolve) => this.#connection.request((req) => ({ type: 'keys', req, ...lists }), (reply) => resolve(reply !== null && !reply.error)));
+  }
+
   close(): Promise<void> {
     this.#stopFollowing();
     return this.#connection.close();
@@ -101,6 +111,8 @@ export class PeerLink {
     if (told !== this.#told) {
       this.#told = told;
       this.#connection.send(state);
+      // after the role: a name bound two ways is settled by who delivers (mirror/key-sync.ts)
+      for (const lists of this.#deps.keySync.snapshot()) void this.sendKeys(lists);
     }
     const shouldFollow = this.view?.isMaster === true && !this.#peers.isMaster;
     if (shouldFollow && !this.#following) {

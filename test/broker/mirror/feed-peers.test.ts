@@ -1,3 +1,5 @@
+import { KeySync } from '../../../src/broker/mirror/key-sync.js';
+import { KeyRegistry } from '../../../src/broker/session/keys.js';
 import { describe, expect, test } from 'vitest';
 import { compilePolicy } from '../../../src/broker/access/policy.js';
 import { Lifecycle } from '../../../src/broker/lifecycle.js';
@@ -83,7 +85,8 @@ describe('peers', () => {
     const { replica, log } = master();
     const roles: boolean[] = [];
     const states: PeerStateFrame[] = [];
-    const set = new Peers({ serviceId, dialOptions: () => ({ tls: undefined, heartbeatTimeoutMs: 5000 }), keys: loadOrCreateKeys(tempDir(), serviceId), log, replica, onRoleChange: (isMaster) => void roles.push(isMaster), onStateChange: (s) => void states.push(s) }, lifecycle);
+    const keySync = new KeySync({ registry: new KeyRegistry(tempDir()), log, isMaster: () => false, delivers: () => false, links: () => [], closeSessions: () => 0 });
+    const set = new Peers({ serviceId, dialOptions: () => ({ tls: undefined, heartbeatTimeoutMs: 5000 }), keys: loadOrCreateKeys(tempDir(), serviceId), log, replica, keySync, onRoleChange: (isMaster) => void roles.push(isMaster), onStateChange: (s) => void states.push(s) }, lifecycle);
     return { set, roles, states, lifecycle };
   }
 

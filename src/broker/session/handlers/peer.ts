@@ -2,7 +2,7 @@ import { protocolError } from '../../../protocol/errors.js';
 import type { ClientFrame } from '../../../protocol/frames.js';
 import type { SessionPort } from '../ports.js';
 
-/** A mirror broker's link carries these three frames only (docs/protocol.md#peers). */
+/** A mirror broker's link carries these four frames only (docs/protocol.md#peers). */
 export function handlePeerFrame(session: SessionPort, frame: ClientFrame): void {
   const { ctx } = session;
   switch (frame.type) {
@@ -23,8 +23,13 @@ export function handlePeerFrame(session: SessionPort, frame: ClientFrame): void 
         ctx.log.error('could not store what a mirror offered', { peer: session.label, messages: frame.messages.length, error: (error as Error).message }),
       );
       return;
+    case 'keys':
+      // client keys alike on every mirror (SPEC §4); the reply confirms they were applied
+      ctx.keySync.apply(session.clientName, frame);
+      session.send({ type: 'reply', req: frame.req });
+      return;
     default:
-      session.fail(protocolError(`a peer link carries peerState, follow and offer, not ${frame.type}`));
+      session.fail(protocolError(`a peer link carries peerState, follow, offer and keys, not ${frame.type}`));
   }
 }
 
