@@ -243,6 +243,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
       return void setImmediate(() => cb(new WhiskerError('E_ALREADY_CONNECTED', 'connect() was already called on this client with other hosts or clientId: make a new client()')));
     }
     if (first.outcome === undefined) return void first.waiting.push(cb);
+    this.#brokers!.retryRefused();
     const outcome = this.isConnected() ? null : first.outcome;
     setImmediate(() => cb(outcome));
   }
@@ -290,6 +291,9 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     if (signal?.aborted) return fail('E_ABORTED', 'Send aborted before it was sent');
     const maxBuffered = this.#options?.maxBufferedMessages ?? DEFAULTS.maxBufferedMessages;
     if (this.#outbox.size >= maxBuffered) return fail('E_QUEUE_FULL', 'Too many messages waiting for a broker');
+    // every broker refused this key and none is dialed before authRetryMs: no broker will take it
+    const refused = this.#brokers?.keyRefusal();
+    if (refused) return cb(refused, null, info);
     const message: PublishedMessage = { messageId, channel: channel as string, data, created: Date.now() };
     const pending = this.#outbox.add(message, bytes, info.channel, cb, signal);
     this.#brokers?.publish(pending);

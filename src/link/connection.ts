@@ -25,7 +25,8 @@ export interface ConnectionOwner {
   readonly tls: { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer; rejectUnauthorized?: boolean } | undefined;
   /** a link silent this long is closed (src/link/heartbeat.ts); read at every dial */
   readonly heartbeatTimeoutMs?: number;
-  readonly reconnect: { initialMs: number; maxMs: number; factor: number };
+  /** `authRetryMs`: the wait after a refusal of the key itself (`revoked`, `other-key`); without it, the back-off */
+  readonly reconnect: { initialMs: number; maxMs: number; factor: number; authRetryMs?: number };
   onReady(connection: Connection): void;
   /** the socket was lost or refused; `error` is the broker's refusal, when there was one */
   onDown(connection: Connection, error: WhiskerError | null): void;
@@ -43,6 +44,15 @@ const TLS_REFUSALS = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 const MAX_BATCH = 1_000;
+/** E_AUTH reasons no retry can fix: the key was revoked, or the name has another one (SPEC §4) */
+const FINAL_AUTH_REASONS = new Set(['revoked', 'other-key']);
+
+/** the refusal's reason when it is one no redial can fix, else null */
+export function finalAuthReason(error: WhiskerError | null): string | null {
+  if (error?.code !== 'E_AUTH') return null;
+  const reason = (error.details as { reason?: unknown } | undefined)?.reason;
+  return typeof reason === 'string' && FINAL_AUTH_REASONS.has(reason) ? reason : null;
+}
 
 /**
  * One broker: dial, handshake with a fresh token, batch outgoing frames per tick, and
@@ -61,6 +71,8 @@ export class Connection {
   #maxPayloadBytes = 1_048_576;
   #attempt = 0;
   #retryTimer: NodeJS.Timeout | null = null;
+  /** the next dial waits out `authRetryMs`: the broker refused the key itself */
+  #heldByRefusal = false;
   #readySince = 0;
   #nextReq = 1;
   readonly #requests = new Map<number, (reply: ReplyFrame | null) => void>();
@@ -102,6 +114,16 @@ export class Connection {
   start(): void {
     if (this.#status !== 'idle') return;
     this.#dial();
+  }
+
+  /** held after a refusal of the key: dial now (a new connect(), docs/client.md#errors) */
+  retryNow(): boolean {
+    if (!this.#heldByRefusal || this.#status !== 'connecting' || !this.#retryTimer) return false;
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = null;
+    this.#heldByRefusal = false;
+    this.#dial();
+    return true;
   }
 
   close(): Promise<void> {
@@ -294,10 +316,14 @@ export class Connection {
     if (wasClosed) return;
     if (this.#readySince && Date.now() - this.#readySince > STABLE_MS) this.#attempt = 0;
     this.#readySince = 0;
-    const { initialMs, maxMs, factor } = this.#owner.reconnect;
+    const { initialMs, maxMs, factor, authRetryMs } = this.#owner.reconnect;
     const base = Math.min(maxMs, initialMs * factor ** this.#attempt++);
-    const delay = base / 2 + Math.random() * (base / 2);
+    this.#heldByRefusal = authRetryMs !== undefined && finalAuthReason(refusal) !== null;
+    const delay = this.#heldByRefusal ? authRetryMs! : base / 2 + Math.random() * (base / 2);
     // not unref'd: a consumer whose brokers are all down must stay alive to reconnect
-    this.#retryTimer = setTimeout(() => this.#dial(), delay);
+    this.#retryTimer = setTimeout(() => {
+      this.#heldByRefusal = false;
+      this.#dial();
+    }, delay);
   }
 }
