@@ -289,6 +289,7 @@ export class Connection {
       case 'peerState':
       case 'sync':
       case 'feed':
+      case 'keys':
         this.#owner.onFrame(this, frame);
         return;
       default: {

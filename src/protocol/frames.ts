@@ -80,6 +80,7 @@ export interface KeyBinding {
 /**
  * Client keys one mirror tells another (SPEC §4, docs/protocol.md#peer-keys): bindings and
  * revocations, revocations applied first; answered by a `reply` with the same `req` once applied.
+ * The broker sends one back on the same link (req 0, unanswered) with what the sender lacked.
  */
 export type KeysFrame = { type: 'keys'; req: number; bound: KeyBinding[]; revoked: KeyBinding[] };
 
@@ -162,6 +163,7 @@ export type BrokerFrame =
   | PeerStateFrame
   | SyncFrame
   | FeedFrame
+  | KeysFrame
   | HelloFrame
   | WelcomeFrame
   | ErrorFrame
@@ -432,6 +434,8 @@ export function decodeBrokerFrame(text: string): BrokerFrame {
       return peerState(frame);
     case 'sync':
       return { type, messages: peerMessages(frame), removed: strings(frame, 'removed'), done: bool(frame, 'done') };
+    case 'keys':
+      return { type, req: int(frame, 'req'), bound: keyBindings(frame, 'bound'), revoked: keyBindings(frame, 'revoked') };
     case 'feed':
       return {
         type,

@@ -85,8 +85,11 @@ export class KeySync {
     if (revoked.length > 0 || changes.added.length > 0) void this.#spread({ revoked, bound: changes.added.map(binding) });
   }
 
-  /** what a peer told: revocations first, then bindings; what changed here goes on to every peer */
-  apply(from: string, lists: KeyLists): void {
+  /**
+   * What a peer told: revocations first, then bindings. What changed here, and what the peer
+   * lacked, goes to every peer; it is returned too, for the link it came by.
+   */
+  apply(from: string, lists: KeyLists): KeyLists {
     const { registry, log } = this.#deps;
     const onward: KeyLists = { bound: [], revoked: [] };
     for (const item of lists.revoked) {
@@ -117,6 +120,7 @@ export class KeySync {
       this.#bothBound(from, item.name, current, key, onward);
     }
     if (onward.bound.length > 0 || onward.revoked.length > 0) void this.#spread(onward);
+    return onward;
   }
 
   /** `name` is bound to `ours` here and to `theirs` on `from`: the delivering broker's binding wins */

@@ -130,6 +130,10 @@ export class PeerLink implements KeyLink {
         if (!frame.isMaster) this.#stopFollowing();
         this.#peers.update();
         return;
+      case 'keys':
+        // what the peer had that we lacked, in answer to ours (mirror/key-sync.ts)
+        this.#deps.keySync.apply(this.serviceId, frame);
+        return;
       case 'sync':
       case 'feed':
         // a master sends these to those that asked, also while it drains at soft-stop

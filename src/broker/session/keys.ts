@@ -278,6 +278,7 @@ export class KeyRegistry {
       await verifyToken(frame.token, key, name, nonce, policy.serviceId);
     } catch (error) {
       // a rebuilt client (new folder, fresh container) made a new key: say so (docs/security.md#keys)
+      if (!isNew && offersRevokedKey(frame.publicKey, this)) throw authError('revoked', `The key of ${name} is revoked; make a new key pair (see whisker keys revoke)`);
       if (!isNew && offersOtherKey(frame.publicKey, key)) {
         throw authError('other-key', `Client name ${name} is registered with another key; see whisker keys revoke ${name}`);
       }
@@ -289,6 +290,15 @@ export class KeyRegistry {
       key = winner;
     }
     return { name, key };
+  }
+}
+
+function offersRevokedKey(publicKeyPem: string | undefined, registry: KeyRegistry): boolean {
+  if (!publicKeyPem) return false;
+  try {
+    return registry.isRevoked(createPublicKey(publicKeyPem));
+  } catch {
+    return false;
   }
 }
 

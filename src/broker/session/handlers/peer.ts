@@ -25,9 +25,13 @@ export function handlePeerFrame(session: SessionPort, frame: ClientFrame): void 
       return;
     case 'keys':
       // client keys alike on every mirror (SPEC §4); the reply confirms they were applied
-      ctx.keySync.apply(session.clientName, frame);
+    {
+      const onward = ctx.keySync.apply(session.clientName, frame);
       session.send({ type: 'reply', req: frame.req });
+      // at once, on this link: the peer may hold a key revoked here while our own link to it is down
+      if (onward.revoked.length > 0 || onward.bound.length > 0) session.send({ type: 'keys', req: 0, ...onward });
       return;
+    }
     default:
       session.fail(protocolError(`a peer link carries peerState, follow, offer and keys, not ${frame.type}`));
   }
