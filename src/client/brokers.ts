@@ -209,11 +209,8 @@ export class Brokers {
     const advice = reason === 'revoked'
       ? 'this key was revoked: give the client a new key pair (or another name), or ask the operator'
       : 'this name is registered with another key: use that key, or have the operator run `whisker keys revoke` for the name';
-    const refused = new WhiskerError('E_AUTH', `${connection.serviceId} refused the key of this client (${reason}): ${advice}. ${error.message}. Next attempt in ${Math.round(retryMs / 1000)} s or at connect()`, {
-      reason,
-      serviceId: connection.serviceId,
-      retryInMs: retryMs,
-    });
+    const next = `${connection.serviceId} is dialed again in ${Math.round(retryMs / 1000)} s (reconnect.authRetryMs) or at connect()`;
+    const refused = new WhiskerError('E_AUTH', `${error.message} (${reason}: ${advice}; ${next})`, { reason, serviceId: connection.serviceId, retryInMs: retryMs });
     this.#refusals.set(connection, refused);
     if (!this.isConnected()) this.#owner.outbox.failAll(refused);
     return refused;

@@ -44,6 +44,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   #brokers: Brokers | null = null;
   #firstConnect: { hosts: string; clientId: string; outcome: WhiskerError | null | undefined; waiting: ConnectCallback[] } | null = null;
   #disconnected = false;
+  #lastEmitted: WhiskerError | null = null;
   readonly #outbox = new Outbox(() => this.#options?.sendTimeoutMs ?? DEFAULTS.sendTimeoutMs);
   /** channels parsed once: a client sends to, and hears from, few of them */
   readonly #channels = new ChannelCache();
@@ -256,6 +257,9 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   /** to the `error` listeners, if there are any; false when nobody listens */
   #emitError(error: WhiskerError, warnIfUnheard = false): boolean {
     if (this.listenerCount('error') > 0) {
+      // a refusal that fails connect() is also the broker's: told once (docs/client.md#errors)
+      if (error === this.#lastEmitted) return true;
+      this.#lastEmitted = error;
       this.emit('error', error);
       return true;
     }
