@@ -144,7 +144,8 @@ describe('client keys on two mirrors (real broker processes)', () => {
     await until(() => /two keys/.test(a.process.output() + b.process.output()), 5000, 'the conflict logged');
     const warned = (a.process.output() + b.process.output()).split('\n').filter((line) => line.includes('two keys'));
     expect(warned.every((line) => line.includes('"level":"warn"') && line.includes('"client":"dual"'))).toBe(true);
-    for (const host of hosts) {
+    // b first: before the fix it kept its own binding, and refused the master's key
+    for (const host of [...hosts].reverse()) {
       const winner = await tryConnect('dual', [host], keys1);
       expect(winner.error).toBeNull();
       await winner.client.disconnect();
