@@ -67,7 +67,8 @@ export type ReplayEndFrame = { type: 'replayEnd'; sub: number; count: number; er
 export type AckFrame = { type: 'ack'; acks: Ack[] };
 // peer -> broker (docs/protocol.md#peers)
 /** a broker's role as configured and as it acts: the two differ while it yields to another master */
-export type PeerStateFrame = { type: 'peerState'; serviceId: string; configuredMaster: boolean; isMaster: boolean; epoch?: number };
+/** `keys: true`: the sender takes `keys` frames (an older broker would close the link on one) */
+export type PeerStateFrame = { type: 'peerState'; serviceId: string; configuredMaster: boolean; isMaster: boolean; epoch?: number; keys?: true };
 /** asks a master for its state (a `sync`) and then its stream of settlements (`feed`) */
 export type FollowFrame = { type: 'follow' };
 /** a follower hands its master the recent messages that the master's sync did not name */
@@ -342,7 +343,9 @@ function keyBindings(frame: Obj, key: string): KeyBinding[] {
 }
 
 function peerState(frame: Obj): PeerStateFrame {
-  return { type: 'peerState', serviceId: str(frame, 'serviceId', 256), configuredMaster: bool(frame, 'configuredMaster'), isMaster: bool(frame, 'isMaster'), ...optEpoch(frame) };
+  const state: PeerStateFrame = { type: 'peerState', serviceId: str(frame, 'serviceId', 256), configuredMaster: bool(frame, 'configuredMaster'), isMaster: bool(frame, 'isMaster'), ...optEpoch(frame) };
+  if (frame.keys === true) state.keys = true;
+  return state;
 }
 
 /** the election's epoch, when the broker runs one (docs/protocol.md#epochs) */

@@ -23,6 +23,8 @@ export class PeerLink implements KeyLink {
   #following = false;
   #linked = false;
   #told = '';
+  /** the peer said it takes `keys` frames (its peerState): an older one would close the link */
+  #peerTakesKeys = false;
   /** sync and feed frames are applied one after the other: a store append may come between */
   #applying: Promise<void> = Promise.resolve();
   /** the ids the master's current sync named: what we hold beyond them may be ours alone */
@@ -68,6 +70,7 @@ export class PeerLink implements KeyLink {
         if (error) deps.log.warn('peer refused our link', { peer: target.spec, code: error.code, reason: error.message });
         else if (this.#linked) deps.log.warn('link to peer lost: its role is unknown until it is back', { peer: target.spec });
         this.#linked = false;
+        this.#peerTakesKeys = false;
         this.view = null;
         this.#stopFollowing();
         peers.update();
@@ -87,6 +90,7 @@ export class PeerLink implements KeyLink {
 
   /** client keys for the peer to apply (mirror/key-sync.ts): true once it answered */
   sendKeys(lists: Pick<KeysFrame, 'bound' | 'revoked'>): Promise<boolean> {
+    if (!this.#peerTakesKeys) return Promise.resolve(false);
     return new Promise((resolve) => this.#connection.request((req) => ({ type: 'keys', req, ...lists }), (reply) => resolve(reply !== null && !reply.error)));
   }
 
@@ -112,7 +116,7 @@ export class PeerLink implements KeyLink {
       this.#told = told;
       this.#connection.send(state);
       // after the role: a name bound two ways is settled by who delivers (mirror/key-sync.ts)
-      for (const lists of this.#deps.keySync.snapshot()) void this.sendKeys(lists);
+      this.#sendAllKeys();
     }
     const shouldFollow = this.view?.isMaster === true && !this.#peers.isMaster;
     if (shouldFollow && !this.#following) {
@@ -123,9 +127,17 @@ export class PeerLink implements KeyLink {
     }
   }
 
+  #sendAllKeys(): void {
+    if (this.#peerTakesKeys) for (const lists of this.#deps.keySync.snapshot()) void this.sendKeys(lists);
+  }
+
   #onFrame(frame: BrokerFrame): void {
     switch (frame.type) {
       case 'peerState':
+        if (frame.keys === true && !this.#peerTakesKeys) {
+          this.#peerTakesKeys = true;
+          this.#sendAllKeys();
+        }
         this.view = { configuredMaster: frame.configuredMaster, isMaster: frame.isMaster, ...(frame.epoch !== undefined ? { epoch: frame.epoch } : {}) };
         if (!frame.isMaster) this.#stopFollowing();
         this.#peers.update();

@@ -103,7 +103,7 @@ export class Peers implements LinkOwner {
     const leaving = this.#stopping;
     const claims = this.#election ? this.#election.isMaster : this.#configuredMaster;
     const epoch = this.epoch;
-    return { type: 'peerState', serviceId: this.#options.serviceId, configuredMaster: claims && !leaving, isMaster: this.#isMaster && !leaving, ...(epoch !== undefined ? { epoch } : {}) };
+    return { type: 'peerState', serviceId: this.#options.serviceId, configuredMaster: claims && !leaving, isMaster: this.#isMaster && !leaving, ...(epoch !== undefined ? { epoch } : {}), keys: true };
   }
 
   /** at start and at every reload: links follow `peers`, the role follows `isMaster` */

@@ -95,7 +95,7 @@ describe('peers', () => {
     set.configure([], true);
     expect(set.isMaster).toBe(true);
     expect(roles).toEqual([true]);
-    expect(states.at(-1)).toEqual({ type: 'peerState', serviceId: 'a', configuredMaster: true, isMaster: true });
+    expect(states.at(-1)).toEqual({ type: 'peerState', serviceId: 'a', configuredMaster: true, isMaster: true, keys: true });
   });
 
   test('two configured masters that see each other: the lower serviceId delivers, both report the conflict, it ends when one yields', () => {
@@ -115,6 +115,6 @@ describe('peers', () => {
     const { set, states, lifecycle } = peers('a');
     set.configure([], true);
     lifecycle.enter('draining');
-    expect(states.at(-1)).toEqual({ type: 'peerState', serviceId: 'a', configuredMaster: false, isMaster: false });
+    expect(states.at(-1)).toEqual({ type: 'peerState', serviceId: 'a', configuredMaster: false, isMaster: false, keys: true });
   });
 });
