@@ -3,6 +3,7 @@ import { ControlError, type ControlHandler, type ControlRequest, type ControlRes
 import { canonicalIdSegment, checkQueueParts } from '../protocol/channel.js';
 import { WhiskerError } from '../protocol/errors.js';
 import { healthView } from '../ops/api.js';
+import type { Logger } from '../ops/logger.js';
 import type { Broker } from './api.js';
 import type { Queue } from './queue/queue.js';
 import type { KeySync } from './mirror/key-sync.js';
@@ -16,7 +17,7 @@ const MAX_LISTED = 1000;
  */
 const ok = (result: unknown): ControlResponse => ({ ok: true, result });
 
-export function controlHandler(broker: Broker, keys: KeyRegistry, keySync: KeySync): ControlHandler {
+export function controlHandler(broker: Broker, keys: KeyRegistry, keySync: KeySync, log: Logger): ControlHandler {
   return (request, stream) => {
     switch (request.command) {
       case 'status':
@@ -51,7 +52,11 @@ export function controlHandler(broker: Broker, keys: KeyRegistry, keySync: KeySy
       case 'keys-list':
         return ok(keysView(broker, keys));
       case 'keys-revoke':
-        return revokeKey(keySync, request).then(ok);
+        return revokeKey(broker, keySync, request).then(ok);
+      case 'reservations-list':
+        return ok(reservationsView(broker));
+      case 'reservations-release':
+        return ok(releaseReservation(broker, log, request));
       default: {
         // stat, peek, tail, dlq: the operator's views, in src/ops (docs/operations.md#commands)
         const answer = operatorCommand(broker, request, stream);
@@ -172,10 +177,31 @@ function keysView(broker: Broker, registry: KeyRegistry) {
  * The name's key is refused from now on on every mirror, its open connections closed with
  * E_AUTH; answers once every connected peer confirmed, at most ~1 s (SPEC §4).
  */
-async function revokeKey(keySync: KeySync, request: ControlRequest) {
+async function revokeKey(broker: Broker, keySync: KeySync, request: ControlRequest) {
   const name = request.name;
   if (typeof name !== 'string' || !CLIENT_NAME.test(name)) throw new ControlError('E_BAD_NAME', `a client name matches ${CLIENT_NAME}`);
   const outcome = await keySync.revoke(name);
   if (!outcome) throw new ControlError('E_NOT_FOUND', `no registered key for "${name}"`);
-  return outcome;
+  // its reserved ids are free for others now (SPEC §5)
+  const releasedReservations = broker.router.reservations.releaseName(name);
+  return { ...outcome, releasedReservations };
+}
+
+/** reserved ids with their owners (`whisker reservations list`, docs/operations.md#commands) */
+function reservationsView(broker: Broker) {
+  const reservations = broker.router.reservations.list().sort((a, b) => a.channel.localeCompare(b.channel));
+  return { reservations, limit: broker.config.limits.maxReservations, hold: broker.config.reservationHold, role: broker.router.isMaster ? 'master' : 'slave' };
+}
+
+/** `whisker reservations release CHANNEL`: the id is free for the next subscriber, of any name */
+function releaseReservation(broker: Broker, log: Logger, request: ControlRequest) {
+  const channel = typeof request.channel === 'string' ? request.channel : '';
+  const [endpoint, version, ...rest] = channel.split('/');
+  const id = idArgument(rest.join('/'));
+  const canonical = `${queueArgument(`${endpoint}/${version}`)}/${id}`;
+  if (!broker.router.isMaster) throw new ControlError('E_NOT_MASTER', 'reservations are released on the master (a slave follows its table)');
+  const released = broker.router.reservations.release(canonical);
+  if (!released) throw new ControlError('E_NOT_FOUND', `no reservation of "${canonical}"`);
+  log.warn('reservation released by the operator', { channel: canonical, owner: released.owner });
+  return released;
 }

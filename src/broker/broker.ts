@@ -29,6 +29,7 @@ import { authError, KeyRegistry } from './session/keys.js';
 import type { BrokerContext, ConnectedSession } from './session/ports.js';
 import { SocketServer } from './session/server.js';
 import { LogStore } from './store/log.js';
+import { ReservationFile } from './store/reservation-file.js';
 
 export type { Broker, BrokerOptions, ReloadOutcome, ReloadResult } from './api.js';
 
@@ -39,7 +40,10 @@ function recheckSubscriptions(session: ConnectedSession, rules: Rules, router: R
     const lost = [...subscription.ids].filter((id) => !rules.canRead(session.clientName, endpoint, version, id));
     if (lost.length === 0) continue;
     router.unsubscribe(subscription, lost);
-    session.send({ type: 'revoked', sub: subscription.sub, ids: lost, error: new WhiskerError('E_FORBIDDEN', 'Not allowed').toJSON() });
+    for (const id of lost) {
+      const reason = rules.readRefusal(session.clientName, endpoint, version, id) ?? 'no-rule';
+      session.send({ type: 'revoked', sub: subscription.sub, ids: [id], error: router.refusals.forbidden(session.clientName, `${subscription.queue}/${id}`, 'read', reason).toJSON() });
+    }
   }
 }
 
@@ -58,7 +62,8 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
   const metrics = config.management ? new BrokerMetrics() : null;
   const lifecycle = new Lifecycle();
   const history: History = new History(join(config.dataDirectory, 'history'), (queue: string) => router.policy.retention(queue), log, now);
-  const router: Router = new Router({ policy, store: metrics ? metrics.timeAppends(store) : store, log, now, lifecycle, history });
+  const reservationFile = new ReservationFile(join(config.dataDirectory, 'reservations.json'), log);
+  const router: Router = new Router({ policy, store: metrics ? metrics.timeAppends(store) : store, log, now, lifecycle, history, reservationFile });
   let restored, ctx: BrokerContext, server: SocketServer | undefined, address;
   let peers: Peers | undefined;
   let election: Election | null = null;
@@ -68,6 +73,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
     const replica = new Replica(router);
     const feed = new PeerFeed(replica, log);
     router.observe({ settled: (events) => feed.settled(events), made: (message) => feed.made(message), storedFromClient: (message) => replica.storedFromClient(message) });
+    router.reservations.observe((set, released) => feed.reservationsChanged(set, released));
     const sessions = () => server?.sessions ?? [];
     const keys = new KeyRegistry(config.registeredClientsPath);
     const keySync = new KeySync({
@@ -83,6 +89,8 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
           session.fail(authError('revoked', `The key of ${name} was revoked`));
           closed++;
         }
+        // a name left without a key (a mirror's revocation): its reserved ids are free (SPEC §5)
+        if (!keys.registered(name)) router.reservations.releaseName(name);
         return closed;
       },
     });
@@ -213,6 +221,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
         if (!session.isReady || session.isPeer) continue;
         if (!ctx.keys.stillValid(session.clientName, session.key!)) {
           ctx.keys.revoke(session.clientName, session.key!);
+          router.reservations.releaseName(session.clientName);
           session.fail(authError('revoked', 'Key revoked'));
           continue;
         }
@@ -278,6 +287,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
           await ctx.peers.close();
           await socketServer.close();
           router.close();
+          await router.reservations.close();
           await store.close();
           await history.close();
           // last, so `whisker soft-stop` sees its connection close once everything is written
@@ -312,9 +322,10 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       throw error;
     }
   }
-  control?.handle(controlHandler(broker, ctx.keys, ctx.keySync));
+  control?.handle(controlHandler(broker, ctx.keys, ctx.keySync, log));
   // once everything listens: tests and operators wait for this line's url
-  log.info('broker started', { serviceId: config.serviceId, isMaster: config.isMaster, url: broker.url, restored });
+  // the role it acts in now: with an election, a slave until it holds the lease (SPEC §9)
+  log.info('broker started', { serviceId: config.serviceId, isMaster: router.isMaster, url: broker.url, restored });
   notify.ready(statusLine(broker));
   notify.startWatchdog(() => statusLine(broker));
   return broker;

@@ -36,6 +36,8 @@ export class Brokers {
   /** replays under way, by sub: the one broker each was asked of */
   readonly #replays = new Map<number, Connection>();
   #wasConnected = false;
+  /** connect() has not reported yet: a budget refusal is retried, not reported (SPEC §4) */
+  #starting = false;
   #everConnected = false;
   #maxMessageBytes = 1_048_576 - 512;
   #onAnswer: (connection: Connection, error: WhiskerError | null) => void = () => {};
@@ -76,8 +78,9 @@ export class Brokers {
       const connected = this.isConnected();
       const allAnswered = answered.size === this.#connections.length;
       if (!allAnswered && !timedOut) return;
-      if (!connected && !timedOut && [...answered.values()].some((e) => e === null || isNetworkError(e))) return;
+      if (!connected && !timedOut && [...answered.values()].some((e) => e === null || isNetworkError(e) || isBudgetRefusal(e))) return;
       called = true;
+      this.#starting = false;
       clearTimeout(timer);
       if (connected) return cb(null);
       const refusal = [...answered.values()].find((e) => e && !isNetworkError(e));
@@ -87,9 +90,11 @@ export class Brokers {
       timedOut = true;
       settle();
     }, this.#connectTimeoutMs);
+    this.#starting = true;
     this.#abortStart = () => {
       if (called) return;
       called = true;
+      this.#starting = false;
       clearTimeout(timer);
       cb(new WhiskerError('E_DISCONNECTED', 'disconnect() was called before a broker was connected'));
     };
@@ -189,7 +194,7 @@ export class Brokers {
     if (final) error = this.#keyRefused(connection, error!, final);
     else this.#refusals.delete(connection);
     this.#onAnswer(connection, error ?? new WhiskerError('E_DISCONNECTED', `Cannot reach ${connection.target.spec}`));
-    if (error) this.#owner.onError(error);
+    if (error && !(this.#starting && isBudgetRefusal(error))) this.#owner.onError(error);
     const lost = [...this.#replays].filter(([, c]) => c === connection).map(([sub]) => sub);
     for (const sub of lost) this.#replays.delete(sub);
     if (lost.length > 0) this.#owner.onReplaysLost(lost, new WhiskerError('E_DISCONNECTED', `Connection to ${connection.target.spec} lost during a replay`));
@@ -283,4 +288,12 @@ export class Brokers {
 
 function isNetworkError(error: WhiskerError): boolean {
   return error.code === 'E_DISCONNECTED';
+}
+
+/**
+ * E_LIMIT before `welcome`: the broker's connection budgets were full (a crowd reconnecting
+ * after a restart). The link redials with back-off and jitter; connect() waits till connectTimeout.
+ */
+function isBudgetRefusal(error: WhiskerError | null): boolean {
+  return error?.code === 'E_LIMIT';
 }

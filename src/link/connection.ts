@@ -126,8 +126,16 @@ export class Connection {
     return true;
   }
 
+  /**
+   * Acks and nacks already made are written first, the close follows on their write callback
+   * (SPEC §3: a done() just before disconnect() is never lost); batched publishes are not.
+   */
   close(): Promise<void> {
+    const acks = this.#status === 'ready' ? this.#acks : [];
     this.#status = 'closed';
+    this.#publishes = [];
+    this.#publishBytes = 0;
+    this.#acks = [];
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
     this.#failRequests();
     const ws = this.#ws;
@@ -136,6 +144,7 @@ export class Connection {
     return new Promise((resolve) => {
       ws.once('close', () => resolve());
       if (ws.readyState === WebSocket.CONNECTING) ws.terminate();
+      else if (ws.readyState === WebSocket.OPEN && acks.length > 0) ws.send(encodeFrame({ type: 'ack', acks }), () => ws.close(1000, 'client disconnect'));
       else ws.close(1000, 'client disconnect');
     });
   }
@@ -290,6 +299,7 @@ export class Connection {
       case 'sync':
       case 'feed':
       case 'keys':
+      case 'reservations':
         this.#owner.onFrame(this, frame);
         return;
       default: {

@@ -108,8 +108,16 @@ export function healthView(broker: ManagedBroker, now: number): HealthView {
   if (broker.isStopping) return { ...view, status: 'stopping', reason: 'broker is stopping' };
   if (!broker.isStoreHealthy) return { ...view, status: 'unhealthy', reason: 'message store is unhealthy: a write failed, sends are refused (E_STORE)' };
   const degraded = broker.peers?.degradedReason?.() ?? null;
-  if (degraded) return { ...view, status: 'degraded', reason: degraded };
+  if (degraded) return { ...view, status: 'degraded', reason: (election && noMasterReason(election, peers)) ?? degraded };
   return view;
+}
+
+/** with an election and no peer acting as master, the reason is etcd's: nobody may deliver until it answers */
+function noMasterReason(election: ElectionView, peers: readonly PeerStatus[]): string | null {
+  if (election.isMaster || peers.some((peer) => peer.role === 'master')) return null;
+  if (election.phase === 'etcd-unreachable') return `no master: etcd unreachable (${(election.reason ?? 'no answer').replace(/^etcd unreachable: /, '')}); this broker stores sends and delivers nothing`;
+  if (election.phase === 'starting') return `no master: ${election.reason ?? 'not heard from etcd yet'}`;
+  return null;
 }
 
 export interface QueueView {

@@ -1,4 +1,4 @@
-import { clientsView, HandlerRates, healthView, type ManagedBroker, queueDetailView, queuesView } from './api.js';
+import { clientsView, HandlerRates, healthView, type ManagedBroker, queueDetailView, queuesView, uptimeSeconds } from './api.js';
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.js';
 import type { RateHistory } from './history.js';
 import { type InspectedBroker, listDeadLetters, OperatorError, peek, purgeDeadLetters, replayDeadLetters } from './messages.js';
@@ -48,6 +48,8 @@ export function getRoutes(ctx: RouteContext): Record<string, Route> {
       const view = healthView(broker, now());
       return json(view.status === 'ok' ? 200 : 503, view);
     },
+    // liveness: the process answers, degraded or not; a restart would not bring etcd or a master back
+    '/health/live': () => json(200, { status: 'alive', serviceId: broker.config.serviceId, uptimeSeconds: uptimeSeconds(broker, now()) }),
     '/api/queues': () => json(200, queuesView(broker, rates, now())),
     '/api/clients': () => json(200, clientsView(broker)),
     // the total, and one queue's line when `?queue=` names it (the page shows one at a time)

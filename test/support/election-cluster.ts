@@ -24,7 +24,8 @@ export const CONSUMERS = 2;
 export const PREFETCH = 10;
 export const PER_TICK = 5;
 
-export async function electionCluster(etcdHosts: readonly string[], serviceIds = ['a', 'b', 'c']): Promise<ElectedNode[]> {
+/** `extra`: keys added to (or replacing) each node's config, e.g. `isMaster` or a fixed `management` port */
+export async function electionCluster(etcdHosts: readonly string[], serviceIds = ['a', 'b', 'c'], extra: (serviceId: string) => Record<string, unknown> = () => ({})): Promise<ElectedNode[]> {
   const nodes: ElectedNode[] = [];
   for (const serviceId of serviceIds) {
     const port = await freePort();
@@ -41,6 +42,7 @@ export async function electionCluster(etcdHosts: readonly string[], serviceIds =
       maxItemsInQueue: 1_000_000,
       requeueInterval: 30,
       election: { etcd: { hosts: etcdHosts }, prefix, leaseTtl: LEASE_TTL },
+      ...extra(node.serviceId),
     });
   }
   await Promise.all(nodes.map(async (node) => (node.process = await startProcess(node.configPath, { startTimeoutMs: 30_000 }))));

@@ -36,6 +36,12 @@ export async function startEtcd(inside?: { address: string; exec: readonly strin
   return member!;
 }
 
+/** one member serving clients on `url` (a loopback address brokers were pointed at before it ran) */
+export async function startEtcdAt(url: string): Promise<EtcdProcess> {
+  const peer = `http://127.0.0.1:${await freePort()}`;
+  return startMember('e0', url, peer, `e0=${peer}`);
+}
+
 /** `size` members of one etcd cluster, started together (a member waits for a quorum to serve) */
 export async function startEtcdCluster(size: number): Promise<EtcdProcess[]> {
   const members = [];

@@ -24,7 +24,7 @@ export interface KeySyncDeps {
   delivers(serviceId: string): boolean;
   /** the links to every configured peer */
   links(): Iterable<KeyLink>;
-  /** closes the open sessions of `name` proved with `key`; how many */
+  /** closes the open sessions of `name` proved with `key` (after its binding went); how many */
   closeSessions(name: string, key: KeyObject): number;
 }
 
@@ -132,8 +132,8 @@ export class KeySync {
       onward.revoked.push(binding({ name, key: theirs }));
       log.warn('client name bound to two keys on two mirrors: this broker delivers, its key wins and the other is revoked', detail);
     } else if (delivers(from)) {
+      registry.adopt(name, theirs); // first: the name stays bound (its reservations stay)
       const closedConnections = this.#revokeHere(name, ours);
-      registry.adopt(name, theirs);
       onward.revoked.push(binding({ name, key: ours }));
       onward.bound.push(binding({ name, key: theirs }));
       log.warn('client name bound to two keys on two mirrors: the delivering peer\'s key wins, ours is revoked', { ...detail, closedConnections });

@@ -61,6 +61,8 @@ export interface DeliveryRecord {
   deadline: number;
 }
 
+const SWEEP_MIN = 1024;
+
 export const NO_RECORDS: readonly DeliveryRecord[] = [];
 
 export function recordOf(entry: Entry, key: string): DeliveryRecord | undefined {
@@ -101,6 +103,9 @@ export class Group {
   #fresh: DeliveryRecord[] = [];
   #freshHead = 0;
   readonly #retries = new MinHeap<DeliveryRecord>((r) => r.entry.message.seq);
+  /** a list this long (slots after the head) is swept of records that left it: bounded by ~2x its live ones */
+  #freshSweepAt = SWEEP_MIN;
+  #retrySweepAt = SWEEP_MIN;
 
   constructor(mode: SubscriptionMode, clientName: string, pattern: string) {
     this.mode = mode;
@@ -137,10 +142,20 @@ export class Group {
     return this.#fresh.length - this.#freshHead;
   }
 
+  /** slots of the ready lists, records that left them and are not swept yet included */
+  get listedSlots(): number {
+    return this.#fresh.length + this.#retries.size;
+  }
+
   /** a record becomes ready for its first delivery (called in acceptance order) */
   pushFresh(record: DeliveryRecord): void {
     record.state = 'ready';
     record.slot = 'fresh';
+    if (this.#fresh.length - this.#freshHead >= this.#freshSweepAt) {
+      this.#fresh = this.#fresh.slice(this.#freshHead).filter((r) => isListed(r, 'fresh'));
+      this.#freshHead = 0;
+      this.#freshSweepAt = Math.max(SWEEP_MIN, 2 * this.#fresh.length);
+    }
     this.#fresh.push(record);
   }
 
@@ -148,17 +163,25 @@ export class Group {
     const listed = record.state === 'ready' && record.slot === 'retry';
     record.state = 'ready';
     record.slot = 'retry';
-    if (!listed) this.#retries.push(record);
+    if (listed) return;
+    if (this.#retries.size >= this.#retrySweepAt) {
+      this.#retries.retain((r) => isListed(r, 'retry'));
+      this.#retrySweepAt = Math.max(SWEEP_MIN, 2 * this.#retries.size);
+    }
+    this.#retries.push(record);
+  }
+
+  /**
+   * A listed record was settled without being taken: a slave never delivers, so its lists must
+   * let go of what its acks settle here, not at the next delivery (issue 27: a slave's heap grew).
+   */
+  unlisted(): void {
+    this.#trim();
   }
 
   /** the next ready record in order, without taking it; skips records settled meanwhile */
   peekReady(): DeliveryRecord | undefined {
-    while (this.#freshHead < this.#fresh.length && !isListed(this.#fresh[this.#freshHead] as DeliveryRecord, 'fresh')) this.#freshHead++;
-    if (this.#freshHead > 1024 && this.#freshHead * 2 > this.#fresh.length) {
-      this.#fresh = this.#fresh.slice(this.#freshHead);
-      this.#freshHead = 0;
-    }
-    while (this.#retries.size > 0 && !isListed(this.#retries.peek() as DeliveryRecord, 'retry')) this.#retries.pop();
+    this.#trim();
     const fresh = this.#fresh[this.#freshHead];
     const retry = this.#retries.peek();
     if (!retry) return fresh;
@@ -179,6 +202,19 @@ export class Group {
       if (record !== first && isListed(record, 'fresh')) records.push(record);
     }
     return records;
+  }
+
+  /** drops what left the lists from their fronts */
+  #trim(): void {
+    while (this.#freshHead < this.#fresh.length && !isListed(this.#fresh[this.#freshHead] as DeliveryRecord, 'fresh')) this.#freshHead++;
+    if (this.#freshHead === this.#fresh.length) {
+      if (this.#fresh.length > 0) this.#fresh = [];
+      this.#freshHead = 0;
+    } else if (this.#freshHead > 1024 && this.#freshHead * 2 > this.#fresh.length) {
+      this.#fresh = this.#fresh.slice(this.#freshHead);
+      this.#freshHead = 0;
+    }
+    while (this.#retries.size > 0 && !isListed(this.#retries.peek() as DeliveryRecord, 'retry')) this.#retries.pop();
   }
 
   takeReady(record: DeliveryRecord): void {

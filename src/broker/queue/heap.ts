@@ -30,6 +30,13 @@ export class MinHeap<T> {
     items[i] = item;
   }
 
+  /** keeps the items `keep` accepts, in heap order again (O(n)) */
+  retain(keep: (item: T) => boolean): void {
+    const kept = this.#items.filter(keep);
+    this.#items.length = 0;
+    for (const item of kept) this.push(item);
+  }
+
   pop(): T | undefined {
     const items = this.#items;
     const top = items[0];

@@ -141,6 +141,13 @@ export class Queue {
     return this.#bodies.held;
   }
 
+  /** slots of the groups' ready lists: records waiting, and settled ones not let go of yet */
+  get listedSlots(): number {
+    let n = 0;
+    for (const group of this.#groups.values()) n += group.listedSlots;
+    return n;
+  }
+
   /** nothing held, nobody subscribed: the router may forget it (docs/configuration.md, idleQueueTimeout) */
   get isIdle(): boolean {
     return this.#held.size === 0 && (this.#cold?.size ?? 0) === 0 && this.#groups.size === 0 && this.#inFlight.size === 0 && this.#delayed.size === 0;
@@ -524,10 +531,12 @@ export class Queue {
 
   #settle(record: DeliveryRecord, outcome: Settlement): void {
     const { entry } = record;
+    const listed = record.state === 'ready' && record.slot !== null;
     if (record.state === 'inflight') this.#endFlight(record);
     else if (record.state === 'ready' || record.state === 'delayed') this.#adjustPending(entry, -1);
     record.state = 'settled';
     record.slot = null;
+    if (listed) record.group.unlisted();
     removeRecordFrom(entry, record);
     record.group.recordCount--;
     this.#env.store.record([{ kind: 'settle', messageId: entry.message.messageId, group: record.group.key, outcome }]);

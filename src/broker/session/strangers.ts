@@ -12,15 +12,18 @@ export interface StrangerLimits {
 
 /**
  * The budget of connections that have not authenticated yet (docs/security.md#limits), apart
- * from the slots of authenticated clients: in total and per source address. A newcomer past
- * either bound makes room by closing the oldest stranger (of its address first), so silent
- * sockets cannot keep a client that completes its handshake in milliseconds out. Pure: the
- * server owns the sockets.
+ * from the slots of authenticated clients. Below the total every newcomer is counted: many
+ * clients behind one address may handshake at once. At the total, a newcomer makes room by
+ * closing the oldest stranger of the address holding the most past its share (perAddress), else
+ * the oldest of all: silent sockets cannot keep out a client that completes its handshake in
+ * milliseconds, and one address cannot push out the others. Pure: the server owns the sockets.
  */
 export class Strangers {
   /** insertion order is age: the first is the oldest */
   readonly #all = new Set<Stranger>();
   readonly #byAddress = new Map<string, Set<Stranger>>();
+  /** addresses that held more than their share when they last grew: the only candidates to scan */
+  readonly #crowded = new Set<string>();
 
   get size(): number {
     return this.#all.size;
@@ -28,13 +31,12 @@ export class Strangers {
 
   /** counts `stranger`, after evicting what it takes to stay within `limits` */
   admit(stranger: Stranger, limits: StrangerLimits): void {
-    const mine = this.#byAddress.get(stranger.address);
-    while (mine && mine.size >= limits.perAddress) this.#evict(first(mine)!);
-    while (this.#all.size >= limits.total) this.#evict(first(this.#all)!);
+    while (this.#all.size >= limits.total) this.#evict(this.#victim(limits.perAddress));
     this.#all.add(stranger);
-    const set = this.#byAddress.get(stranger.address);
+    let set = this.#byAddress.get(stranger.address);
     if (set) set.add(stranger);
-    else this.#byAddress.set(stranger.address, new Set([stranger]));
+    else this.#byAddress.set(stranger.address, (set = new Set([stranger])));
+    if (set.size > limits.perAddress) this.#crowded.add(stranger.address);
   }
 
   /** authenticated or gone: no longer counted (idempotent) */
@@ -42,7 +44,20 @@ export class Strangers {
     if (!this.#all.delete(stranger)) return;
     const set = this.#byAddress.get(stranger.address)!;
     set.delete(stranger);
-    if (set.size === 0) this.#byAddress.delete(stranger.address);
+    if (set.size > 0) return;
+    this.#byAddress.delete(stranger.address);
+    this.#crowded.delete(stranger.address);
+  }
+
+  /** the oldest stranger of the address most past its share, else the oldest of all */
+  #victim(perAddress: number): Stranger {
+    let most: Set<Stranger> | undefined;
+    for (const address of this.#crowded) {
+      const set = this.#byAddress.get(address);
+      if (!set || set.size <= perAddress) this.#crowded.delete(address);
+      else if (!most || set.size > most.size) most = set;
+    }
+    return first(most ?? this.#all)!;
   }
 
   #evict(stranger: Stranger): void {

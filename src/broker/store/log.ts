@@ -202,16 +202,15 @@ export class LogStore implements MessageStore {
   }
 
   #drain(): Promise<void> {
-    let first = true;
     const run = async () => {
-      // state changes alone left after a commit: the finally's kick holds them back
-      while (this.#state === 'open' && this.#queued.records.length > 0 && (first || this.#urgent())) {
-        first = false;
+      while (this.#state === 'open' && this.#queued.records.length > 0) {
         let batch = this.#queued;
         if (batch.records.length > MAX_COMMIT_RECORDS) batch = batch.splitOff(MAX_COMMIT_RECORDS);
         else this.#queued = new Batch();
         if (!(await this.#commit(batch))) return;
         await this.#maybeCompact(false);
+        // state changes alone queued meanwhile: the finally's kick holds them back
+        if (!this.#urgent()) break;
       }
       if (this.#state === 'open' && this.#index.size === 0) this.#armIdleCompaction();
     };

@@ -27,10 +27,10 @@ async function start(limits: Record<string, number>): Promise<{ broker: BrokerPr
 }
 
 /** `count` WebSockets that open and then say nothing; resolves once each got its hello (or was closed) */
-async function silentWebSockets(port: number, count: number): Promise<number> {
+async function silentWebSockets(port: number, count: number, localAddress = '127.0.0.1'): Promise<number> {
   let closed = 0;
   await Promise.all(Array.from({ length: count }, () => new Promise<void>((resolve) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}`, { perMessageDeflate: false });
+    const ws = new WebSocket(`ws://127.0.0.1:${port}`, { perMessageDeflate: false, localAddress });
     opened.push(ws);
     ws.on('error', () => {});
     ws.once('message', () => resolve());
@@ -53,16 +53,18 @@ describe('connection slots', () => {
   test('silent unauthenticated WebSockets filling maxConnections: a registered client still connects, at once', async () => {
     const { broker, port } = await start({ maxConnections: 100, maxUnauthenticatedConnections: 50, maxUnauthenticatedPerAddress: 20 });
     const member = await connect('slot-member', broker.hostSpec, { connectTimeout: 3000 });
-    const closedEarly = await silentWebSockets(port, 200);
+    // from another loopback address than the clients' (Linux routes all of 127/8 to lo)
+    const closedEarly = await silentWebSockets(port, 200, '127.0.0.2');
     const started = performance.now();
     const late = await connect('slot-late', broker.hostSpec, { connectTimeout: 3000 });
     const connectMs = Math.round(performance.now() - started);
     await late.send('slots/v1/1', { ok: true });
     const stillOpen = opened.filter((ws) => ws instanceof WebSocket && ws.readyState === WebSocket.OPEN).length;
-    console.log(`slots: 200 silent WebSockets (${closedEarly} closed at once to make room, ${stillOpen} left open; per-address budget 20); ` +
+    console.log(`slots: 200 silent WebSockets (${closedEarly} closed at once to make room, ${stillOpen} left open; budget 50, per address 20 once full); ` +
       `a registered client connected in ${connectMs} ms (bound 1,000 ms) and sent`);
     expect(member.isConnected()).toBe(true);
-    expect(stillOpen).toBeLessThanOrEqual(20);
+    // one address may hold the whole budget while nobody else needs it (issue 27 item 10)
+    expect(stillOpen).toBeLessThanOrEqual(50);
     expect(connectMs).toBeLessThan(1000);
   }, 30_000);
 

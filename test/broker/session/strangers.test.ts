@@ -1,28 +1,49 @@
 import { describe, expect, test } from 'vitest';
 import { type Stranger, Strangers } from '../../../src/broker/session/strangers.js';
 
-/** The strangers' budget alone (issue 18): the oldest makes room, of the newcomer's address first. */
+/** The strangers' budget alone (issue 18, issue 27 item 10): the per-address share bites only at the total. */
 function stranger(address: string, evicted: string[], name: string): Stranger {
   return { address, evict: () => void evicted.push(name) };
 }
 
 describe('strangers', () => {
-  test('past the per-address bound the oldest of that address goes; past the total the oldest of all', () => {
+  test('below the total nobody is closed, whatever the address: one address may hold more than its share', () => {
     const evicted: string[] = [];
     const budget = new Strangers();
-    const limits = { total: 4, perAddress: 2 };
-    const a1 = stranger('a', evicted, 'a1');
-    budget.admit(a1, limits);
+    const limits = { total: 10, perAddress: 2 };
+    for (let i = 0; i < 10; i++) budget.admit(stranger('nat', evicted, `n${i}`), limits);
+    expect(evicted).toEqual([]);
+    expect(budget.size).toBe(10);
+  });
+
+  test('at the total, the oldest of the address most past its share goes; with none past it, the oldest of all', () => {
+    const evicted: string[] = [];
+    const budget = new Strangers();
+    const limits = { total: 6, perAddress: 2 };
+    budget.admit(stranger('a', evicted, 'a1'), limits);
     budget.admit(stranger('b', evicted, 'b1'), limits);
-    budget.admit(stranger('a', evicted, 'a2'), limits);
-    budget.admit(stranger('a', evicted, 'a3'), limits); // a has 2 already: a1 goes
-    expect(evicted).toEqual(['a1']);
+    budget.admit(stranger('b', evicted, 'b2'), limits);
+    budget.admit(stranger('b', evicted, 'b3'), limits);
     budget.admit(stranger('c', evicted, 'c1'), limits);
-    budget.admit(stranger('d', evicted, 'd1'), limits); // 4 in total: the oldest (b1) goes
-    expect(evicted).toEqual(['a1', 'b1']);
-    expect(budget.size).toBe(4);
-    budget.settle(a1); // already gone: nothing changes
-    expect(budget.size).toBe(4);
+    budget.admit(stranger('c', evicted, 'c2'), limits);
+    budget.admit(stranger('c', evicted, 'c3'), limits); // full: b (3 > 2) has the most, oldest b1 goes
+    expect(evicted).toEqual(['b1']);
+    budget.admit(stranger('a', evicted, 'a2'), limits); // full: b and c hold 2 and 3, c's c1 goes
+    expect(evicted).toEqual(['b1', 'c1']);
+    budget.admit(stranger('d', evicted, 'd1'), limits); // every address within its share: the oldest of all
+    expect(evicted).toEqual(['b1', 'c1', 'a1']);
+    expect(budget.size).toBe(6);
+  });
+
+  test('a flood from one address fills the total, then only pushes out its own: the others stay', () => {
+    const evicted: string[] = [];
+    const budget = new Strangers();
+    const limits = { total: 50, perAddress: 20 };
+    budget.admit(stranger('client', evicted, 'real'), limits);
+    for (let i = 0; i < 2000; i++) budget.admit(stranger('flood', evicted, `f${i}`), limits);
+    expect(evicted).not.toContain('real');
+    expect(evicted).toHaveLength(2000 - 49);
+    expect(budget.size).toBe(50);
   });
 
   test('a settled stranger (authenticated or closed) frees its place', () => {
