@@ -23,8 +23,9 @@ import { peerDialOptions } from './mirror/dial.js';
 import { PeerFeed } from './mirror/feed.js';
 import { Election } from './mirror/election.js';
 import { Peers } from './mirror/peers.js';
+import { KeySync } from './mirror/key-sync.js';
 import { Replica } from './mirror/replica.js';
-import { KeyRegistry } from './session/keys.js';
+import { authError, KeyRegistry } from './session/keys.js';
 import type { BrokerContext, ConnectedSession } from './session/ports.js';
 import { SocketServer } from './session/server.js';
 import { LogStore } from './store/log.js';
@@ -74,12 +75,32 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
     router.observe({ settled: (events) => feed.settled(events), made: (message) => feed.made(message), storedFromClient: (message) => replica.storedFromClient(message) });
     router.reservations.observe((set, released) => feed.reservationsChanged(set, released));
     const sessions = () => server?.sessions ?? [];
+    const keys = new KeyRegistry(config.registeredClientsPath);
+    const keySync = new KeySync({
+      registry: keys,
+      log,
+      isMaster: () => router.isMaster,
+      delivers: (serviceId) => peers?.delivers(serviceId) ?? false,
+      links: () => peers?.links() ?? [],
+      closeSessions: (name, key) => {
+        let closed = 0;
+        for (const session of [...sessions()]) {
+          if (!session.isReady || session.isPeer || session.clientName !== name || !session.key?.equals(key)) continue;
+          session.fail(authError('revoked', `The key of ${name} was revoked`));
+          closed++;
+        }
+        // a name left without a key (a mirror's revocation): its reserved ids are free (SPEC §5)
+        if (!keys.registered(name)) router.reservations.releaseName(name);
+        return closed;
+      },
+    });
     peers = new Peers(
       {
         serviceId: config.serviceId,
         keys: loadOrCreateKeys(config.keysDirectory, config.keysName),
         dialOptions: () => peerDialOptions(router.policy.config),
         replica,
+        keySync,
         log,
         onRoleChange: (isMaster, epoch) => {
           router.setMaster(isMaster);
@@ -111,9 +132,10 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       router,
       intake: new Intake(router, lifecycle),
       replica,
-      keys: new KeyRegistry(config.registeredClientsPath),
+      keys,
       peerKeys,
       peers,
+      keySync,
       feed,
       history,
       log,
@@ -190,7 +212,8 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       const restartNeeded = restartOnlyChanges(running, loaded);
       const next = keepRestartKeys(running, loaded);
       const nextPolicy = compilePolicy(next);
-      ctx.keys.forget();
+      // a `.pub` removed or replaced by hand is a revocation, and it spreads (docs/security.md#keys)
+      ctx.keySync.reloaded(ctx.keys.forget());
       log.setLevel(next.logLevel);
       router.applyPolicy(nextPolicy);
       for (const session of [...socketServer.sessions]) {
@@ -199,7 +222,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
         if (!ctx.keys.stillValid(session.clientName, session.key!)) {
           ctx.keys.revoke(session.clientName, session.key!);
           router.reservations.releaseName(session.clientName);
-          session.fail(new WhiskerError('E_AUTH', 'Key revoked'));
+          session.fail(authError('revoked', 'Key revoked'));
           continue;
         }
         recheckSubscriptions(session, nextPolicy.rules, router);
@@ -299,7 +322,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       throw error;
     }
   }
-  control?.handle(controlHandler(broker, ctx.keys, log));
+  control?.handle(controlHandler(broker, ctx.keys, ctx.keySync, log));
   // once everything listens: tests and operators wait for this line's url
   // the role it acts in now: with an election, a slave until it holds the lease (SPEC §9)
   log.info('broker started', { serviceId: config.serviceId, isMaster: router.isMaster, url: broker.url, restored });

@@ -47,6 +47,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   #brokers: Brokers | null = null;
   #firstConnect: { hosts: string; clientId: string; outcome: WhiskerError | null | undefined; waiting: ConnectCallback[] } | null = null;
   #disconnected = false;
+  #lastEmitted: WhiskerError | null = null;
   readonly #outbox = new Outbox(() => this.#options?.sendTimeoutMs ?? DEFAULTS.sendTimeoutMs);
   /** channels parsed once: a client sends to, and hears from, few of them */
   readonly #channels = new ChannelCache(1024, true);
@@ -268,6 +269,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
       return void setImmediate(() => cb(new WhiskerError('E_ALREADY_CONNECTED', 'connect() was already called on this client with other hosts or clientId: make a new client()')));
     }
     if (first.outcome === undefined) return void first.waiting.push(cb);
+    this.#brokers!.retryRefused();
     const outcome = this.isConnected() ? null : first.outcome;
     setImmediate(() => cb(outcome));
   }
@@ -283,6 +285,9 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   /** to the `error` listeners, if there are any; false when nobody listens */
   #emitError(error: WhiskerError, warnIfUnheard = false): boolean {
     if (this.listenerCount('error') > 0) {
+      // a refusal that fails connect() is also the broker's: told once (docs/client.md#errors)
+      if (error === this.#lastEmitted) return true;
+      this.#lastEmitted = error;
       this.emit('error', error);
       return true;
     }
@@ -318,6 +323,9 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     if (signal?.aborted) return fail('E_ABORTED', 'Send aborted before it was sent');
     const maxBuffered = this.#options?.maxBufferedMessages ?? DEFAULTS.maxBufferedMessages;
     if (this.#outbox.size >= maxBuffered) return fail('E_QUEUE_FULL', 'Too many messages waiting for a broker');
+    // every broker refused this key and none is dialed before authRetryMs: no broker will take it
+    const refused = this.#brokers?.keyRefusal();
+    if (refused) return cb(refused, null, info);
     const message: PublishedMessage = { messageId, channel: channel as string, data, created: Date.now() };
     const pending = this.#outbox.add(message, bytes, info.channel, cb, signal);
     this.#brokers?.publish(pending);

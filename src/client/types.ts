@@ -41,7 +41,8 @@ export interface ClientConfig {
   maxBufferedMessages?: number;
   /** seconds a delivered message id is remembered, against a second master; default 120 */
   dedupeWindow?: number;
-  reconnect?: { initialMs?: number; maxMs?: number; factor?: number };
+  /** `authRetryMs`: the wait before dialing a broker that refused this key (revoked, other key); default 300,000 */
+  reconnect?: { initialMs?: number; maxMs?: number; factor?: number; authRetryMs?: number };
   /** requeue delay after a handler threw or rejected: initial × factor^nbRequeues, at most max */
   handlerRetry?: { initialSeconds?: number; maxSeconds?: number; factor?: number };
   /** `cert` and `key`: a client certificate, for a broker with `socketServer.tls.requestCert` */

@@ -76,11 +76,23 @@ export type AckFrame = { type: 'ack'; acks: Ack[] };
 export type TouchFrame = { type: 'touch'; touches: Touch[] };
 // peer -> broker (docs/protocol.md#peers)
 /** a broker's role as configured and as it acts: the two differ while it yields to another master */
-export type PeerStateFrame = { type: 'peerState'; serviceId: string; configuredMaster: boolean; isMaster: boolean; epoch?: number };
+/** `keys: true`: the sender takes `keys` frames (an older broker would close the link on one) */
+export type PeerStateFrame = { type: 'peerState'; serviceId: string; configuredMaster: boolean; isMaster: boolean; epoch?: number; keys?: true };
 /** asks a master for its state (a `sync`) and then its stream of settlements (`feed`) */
 export type FollowFrame = { type: 'follow' };
 /** a follower hands its master the recent messages that the master's sync did not name */
 export type OfferFrame = { type: 'offer'; messages: PeerMessage[] };
+/** a client name and the public key (SPKI PEM) it is bound to, or was until revoked */
+export interface KeyBinding {
+  name: string;
+  key: string;
+}
+/**
+ * Client keys one mirror tells another (SPEC §4, docs/protocol.md#peer-keys): bindings and
+ * revocations, revocations applied first; answered by a `reply` with the same `req` once applied.
+ * The broker sends one back on the same link (req 0, unanswered) with what the sender lacked.
+ */
+export type KeysFrame = { type: 'keys'; req: number; bound: KeyBinding[]; revoked: KeyBinding[] };
 
 export type ClientFrame =
   | AuthFrame
@@ -94,7 +106,8 @@ export type ClientFrame =
   | TouchFrame
   | PeerStateFrame
   | FollowFrame
-  | OfferFrame;
+  | OfferFrame
+  | KeysFrame;
 
 // broker -> client
 export interface Delivery {
@@ -174,6 +187,7 @@ export type BrokerFrame =
   | PeerStateFrame
   | SyncFrame
   | FeedFrame
+  | KeysFrame
   | HelloFrame
   | WelcomeFrame
   | ErrorFrame
@@ -343,13 +357,26 @@ export function decodeClientFrame(text: string): ClientFrame {
       return { type };
     case 'offer':
       return { type, messages: peerMessages(frame) };
+    case 'keys':
+      return { type, req: int(frame, 'req'), bound: keyBindings(frame, 'bound'), revoked: keyBindings(frame, 'revoked') };
     default:
       throw protocolError(describeType(type));
   }
 }
 
+/** at most KEYS_PER_FRAME per list, names as SPEC §4 allows, keys as long as an auth frame's */
+export const KEYS_PER_FRAME = 500;
+function keyBindings(frame: Obj, key: string): KeyBinding[] {
+  return array(frame, key, KEYS_PER_FRAME).map((value) => {
+    const b = obj(value, 'key binding');
+    return { name: str(b, 'name', 128), key: str(b, 'key', 16_384) };
+  });
+}
+
 function peerState(frame: Obj): PeerStateFrame {
-  return { type: 'peerState', serviceId: str(frame, 'serviceId', 256), configuredMaster: bool(frame, 'configuredMaster'), isMaster: bool(frame, 'isMaster'), ...optEpoch(frame) };
+  const state: PeerStateFrame = { type: 'peerState', serviceId: str(frame, 'serviceId', 256), configuredMaster: bool(frame, 'configuredMaster'), isMaster: bool(frame, 'isMaster'), ...optEpoch(frame) };
+  if (frame.keys === true) state.keys = true;
+  return state;
 }
 
 /** the election's epoch, when the broker runs one (docs/protocol.md#epochs) */
@@ -447,6 +474,8 @@ export function decodeBrokerFrame(text: string): BrokerFrame {
       return peerState(frame);
     case 'sync':
       return { type, messages: peerMessages(frame), removed: strings(frame, 'removed'), done: bool(frame, 'done') };
+    case 'keys':
+      return { type, req: int(frame, 'req'), bound: keyBindings(frame, 'bound'), revoked: keyBindings(frame, 'revoked') };
     case 'reservations':
       return {
         type,

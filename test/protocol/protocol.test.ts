@@ -90,6 +90,9 @@ const badFrames: readonly BadFrame[] = [
   { name: 'peerState from a client', phase: 'after auth', data: json({ type: 'peerState', serviceId: 'whisker', configuredMaster: true, isMaster: true }) },
   { name: 'follow from a client', phase: 'after auth', data: json({ type: 'follow' }) },
   { name: 'offer from a client', phase: 'after auth', data: json({ type: 'offer', messages: [{ messageId: 'm', queue: 'alive/v1', id: '1', data: 1, created: 1, acceptedAt: 1, from: 'x' }] }) },
+  // a client cannot revoke or bind another client's key (SPEC §4: peers only)
+  { name: 'keys from a client', phase: 'after auth', data: json({ type: 'keys', req: 1, bound: [], revoked: [{ name: 'victim', key: 'x' }] }) },
+  { name: 'keys with more than 500 bindings', phase: 'after auth', data: json({ type: 'keys', req: 1, bound: Array.from({ length: 501 }, (_, i) => ({ name: `n${i}`, key: 'x' })), revoked: [] }) },
 ];
 
 describe('a malformed frame gets E_PROTOCOL and closes that connection only', () => {

@@ -1,6 +1,7 @@
 import type { ClientKeys } from '../../link/keys.js';
 import type { PeerStateFrame } from '../../protocol/frames.js';
 import type { Logger } from '../../ops/logger.js';
+import type { KeySync } from './key-sync.js';
 import type { Replica } from './replica.js';
 
 export interface MasterConflict {
@@ -71,6 +72,8 @@ export interface LinkDeps {
   readonly keys: ClientKeys;
   readonly log: Logger;
   readonly replica: Replica;
+  /** client keys, alike on every mirror (SPEC §4) */
+  readonly keySync: KeySync;
 }
 
 export interface PeersOptions extends LinkDeps {

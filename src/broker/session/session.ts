@@ -77,7 +77,7 @@ export class Session implements ConnectedSession {
     this.#hooks = hooks;
     this.ctx = ctx;
     this.nonce = nonce;
-    this.#handshakeTimer = setTimeout(() => this.fail(new WhiskerError('E_AUTH', 'Handshake timeout')), HANDSHAKE_TIMEOUT_MS);
+    this.#handshakeTimer = setTimeout(() => this.fail(new WhiskerError('E_AUTH', 'Handshake timeout', { reason: 'timeout' })), HANDSHAKE_TIMEOUT_MS);
     this.#outbound = new Outbound(ws, () => this.#bounds(), {
       drained: () => this.#resumeDeliveries(),
       overflowed: (unsent, limit) => this.#overflowed(unsent, limit),
@@ -323,6 +323,7 @@ export class Session implements ConnectedSession {
       case 'peerState':
       case 'follow':
       case 'offer':
+      case 'keys':
         this.fail(protocolError(`${frame.type} is a frame between brokers`));
         return;
       default: {
