@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { dirname, join, resolve } from 'node:path';
 import { WhiskerClient } from '../client/client.js';
+import { parseConfigText } from '../config/text.js';
 import { loadOrCreateKeys } from '../link/keys.js';
 import type { ChannelString, DeliveryInfo } from '../client/types.js';
 import { CommandError } from './control-client.js';
@@ -34,14 +35,14 @@ export function hostsOf(options: MessagingOptions): string[] {
   if (!options.config) return ['127.0.0.1:7780@whisker'];
   let raw: Record<string, unknown>;
   try {
-    raw = JSON.parse(readFileSync(resolve(options.config), 'utf8')) as Record<string, unknown>;
+    raw = parseConfigText(readFileSync(resolve(options.config), 'utf8'), resolve(options.config)) as Record<string, unknown>;
   } catch (error) {
     throw new CommandError(`cannot read ${resolve(options.config)}: ${(error as Error).message}`, 2);
   }
   const server = (raw.socketServer ?? {}) as { host?: string; port?: number; token?: string; tls?: unknown };
   if (server.tls) throw new CommandError('this broker speaks wss://: give --host wss://host:port@serviceId (and trust its certificate)', 2);
   const host = !server.host || server.host === '0.0.0.0' || server.host === '::' ? '127.0.0.1' : server.host;
-  const self = `${host.includes(':') ? `[${host}]` : host}:${server.port ?? 7780}@${typeof raw.serviceId === 'string' ? raw.serviceId : 'whisker'}${server.token ? `#${server.token}` : ''}`;
+  const self = `${host.includes(':') ? `[${host}]` : host}:${server.port ?? 7780}@${typeof raw.serviceId === 'string' ? raw.serviceId : typeof raw.serverId === 'string' ? raw.serverId : 'whisker'}${server.token ? `#${server.token}` : ''}`;
   const peers = Array.isArray(raw.peers) ? raw.peers.filter((p): p is string => typeof p === 'string') : [];
   return [self, ...peers];
 }
