@@ -115,18 +115,34 @@ export async function runSub(channel: string | undefined, options: MessagingOpti
     const where = `${info.channel.endpoint}/${info.channel.version}/${info.channel.id}`;
     if (options.json) print(JSON.stringify({ channel: where, messageId: info.messageId, from: info.from, created: info.created, nbRequeues: info.nbRequeues ?? 0, data: msg }) + '\n');
     else print(`${time(info.created)}  ${safe(where)}  ${safe(info.from ?? '')}  ${info.messageId}  ${body(msg)}\n`);
-    if (seen >= limit) finish();
   };
   const refused = (err: Error & { code?: string }) => finish(new CommandError(`${err.code ?? 'error'}: ${safe(err.message)}`, err.code === 'E_BAD_CHANNEL' ? 2 : 1));
+  // --count N: one delivery in flight at a time, acked as printed, so at most one more than N
+  // reaches this client (the broker fills the slot the Nth ack frees before the unsubscribe
+  // arrives: the protocol has no way to stop a subscription without failing what it holds)
+  const counted = Number.isFinite(limit);
   const handle = options.consume
-    ? client.consume(channel as ChannelString, (err, msg, done, info) => (err ? refused(err) : seen < limit ? (show(msg, info!), done!()) : done!(false)))
-    : client.listen(channel as ChannelString, (err, msg, info) => (err ? refused(err) : seen < limit && show(msg, info!)));
+    ? client.consume(channel as ChannelString, counted ? { prefetch: 1 } : {}, (err, msg, done, info) => {
+        if (err) return refused(err);
+        if (seen >= limit) return; // not ours: requeued by the unsubscribe, never nacked here
+        show(msg, info!);
+        done!();
+        if (seen >= limit) finish();
+      })
+    : client.listen(channel as ChannelString, (err, msg, info) => {
+        if (err) return refused(err);
+        if (seen >= limit) return;
+        show(msg, info!);
+        if (seen >= limit) finish();
+      });
   const onSignal = () => finish();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
     await Promise.race([handle.ready.then(() => say(`${options.consume ? 'consuming' : 'listening to'} ${safe(channel)} as ${safe(options.client ?? DEFAULT_CLIENT)}; Ctrl-C to stop\n`)), finished]);
     await finished;
+    // the unsubscribe leaves after the acks (frames keep their order): its answer means the broker has them
+    await Promise.resolve(handle.close()).catch(() => undefined);
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
