@@ -74,6 +74,16 @@ const parseData = (text: string, asString: boolean): unknown => {
   }
 };
 
+/** E_SCHEMA's failing fields (docs/formats.md#details), one line each: `field (value): error` */
+function detailLines(details: unknown): string[] {
+  if (!Array.isArray(details)) return [];
+  return details.slice(0, 50).map((d: { field?: unknown; value?: unknown; error?: unknown }) => {
+    const field = typeof d.field === 'string' && d.field !== '' ? safe(d.field) : '(the message)';
+    const value = Object.hasOwn(d, 'value') ? ` ${body(d.value)}` : '';
+    return `${field}${value}: ${safe(String(d.error ?? 'invalid'))}`;
+  });
+}
+
 /** `whisker pub CHANNEL DATA` or `whisker pub CHANNEL -` (one message per line of stdin) */
 export async function runPub(channel: string | undefined, data: string | undefined, options: MessagingOptions): Promise<void> {
   if (!channel || data === undefined) throw new CommandError('pub needs CHANNEL and DATA (or - to read one message per line from stdin)', 2);
@@ -85,8 +95,9 @@ export async function runPub(channel: string | undefined, data: string | undefin
       print(options.json ? JSON.stringify({ messageId: info.messageId, channel }) + '\n' : `sent ${info.messageId}\n`);
     } catch (error) {
       failed++;
-      const e = error as Error & { code?: string; info?: { storedBy?: string[] } };
+      const e = error as Error & { code?: string; info?: { storedBy?: string[] }; details?: unknown };
       say(`whisker: not sent: ${e.code ?? 'error'}: ${safe(e.message)}${e.info?.storedBy?.length ? ` (stored by ${e.info.storedBy.map(safe).join(', ')})` : ''}\n`);
+      for (const line of detailLines(e.details)) say(`  ${line}\n`);
     }
   };
   try {
