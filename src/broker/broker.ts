@@ -90,6 +90,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
           const role = { type: 'role', isMaster, ...(epoch !== undefined ? { epoch } : {}) } as const;
           for (const session of sessions()) if (session.isReady && !session.isPeer) session.send(role);
         },
+        followers: () => feed.followers(),
         onStateChange: (state) => {
           for (const session of sessions()) if (session.isReady && session.isPeer) session.send(state);
         },
