@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { ConfigError, loadConfigFile } from '../config/load.js';
 import { keepRestartKeys, restartOnlyChanges } from '../config/restart.js';
@@ -6,7 +7,7 @@ import type { Config } from '../config/types.js';
 import { type ConfigWatcher, watchConfigFile } from '../config/watch.js';
 import { ControlServer, controlSocketPath } from '../ops/control.js';
 import { silentNotifier } from '../ops/notify.js';
-import { startManagement, type ManagementServer } from '../ops/http.js';
+import { bindManagement, startManagement, type ManagementServer } from '../ops/http.js';
 import { createLogger } from '../ops/logger.js';
 import { BrokerMetrics } from '../ops/metrics.js';
 import { controlHandler, statusLine } from './admin.js';
@@ -57,6 +58,14 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
   mkdirSync(config.dataDirectory, { recursive: true, mode: 0o700 });
   // before the store opens: a second broker on the same data directory stops here
   const control = options.control === false ? null : await ControlServer.open(controlSocketPath(config.dataDirectory));
+  // the ports are bound before anything is claimed: a port in use stops the start with no role announced
+  let managementPort: Server | null = null;
+  try {
+    managementPort = config.management ? await bindManagement(config.management) : null;
+  } catch (error) {
+    await control?.close();
+    throw error;
+  }
   const store = options.store ?? new LogStore(join(config.dataDirectory, 'store'), { dedupeWindowMs: config.dedupeWindow * 1000, log, now });
   // appends are timed for the metrics only when something serves them
   const metrics = config.management ? new BrokerMetrics() : null;
@@ -108,6 +117,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
           const role = { type: 'role', isMaster, ...(epoch !== undefined ? { epoch } : {}) } as const;
           for (const session of sessions()) if (session.isReady && !session.isPeer) session.send(role);
         },
+        followers: () => feed.followers(),
         onStateChange: (state) => {
           for (const session of sessions()) if (session.isReady && session.isPeer) session.send(state);
         },
@@ -141,11 +151,14 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       log,
     };
     server = new SocketServer(config, ctx, lifecycle);
-    peers.configure(config.peers, config.isMaster);
+    // nothing awaits between the bind and the role: no connection is served before peers are configured
     address = await server.listen(config.socketServer.host, config.socketServer.port);
+    peers.configure(config.peers, config.isMaster);
     election?.start();
   } catch (error) {
-    await Promise.all([election?.close(), peers?.close(), store.close().catch(() => undefined), history.close(), control?.close()]);
+    const closeSockets = server?.close().catch(() => undefined);
+    const closeManagement = new Promise<void>((resolve) => (managementPort ? managementPort.close(() => resolve()) : resolve()));
+    await Promise.all([election?.close(), peers?.close(), store.close().catch(() => undefined), history.close(), control?.close(), closeSockets, closeManagement]);
     throw error;
   }
   const scheme = config.socketServer.tls ? 'wss' : 'ws';
@@ -307,7 +320,7 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
   };
   if (config.management && metrics) {
     try {
-      management = await startManagement(broker, config.management, { metrics, log, now });
+      management = await startManagement(broker, config.management, { metrics, log, now, ...(managementPort ? { bound: managementPort } : {}) });
     } catch (error) {
       await broker.stop();
       throw error;

@@ -47,6 +47,8 @@ export interface Config {
   readonly configPath: string | null;
   /** Kitten-MQ keys found in the file and ignored (logsDirectory, socketServer.logs...): warned about at start */
   readonly ignoredKeys: readonly string[];
+  /** Kitten-MQ spellings used for a Whisker key (`serverId` as `serviceId`): warned about at start */
+  readonly renamedKeys: readonly string[];
   readonly serviceId: string;
   readonly isMaster: boolean;
   readonly dataDirectory: string;

@@ -99,7 +99,7 @@ export class PeerLink implements KeyLink {
     return this.#connection.close();
   }
 
-  status(): PeerStatus {
+  status(): Omit<PeerStatus, 'followsUs'> {
     const role = this.view ? (this.view.isMaster ? 'master' : 'slave') : 'unknown';
     const lagMessages = this.#unapplied.reduce((sum, frame) => sum + frame.items, 0);
     const lagSeconds = this.#unapplied.length > 0 ? (Date.now() - this.#unapplied[0]!.at) / 1000 : 0;

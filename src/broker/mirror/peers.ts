@@ -137,7 +137,12 @@ export class Peers implements LinkOwner {
   }
 
   status(): PeerStatus[] {
-    return [...this.#links.values()].map((link) => link.status());
+    const followers = this.#options.followers?.() ?? new Map<string, boolean>();
+    return [...this.#links.values()].map((link) => {
+      const status = link.status();
+      const follows = followers.get(status.serviceId);
+      return { ...status, followsUs: follows === undefined ? null : follows ? 'in step' : 'syncing' };
+    });
   }
 
   /** why this broker cannot be trusted as a mirror right now, null when it can (SPEC §9 health) */
