@@ -255,7 +255,7 @@ export class Election {
     if (!wasUnreachable) this.#log.warn('etcd unreachable', { error: error.message, master: this.#view.isMaster });
     // a master keeps delivering until its fence: its lease may still be alive
     if (this.#view.isMaster && performance.now() - this.#renewedAt < this.#fenceMs) return;
-    this.#set({ phase: 'etcd-unreachable', isMaster: false, reason: `etcd unreachable: ${error.message}` });
+    this.#set({ phase: 'etcd-unreachable', isMaster: false, reason: `etcd unreachable: ${unreachableReason(error)}` });
   }
 
   async #dropLease(): Promise<void> {
@@ -304,4 +304,10 @@ async function loadEtcd3(): Promise<typeof import('etcd3')> {
     if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
     throw new ConfigError('election', 'needs the etcd3 package, which is not installed: run "npm install etcd3@^1.1.2" where whisker-mq is installed (npm install -g etcd3@^1.1.2 next to a global whisker-mq)');
   }
+}
+
+/** etcd3's circuit breaker speaks of itself: say what it means for an operator (/health, status) */
+function unreachableReason(error: Error): string {
+  if (/circuit breaker is open/i.test(error.message)) return 'no etcd member answered; the client waits a few seconds before it tries again';
+  return error.message;
 }
