@@ -200,7 +200,8 @@ export function checkHeap(samples: ReadonlyMap<string, readonly Sample[]>, from:
       const heaps = series.filter((s) => s.up === 1 && s.t >= t && s.t < t + WINDOW && s.heap).map((s) => s.heap!);
       if (heaps.length > 0) points.push([(t - from) / 60_000, mib(Math.min(...heaps))]);
     }
-    const role = series.findLast((s) => s.up === 1)?.role === 1 ? 'master' : 'slave';
+    const roles = [...new Set(series.filter((s) => s.up === 1 && s.t >= from && s.t < to).map((s) => (s.role === 1 ? 'master' : 'slave')))];
+    const role = roles.join(' then ') || 'down';
     if (points.length < 4) return { check: `heap flat once warm (${name}, ${role})`, ok: false, detail: `only ${points.length} windows of ${WINDOW / 1000} s sampled in the calm phase` };
     const mx = points.reduce((a, [x]) => a + x, 0) / points.length;
     const my = points.reduce((a, [, y]) => a + y, 0) / points.length;

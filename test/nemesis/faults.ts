@@ -18,15 +18,15 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function runFault(cluster: Cluster, fault: Fault): Promise<FaultRun> {
   const run: FaultRun = { fault, startedAt: Date.now(), endedAt: 0, resolved: fault.target, note: '' };
-  const target = () => {
+  const target = async () => {
     if (fault.target !== 'master') return cluster.broker(fault.target);
-    const master = cluster.master();
-    if (!master) run.note += 'no master seen, took a; ';
+    const master = await cluster.waitMaster(10_000);
+    if (!master) run.note += 'no master seen for 10 s, took a; ';
     return master ?? cluster.broker('a');
   };
   switch (fault.kind) {
     case 'kill9': {
-      const broker = target();
+      const broker = await target();
       run.resolved = broker.name;
       await broker.process?.kill('SIGKILL');
       await sleep(fault.ms);
@@ -34,7 +34,7 @@ export async function runFault(cluster: Cluster, fault: Fault): Promise<FaultRun
       break;
     }
     case 'sigstop': {
-      const broker = target();
+      const broker = await target();
       run.resolved = broker.name;
       broker.process?.child.kill('SIGSTOP');
       await sleep(fault.ms);
@@ -43,9 +43,9 @@ export async function runFault(cluster: Cluster, fault: Fault): Promise<FaultRun
     }
     case 'partition': {
       const [x, y] = fault.target.split('|') as [string, string];
-      cluster.network.cut(x, y);
+      cluster.links.cut(x, y);
       await sleep(fault.ms);
-      cluster.network.heal(x, y);
+      cluster.links.heal(x, y);
       break;
     }
     case 'etcd-restart':
@@ -54,28 +54,34 @@ export async function runFault(cluster: Cluster, fault: Fault): Promise<FaultRun
       await cluster.startEtcd();
       break;
     case 'reload': {
-      const broker = target();
+      const broker = await target();
       run.resolved = broker.name;
       broker.process?.child.kill('SIGHUP');
       break;
     }
     case 'step-down': {
-      const broker = target();
-      run.resolved = broker.name;
-      const { code, out } = await cluster.whisker(broker, ['step-down']);
-      if (code !== 0) run.note += `step-down exited ${code}: ${out.trim().slice(0, 200)}; `;
+      // the sampled master first; the elected one may have changed since its last sample
+      const first = await target();
+      for (const broker of [first, ...cluster.brokers.filter((b) => b !== first)]) {
+        const { code, out } = await cluster.whisker(broker, ['step-down']);
+        if (code === 0) {
+          run.resolved = broker.name;
+          break;
+        }
+        run.note += `step-down on ${broker.name} exited ${code}: ${out.trim().slice(0, 120)}; `;
+      }
       break;
     }
     case 'restart-no-etcd': {
-      const broker = target();
+      const broker = await target();
       run.resolved = broker.name;
       await broker.process?.kill('SIGKILL');
-      cluster.network.cut(broker.name, 'e');
+      cluster.links.cut(broker.name, 'e');
       try {
         await cluster.startBroker(broker);
         await sleep(fault.ms);
       } finally {
-        cluster.network.heal(broker.name, 'e');
+        cluster.links.heal(broker.name, 'e');
       }
       break;
     }

@@ -1,3 +1,4 @@
+/* global fetch, AbortSignal */
 // The nemesis's observer of one broker (issue 27), beside it (in its network namespace, so no
 // partition hides it): /metrics every `everyMs`, one JSON line a sample on stdout:
 // { t, up, role, delivered, heap, epoch }. A broker that does not answer (stopped, killed) is up: 0.
