@@ -187,9 +187,9 @@ export function epochChanges(samples: ReadonlyMap<string, readonly Sample[]>): n
 }
 
 /**
- * Heap after GC, read as the floor of nodejs_heap_size_used_bytes per 10 s window (a scavenge
- * runs many times a window), over the calm phase; the slope of a least-squares line through
- * the floors, in MiB a minute.
+ * Heap after GC, read as the floor of nodejs_heap_size_used_bytes per 10 s window (each broker
+ * runs a full GC every 2 s: gc-every.mjs), over the calm phase; the slope of a least-squares
+ * line through the floors, in MiB a minute.
  */
 export function checkHeap(samples: ReadonlyMap<string, readonly Sample[]>, from: number, to: number, boundMiBPerMin: number): Verdict[] {
   const WINDOW = 10_000;

@@ -250,7 +250,7 @@ export class Cluster {
   }
 
   async startBroker(broker: BrokerNode): Promise<void> {
-    const proc = new Proc([...broker.exec, process.execPath, bin, 'start', '-c', broker.configPath]);
+    const proc = new Proc([...broker.exec, process.execPath, '--expose-gc', '--import', join(root, 'test/nemesis/gc-every.mjs'), bin, 'start', '-c', broker.configPath]);
     broker.process = proc;
     // a loaded 2-core machine has seen 30 s from spawn to listening
     await proc.waitFor(/"msg":"broker started"/, 0, 90_000, `broker ${broker.name} started`);

@@ -53,7 +53,7 @@ export async function runNemesis(options: NemesisOptions): Promise<NemesisResult
   let workload: Proc | null = null;
   try {
     await cluster.start();
-    if (!(await cluster.settled(30_000))) throw new Error('harness: no single master among the three brokers 30 s after start');
+    if (!(await cluster.settled(60_000))) throw new Error('harness: no single master among the three brokers 60 s after start');
     log(`cluster up: master ${cluster.master()?.name}, data in ${cluster.dir}`);
 
     const out = join(cluster.dir, 'recorded.json');
