@@ -135,7 +135,8 @@ export function checkOneDeliverer(samples: ReadonlyMap<string, readonly Sample[]
   const delivering = new Map<number, Set<string>>();
   const master = new Map<number, Set<string>>();
   const mark = (into: Map<number, Set<string>>, b: number, name: string) => into.set(b, (into.get(b) ?? new Set()).add(name));
-  for (const [name, series] of samples) {
+  for (const [name, unordered] of samples) {
+    const series = [...unordered].sort((x, y) => x.t - y.t); // answers to overlapping scrapes may cross
     let prev: Sample | null = null;
     for (const s of series) {
       if (s.up !== 1) continue;
