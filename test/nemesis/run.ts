@@ -98,11 +98,14 @@ export async function runNemesis(options: NemesisOptions): Promise<NemesisResult
     const heapTo = Date.now();
 
     workload.child.stdin!.write('finish\n');
-    for (let waited = 0; !done; waited += 250) {
-      if (!workload.alive && !done) throw new Error('harness: the client process exited before it wrote what it recorded');
-      if (waited > SEND_TIMEOUT_MS + 150_000) throw new Error('harness: the client process did not finish');
+    // sends answered (sendTimeout), deliveries awaited (60 s), the final replay (120 s at most)
+    const finishBy = Date.now() + SEND_TIMEOUT_MS + 240_000;
+    while (!done) {
+      if (!workload.alive) throw new Error('harness: the client process exited before it wrote what it recorded');
+      if (Date.now() > finishBy) throw new Error('harness: the client process did not finish');
       await sleep(250);
     }
+    log('client process done; reading the queues');
     const recorded = JSON.parse(readFileSync(out, 'utf8')) as Recorded;
     // queues empty: what is left in flight settles within seconds; 30 s at most
     const emptyBy = Date.now() + 30_000;
@@ -112,6 +115,7 @@ export async function runNemesis(options: NemesisOptions): Promise<NemesisResult
       held = await cluster.held();
     }
 
+    log('queues read; checking');
     const verdicts: Verdict[] = [
       ...checkMessages(recorded, faults, epochChanges(cluster.samples), 2 * PREFETCH),
       ...checkOneDeliverer(cluster.samples, SAMPLE_MS),

@@ -13,6 +13,8 @@ const JOBS = 'jobs/v1/1';
 const FEED = 'feed/v1/1';
 const CHANNELS = [JOBS, FEED];
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** a replay that never ends fails as E_HARNESS_TIMEOUT rather than holding the run */
+const within = (ms, promise) => Promise.race([promise, sleep(ms).then(() => Promise.reject(Object.assign(new Error('no end'), { code: `E_HARNESS_TIMEOUT (${ms} ms)` })))]);
 const errors = {};
 const countError = (where) => (err) => (errors[`${where}:${err?.code ?? err?.message}`] = (errors[`${where}:${err?.code ?? err?.message}`] ?? 0) + 1);
 
@@ -81,9 +83,9 @@ const replayLoop = (async () => {
     if (!replaying) break;
     const got = [];
     try {
-      await replayer.replay(FEED, { since: Date.now() - 10_000 }, (err, msg) => {
+      await within(30_000, replayer.replay(FEED, { since: Date.now() - 10_000 }, (err, msg) => {
         if (!err) got.push([msg.p, msg.s]);
-      }).done;
+      }).done);
       replays.push({ at: Date.now(), complete: true, got });
     } catch (error) {
       replays.push({ at: Date.now(), complete: false, code: error.code, got });
@@ -109,14 +111,15 @@ async function finish() {
   const deliverBy = Date.now() + options.deliverTimeoutMs;
   while (Date.now() < deliverBy && owed(JOBS, listened[JOBS]) + owed(FEED, listened[FEED]) + owed(JOBS, [...consumed[0], ...consumed[1]]) > 0) await sleep(250);
   await sleep(2000); // redeliveries on their way are counted too
+  emit({ e: 'progress', step: 'delivered; final replay' });
   const final = [];
   let finalError = null;
   for (let attempt = 0; attempt < 5; attempt++) {
     final.length = 0;
     try {
-      await replayer.replay(FEED, { since: 0 }, (err, msg) => {
+      await within(120_000, replayer.replay(FEED, { since: 0 }, (err, msg) => {
         if (!err) final.push([msg.p, msg.s]);
-      }).done;
+      }).done);
       finalError = null;
       break;
     } catch (error) {
@@ -133,9 +136,9 @@ async function finish() {
     }),
   );
   clearInterval(progress);
-  await Promise.all([listener, replayer, ...consumers, ...producers].map((c) => c.disconnect().catch(() => undefined)));
-  emit({ e: 'done' });
-  process.exit(0);
+  // what was recorded is written: a disconnect that hangs must not hold the run
+  await Promise.race([Promise.all([listener, replayer, ...consumers, ...producers].map((c) => c.disconnect().catch(() => undefined))), sleep(5000)]);
+  process.stdout.write(`${JSON.stringify({ e: 'done' })}\n`, () => process.exit(0));
 }
 
 emit({ e: 'ready' });
