@@ -62,11 +62,13 @@ export function checkMessages(r: Recorded, faults: readonly Fault[], elections: 
   const ok = { [JOBS]: answered(r, JOBS, (h) => h === 'ok'), [FEED]: answered(r, FEED, (h) => h === 'ok') };
   const stored = { [JOBS]: answered(r, JOBS, (h) => h.startsWith('stored')), [FEED]: answered(r, FEED, (h) => h.startsWith('stored')) };
   const failed = [...answered(r, JOBS, (h) => h.startsWith('failed')), ...answered(r, FEED, (h) => h.startsWith('failed'))];
+  const codes = new Map<string, number>();
+  for (const o of r.outcome) for (const ch of [JOBS, FEED] as const) for (const [, h] of o[ch]) if (h.startsWith('failed')) codes.set(h.slice(7), (codes.get(h.slice(7)) ?? 0) + 1);
   const sent = r.sends.reduce((n, s) => n + s[JOBS].length + s[FEED].length, 0);
   verdicts.push({
     check: 'sends answered',
     ok: r.pending === 0,
-    detail: `${sent} sent: ${ok[JOBS].length + ok[FEED].length} OK, ${stored[JOBS].length + stored[FEED].length} E_NO_MASTER stored by a slave, ${failed.length} failed${failed.length ? ` (${few(failed)})` : ''}, ${r.pending} never answered`,
+    detail: `${sent} sent: ${ok[JOBS].length + ok[FEED].length} OK, ${stored[JOBS].length + stored[FEED].length} E_NO_MASTER stored by a slave, ${failed.length} failed${failed.length ? ` (${[...codes].map(([c, n]) => `${n} ${c}`).join(', ')}: ${few(failed)})` : ''}, ${r.pending} never answered`,
   });
 
   // lost: an OK send (or one a slave stored) that never reached a recipient
