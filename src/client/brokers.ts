@@ -305,9 +305,10 @@ function isNetworkError(error: WhiskerError): boolean {
 }
 
 /**
- * E_LIMIT before `welcome`: the broker's connection budgets were full (a crowd reconnecting
- * after a restart). The link redials with back-off and jitter; connect() waits till connectTimeout.
+ * E_LIMIT before `welcome` (connection budgets full), or the broker's 5 s handshake ran out (a
+ * swamped broker, not a verdict on the key). The link redials with back-off and jitter; connect()
+ * waits till connectTimeout. The timeout's message is fixed by docs/protocol.md#handshake.
  */
 function isBudgetRefusal(error: WhiskerError | null): boolean {
-  return error?.code === 'E_LIMIT';
+  return error?.code === 'E_LIMIT' || (error?.code === 'E_AUTH' && error.message === 'Handshake timeout');
 }
