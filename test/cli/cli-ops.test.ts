@@ -33,7 +33,11 @@ describe('pub and peek', () => {
     expect(b.router.queues.get('jobs/v1')!.size).toBe(2);
 
     const open = await broker({ showBodies: true });
-    expect((await run(['pub', `jobs/v1/${encodeURIComponent(HOSTILE)}`, JSON.stringify({ text: HOSTILE }), ...as(open)])).code).toBe(0);
+    // an id with control characters is refused (SPEC §2); the body still carries them
+    const refusedId = await run(['pub', `jobs/v1/${encodeURIComponent(HOSTILE)}`, JSON.stringify({ text: HOSTILE }), ...as(open)]);
+    expect(refusedId.code).toBe(1);
+    expect(refusedId.stderr).toContain('E_BAD_CHANNEL');
+    expect((await run(['pub', 'jobs/v1/hostile', JSON.stringify({ text: HOSTILE }), ...as(open)])).code).toBe(0);
     const shown = await run(['peek', 'jobs/v1', '-n', '5', ...socketOf(open)]);
     expect(shown.stdout).toMatch(/ DATA\n/);
     expect(shown.stdout).toContain('{"text":"x\\u001b[2J\\u009b31m<b>"}');
