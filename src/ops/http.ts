@@ -133,6 +133,7 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
   }
 
   const server: Server = options.bound ?? (await bindManagement(config));
+  server.removeAllListeners('request'); // bindManagement's 'starting' answer
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     answer(req).then(
       // a request body left unread: the connection is not reused
@@ -172,11 +173,15 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
 }
 
 /**
- * The management port, bound with no handler yet: a broker binds its ports before it claims a
- * role, so a port in use stops it with nothing announced. The error names the key.
+ * The management port, bound before the broker claims a role, so a port in use stops it with
+ * nothing announced (the error names the key). Until the broker is up every request is answered
+ * 503 `starting`: a probe polling from the first moment never hangs on a request nobody serves.
  */
 export async function bindManagement(config: Pick<ManagementConfig, 'host' | 'port'>): Promise<Server> {
-  const server = createServer();
+  const server = createServer((_req, res) => {
+    res.writeHead(503, { ...COMMON_HEADERS, 'Content-Type': 'application/json; charset=utf-8', 'Retry-After': '1' });
+    res.end(JSON.stringify({ status: 'starting', reason: 'the broker is starting' }));
+  });
   server.headersTimeout = 10_000;
   server.requestTimeout = 15_000;
   server.keepAliveTimeout = 5_000;
