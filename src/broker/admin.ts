@@ -3,7 +3,7 @@ import { ControlError, type ControlHandler, type ControlRequest, type ControlRes
 import { canonicalIdSegment, checkQueueParts } from '../protocol/channel.js';
 import { WhiskerError } from '../protocol/errors.js';
 import { healthView } from '../ops/api.js';
-import type { Logger } from '../ops/logger.js';
+import type { Logger } from '../runtime/logger.js';
 import type { Broker } from './api.js';
 import type { Queue } from './queue/queue.js';
 import { CLIENT_NAME, fingerprint, type KeyRegistry } from './session/keys.js';

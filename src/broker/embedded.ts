@@ -3,8 +3,8 @@
  * src/broker/api.ts extends. Nothing here may reach a type that needs `@types/ws`.
  */
 import type { Config } from '../config/types.js';
-import type { Logger } from '../ops/logger.js';
-import type { ServiceNotifier } from '../ops/notify.js';
+import type { Logger } from '../runtime/logger.js';
+import type { ServiceNotifier } from '../runtime/notify.js';
 import type { MessageStore } from './store/store.js';
 
 export interface BrokerOptions {

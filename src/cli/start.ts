@@ -1,8 +1,8 @@
 import { type Broker, startBroker } from '../broker/broker.js';
 import { ConfigError, defaultConfig, loadConfigFile } from '../config/load.js';
 import type { Config } from '../config/types.js';
-import { createLogger } from '../ops/logger.js';
-import { systemdNotifier } from '../ops/notify.js';
+import { createLogger } from '../runtime/logger.js';
+import { systemdNotifier } from '../runtime/notify.js';
 
 function warnIgnored(config: Config): void {
   if (config.ignoredKeys.length === 0) return;

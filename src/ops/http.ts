@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
-import { sameSecret } from './secret.js';
+import { sameSecret } from '../runtime/secret.js';
 import type { Config } from '../config/types.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../runtime/logger.js';
 import { HandlerRates, type ManagedBroker, subscriberCounts, uptimeSeconds } from './api.js';
 import { RateHistory } from './history.js';
 import type { InspectedBroker } from './messages.js';

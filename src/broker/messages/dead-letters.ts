@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { parseChannel, queueName } from '../../protocol/channel.js';
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../runtime/logger.js';
 import type { StoredMessage } from '../store/store.js';
 
 /** what dead letters need of the broker's messages (the Router is one) */

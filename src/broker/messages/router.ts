@@ -1,7 +1,7 @@
 import { WhiskerError } from '../../protocol/errors.js';
 import type { RefusedId } from '../../protocol/frames.js';
 import { DedupeWindow } from '../../protocol/dedupe.js';
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../runtime/logger.js';
 import type { Policy } from '../access/policy.js';
 import type { History } from '../history/history.js';
 import type { Lifecycle } from '../lifecycle.js';
