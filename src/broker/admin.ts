@@ -52,6 +52,10 @@ export function controlHandler(broker: Broker, keys: KeyRegistry, log: Logger): 
         return ok(keysView(broker, keys));
       case 'keys-revoke':
         return ok(revokeKey(broker, keys, log, request));
+      case 'reservations-list':
+        return ok(reservationsView(broker));
+      case 'reservations-release':
+        return ok(releaseReservation(broker, log, request));
       default: {
         // stat, peek, tail, dlq: the operator's views, in src/ops (docs/operations.md#commands)
         const answer = operatorCommand(broker, request, stream);
@@ -180,6 +184,27 @@ function revokeKey(broker: Broker, registry: KeyRegistry, log: Logger, request: 
     session.fail(new WhiskerError('E_AUTH', 'Key revoked'));
     closedConnections++;
   }
-  log.warn('key revoked', { client: name, fingerprint: fingerprint(key), closedConnections });
-  return { name, fingerprint: fingerprint(key), closedConnections };
+  // its reserved ids are free for others now (SPEC §5)
+  const releasedReservations = broker.router.reservations.releaseName(name);
+  log.warn('key revoked', { client: name, fingerprint: fingerprint(key), closedConnections, releasedReservations });
+  return { name, fingerprint: fingerprint(key), closedConnections, releasedReservations };
+}
+
+/** reserved ids with their owners (`whisker reservations list`, docs/operations.md#commands) */
+function reservationsView(broker: Broker) {
+  const reservations = broker.router.reservations.list().sort((a, b) => a.channel.localeCompare(b.channel));
+  return { reservations, limit: broker.config.limits.maxReservations, hold: broker.config.reservationHold, role: broker.router.isMaster ? 'master' : 'slave' };
+}
+
+/** `whisker reservations release CHANNEL`: the id is free for the next subscriber, of any name */
+function releaseReservation(broker: Broker, log: Logger, request: ControlRequest) {
+  const channel = typeof request.channel === 'string' ? request.channel : '';
+  const [endpoint, version, ...rest] = channel.split('/');
+  const id = idArgument(rest.join('/'));
+  const canonical = `${queueArgument(`${endpoint}/${version}`)}/${id}`;
+  if (!broker.router.isMaster) throw new ControlError('E_NOT_MASTER', 'reservations are released on the master (a slave follows its table)');
+  const released = broker.router.reservations.release(canonical);
+  if (!released) throw new ControlError('E_NOT_FOUND', `no reservation of "${canonical}"`);
+  log.warn('reservation released by the operator', { channel: canonical, owner: released.owner });
+  return released;
 }

@@ -28,6 +28,7 @@ import { KeyRegistry } from './session/keys.js';
 import type { BrokerContext, ConnectedSession } from './session/ports.js';
 import { SocketServer } from './session/server.js';
 import { LogStore } from './store/log.js';
+import { ReservationFile } from './store/reservation-file.js';
 import type { MessageStore } from './store/store.js';
 
 export type { BrokerOptions, ReloadOutcome, ReloadResult } from './api.js';
@@ -46,8 +47,7 @@ interface Parts {
   readonly metrics: BrokerMetrics | null;
   readonly log: Logger;
   readonly notify: ServiceNotifier;
-  /** what the store gave back at start, for the `broker started` line */
-  readonly restored: number;
+  readonly restored: number; // messages the store gave back, for the `broker started` line
 }
 
 /**
@@ -82,10 +82,9 @@ export class Broker implements BrokerView {
   #stopped: Promise<void> | null = null;
   #softStopped: Promise<void> | null = null;
 
-  /** Starts one broker: store loaded, queues rebuilt, socket listening (SPEC §10). */
+  /** startBroker's: the parts started, then management, watcher and control attached */
   static async start(config: Config, options: BrokerOptions = {}): Promise<Broker> {
-    const parts = await startParts(config, options);
-    const broker = new Broker(parts);
+    const broker = new Broker(await startParts(config, options));
     await broker.#attach(options);
     return broker;
   }
@@ -121,8 +120,7 @@ export class Broker implements BrokerView {
 
   /** management, the config watcher and the control socket's commands, once the broker runs */
   async #attach(options: BrokerOptions): Promise<void> {
-    const config = this.config;
-    const log = this.#log;
+    const [config, log] = [this.config, this.#log];
     if (config.management && this.#metrics) {
       try {
         this.#management = await startManagement(this, config.management, { metrics: this.#metrics, log, now: options.now ?? Date.now });
@@ -212,8 +210,7 @@ export class Broker implements BrokerView {
   }
 
   async #drainThenStop(): Promise<void> {
-    const lifecycle = this.#lifecycle;
-    const router = this.router;
+    const [lifecycle, router] = [this.#lifecycle, this.router];
     // connections, sends and new deliveries refused; peers count this broker a master no more
     if (!lifecycle.enter('draining')) return this.stop();
     this.#notify.stopping();
@@ -248,6 +245,7 @@ export class Broker implements BrokerView {
       await this.peers.close();
       await this.#server.close();
       this.router.close();
+      await this.router.reservations.close();
       await this.#store.close();
       await this.history.close();
       // last, so `whisker soft-stop` sees its connection close once everything is written
@@ -279,7 +277,8 @@ async function startParts(config: Config, options: BrokerOptions): Promise<Parts
   const metrics = config.management ? new BrokerMetrics() : null;
   const lifecycle = new Lifecycle();
   const history: History = new History(join(config.dataDirectory, 'history'), (queue: string) => router.policy.retention(queue), log, now);
-  const router: Router = new Router({ policy, store: metrics ? metrics.timeAppends(store) : store, log, now, lifecycle, history });
+  const reservationFile = new ReservationFile(join(config.dataDirectory, 'reservations.json'), log);
+  const router: Router = new Router({ policy, store: metrics ? metrics.timeAppends(store) : store, log, now, lifecycle, history, reservationFile });
   let server: SocketServer | undefined;
   let peers: Peers | undefined;
   let election: Election | null = null;
@@ -289,6 +288,7 @@ async function startParts(config: Config, options: BrokerOptions): Promise<Parts
     const replica = new Replica(router);
     const feed = new PeerFeed(replica, log);
     router.observe({ settled: (events) => feed.settled(events), made: (message) => feed.made(message), storedFromClient: (message) => replica.storedFromClient(message) });
+    router.reservations.observe((set, released) => feed.reservationsChanged(set, released));
     const sessions = () => server?.sessions ?? [];
     peers = new Peers(
       {

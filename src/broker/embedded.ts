@@ -12,7 +12,7 @@ export interface BrokerOptions {
   store?: MessageStore;
   logger?: Logger;
   now?: () => number;
-  /** systemd notifications (src/ops/notify.ts); none by default */
+  /** systemd notifications (src/runtime/notify.ts); none by default */
   notify?: ServiceNotifier;
   /** the control socket in `dataDirectory` (default true) */
   control?: boolean;

@@ -38,7 +38,10 @@ function recheckSubscriptions(session: ConnectedSession, rules: Rules, router: R
     const lost = [...subscription.ids].filter((id) => !rules.canRead(session.clientName, endpoint, version, id));
     if (lost.length === 0) continue;
     router.unsubscribe(subscription, lost);
-    session.send({ type: 'revoked', sub: subscription.sub, ids: lost, error: new WhiskerError('E_FORBIDDEN', 'Not allowed').toJSON() });
+    for (const id of lost) {
+      const reason = rules.readRefusal(session.clientName, endpoint, version, id) ?? 'no-rule';
+      session.send({ type: 'revoked', sub: subscription.sub, ids: [id], error: router.refusals.forbidden(session.clientName, `${subscription.queue}/${id}`, 'read', reason).toJSON() });
+    }
   }
 }
 
@@ -75,6 +78,7 @@ export class Reloader {
       if (!session.isReady || session.isPeer) continue;
       if (!keys.stillValid(session.clientName, session.key!)) {
         keys.revoke(session.clientName, session.key!);
+        router.reservations.releaseName(session.clientName);
         session.fail(new WhiskerError('E_AUTH', 'Key revoked'));
         continue;
       }

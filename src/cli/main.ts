@@ -20,6 +20,8 @@ Commands:
   delete -q ep/ver [-i id] --yes empty a queue, or one id of it (subscriptions stay)
   delete -q ep/ver --history --yes  drop a retained channel's history (docs/configuration.md#retention)
   keys list | keys revoke NAME   registered client keys; revoke one and close its connections
+  reservations list              reserved ids (! read patterns) with the client name holding each
+  reservations release CHANNEL   free a reserved id (ep/ver/id) for the next subscriber
   keygen [--dir DIR] [--name N]  make an Ed25519 key pair: N.pem (private, 0600) and N.pub
   init-conf [path]               write the documented default config (config.example.json)
 
@@ -37,7 +39,7 @@ For people at a terminal:
 pub and sub are clients of the broker: they connect to the broker of -c and its peers (or
 --host, repeatable: host:port@serviceId#token) as --client NAME (default whisker-cli), with the
 key pair NAME.pem/NAME.pub in --keys DIR (default ~/.config/whisker; made when missing).
-reload, soft-stop, step-down, stop, status, list, delete, keys and the others reach the
+reload, soft-stop, step-down, stop, status, list, delete, keys, reservations and the others reach the
 running broker through its control socket, <dataDirectory>/whisker.sock, found from -c
 (without -c: from ./whisker.config.json if it exists, else ./whisker-data).
 
@@ -137,6 +139,9 @@ export async function main(argv: readonly string[]): Promise<number> {
         return 0;
       case 'keys':
         await (await import('./keys.js')).runKeys(rest[0], rest[1], control);
+        return 0;
+      case 'reservations':
+        await (await import('./reservations.js')).runReservations(rest[0], rest[1], control);
         return 0;
       case 'pub':
         await (await import('./messaging.js')).runPub(rest[0], rest[1], messaging);

@@ -168,9 +168,9 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
         const sub = this.#nextSub++;
         frame = (req) => replayFrame(req, sub, set, options);
         const target: SubscriptionSink = seam
-          ? { message: (data, info, settle) => (seam.replayed(info.messageId), sink.message(data, info, settle)), refusal: (e, empty) => sink.refusal(e, empty) }
+          ? { message: (data, info, settle) => (seam.replayed(info.messageId, info.channel.id), sink.message(data, info, settle)), refusal: (e, empty) => sink.refusal(e, empty) }
           : sink;
-        this.#replays.add(sub, target, (error, count) => (error ? reject(error) : resolve(count)));
+        this.#replays.add(sub, target, set.ids.length, (error, count) => (error ? reject(error) : resolve(count)));
         if (this.#disconnected || !this.#brokers) return this.#replays.fail([sub], new WhiskerError('E_DISCONNECTED', 'Client not connected'));
         this.#brokers.replay(sub, frame, (reply) => this.#replays.replied(sub, reply));
         cancellable?.(() => this.#brokers?.cancelReplay(sub));

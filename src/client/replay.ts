@@ -22,12 +22,11 @@ export interface ReplayHandle {
 
 interface Pending {
   readonly sink: SubscriptionSink;
+  /** how many distinct ids the replay names: all of them refused ends it with the refusal */
+  readonly ids: number;
   count: number;
   readonly finish: (error: WhiskerError | null, count: number) => void;
 }
-
-/** the ids of the last replayed messages a listen({ since }) keeps to drop their live copies */
-const SEAM_IDS = 10_000;
 
 export function replayFrame(req: number, sub: number, set: ChannelSet, options: ReplayOptions): ReplayFrame {
   const frame: ReplayFrame = { type: 'replay', req, sub, endpoint: set.endpoint, version: set.version, ids: [...set.ids] };
@@ -56,8 +55,8 @@ export class Replays {
     return this.#pending.has(sub);
   }
 
-  add(sub: number, sink: SubscriptionSink, finish: (error: WhiskerError | null, count: number) => void): void {
-    this.#pending.set(sub, { sink, count: 0, finish });
+  add(sub: number, sink: SubscriptionSink, ids: number, finish: (error: WhiskerError | null, count: number) => void): void {
+    this.#pending.set(sub, { sink, ids, count: 0, finish });
   }
 
   /** the broker's answer to the replay frame: a refusal ends it */
@@ -65,7 +64,12 @@ export class Replays {
     if (reply === null) return this.#end(sub, new WhiskerError('E_NO_MASTER', 'No broker connected to replay from'));
     if (reply.error) return this.#end(sub, errorFromPayload(reply.error));
     const refused = reply.refused ?? [];
-    for (const r of refused) this.#pending.get(sub)?.sink.refusal(errorFromPayload(r.error), false);
+    const pending = this.#pending.get(sub);
+    if (!pending || refused.length === 0) return;
+    // every id refused: the replay ends with the refusal (E_FORBIDDEN), not as an empty history
+    const empty = refused.length >= pending.ids;
+    for (const r of refused) pending.sink.refusal(errorFromPayload(r.error), empty);
+    if (empty) this.#end(sub, errorFromPayload(refused[0]!.error));
   }
 
   deliver(sub: number, data: unknown, info: DeliveryInfo): void {
@@ -98,21 +102,30 @@ export class Replays {
 
 /**
  * The live side of `listen(channel, { since })`: live messages wait here while the history is
- * replayed, then go to the handler, those the replay already gave dropped (the seam).
+ * replayed, then go to the handler, those the replay already gave dropped (the seam). Every
+ * replayed id is compared, however many (issue 27: a waiting backlog of any size). First
+ * deliveries of one channel id come in acceptance order, as the replay does: once a live copy
+ * of a replayed message passed, the replayed ones before it cannot come any more and are
+ * forgotten; once a live message the replay did not give follows one it gave, all of that id's.
  */
 export class SeamSink implements SubscriptionSink {
   readonly #target: SubscriptionSink;
   #waiting: Array<[data: unknown, info: DeliveryInfo, settle: Parameters<SubscriptionSink['message']>[2]]> | null = [];
-  readonly #replayed = new Set<string>();
+  /** replayed message id -> its channel id and its place in that id's list */
+  readonly #replayed = new Map<string, { readonly id: string; readonly at: number }>();
+  /** per channel id: the replayed message ids in acceptance order, from `start` on still kept */
+  readonly #byId = new Map<string, { readonly ids: string[]; start: number; matched: boolean }>();
 
   constructor(target: SubscriptionSink) {
     this.#target = target;
   }
 
   /** a replayed message: its live copy, if one comes, is dropped */
-  replayed(messageId: string): void {
-    this.#replayed.add(messageId);
-    if (this.#replayed.size > SEAM_IDS) this.#replayed.delete(this.#replayed.values().next().value!);
+  replayed(messageId: string, id: string): void {
+    let list = this.#byId.get(id);
+    if (!list) this.#byId.set(id, (list = { ids: [], start: 0, matched: false }));
+    this.#replayed.set(messageId, { id, at: list.ids.length });
+    list.ids.push(messageId);
   }
 
   /** the replay ended: what waited goes to the handler, in order */
@@ -127,8 +140,22 @@ export class SeamSink implements SubscriptionSink {
       this.#waiting.push([data, info, settle]);
       return;
     }
-    if (this.#replayed.has(info.messageId)) return settle(true, 0);
+    const replayed = this.#replayed.get(info.messageId);
+    if (info.nbRequeues === 0) this.#passed(info.channel.id, replayed?.at);
+    if (replayed) return settle(true, 0);
     this.#target.message(data, info, settle);
+  }
+
+  /** a first delivery of `id` passed (at `at` in its replayed list, or not replayed): forget what cannot come again */
+  #passed(id: string, at: number | undefined): void {
+    const list = this.#byId.get(id);
+    if (!list) return;
+    if (at === undefined && !list.matched) return; // older than `since`, or newer: not known yet
+    const end = at === undefined ? list.ids.length : at + 1;
+    for (let i = list.start; i < end; i++) this.#replayed.delete(list.ids[i]!);
+    list.start = Math.max(list.start, end);
+    list.matched = true;
+    if (list.start >= list.ids.length) this.#byId.delete(id);
   }
 
   refusal(error: WhiskerError, empty: boolean): void {
@@ -137,6 +164,8 @@ export class SeamSink implements SubscriptionSink {
 
   closed(): void {
     this.#waiting = null;
+    this.#replayed.clear();
+    this.#byId.clear();
     this.#target.closed?.();
   }
 }

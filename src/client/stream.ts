@@ -191,8 +191,8 @@ export class ReplayStream<T = unknown> implements AsyncIterableIterator<StreamMe
       message: (data, info) => {
         if (!this.#inbox.ended) this.#inbox.put(new Message(data as T, info, () => {}));
       },
-      // some ids refused: the others are replayed; all refused ends the replay with its error
-      refusal: (error) => report(error),
+      // some ids refused: the others are replayed; all refused ends the loop with its error instead
+      refusal: (error, empty) => void (empty || report(error)),
     };
   }
 

@@ -65,6 +65,8 @@ export const configSchema = {
     dedupeWindow: { type: 'number', minimum: 0, maximum: 86_400, default: 120 },
     softStopTimeout: { ...positiveSeconds, default: 30 },
     idleQueueTimeout: { ...positiveSeconds, default: 300 },
+    // seconds a reserved id stays its name's after the name's last subscription to it (SPEC §5)
+    reservationHold: { type: 'number', minimum: 0, maximum: 31_536_000, default: 86_400 },
     heartbeatTimeout: { type: 'number', minimum: 0.1, maximum: 3600, default: 5 },
     rules: {
       type: 'array',
@@ -144,6 +146,7 @@ export const configSchema = {
         upgradeTimeout: { ...positiveSeconds, maximum: 3600, default: 5 },
         maxQueues: { type: 'integer', minimum: 1, default: 10_000 },
         maxRegisteredClients: { type: 'integer', minimum: 1, default: 10_000 },
+        maxReservations: { type: 'integer', minimum: 1, default: 10_000 },
       },
     },
     // docs/management.md#peek: peek, tail and dead letters show message bodies only when asked to

@@ -71,6 +71,8 @@ export interface Config {
   readonly softStopTimeout: number;
   /** seconds an empty queue nobody subscribes to is kept before it is forgotten */
   readonly idleQueueTimeout: number;
+  /** seconds a reserved id stays its client name's after the name's last subscription to it ends; 0: released at once */
+  readonly reservationHold: number;
   /** seconds a client or peer link may stay silent before it is closed (SPEC §9) */
   readonly heartbeatTimeout: number;
   readonly rules?: readonly RuleConfig[];
@@ -106,6 +108,8 @@ export interface Config {
     readonly maxQueues: number;
     /** names auto-registration may bring to registeredClientsPath; past it E_LIMIT */
     readonly maxRegisteredClients: number;
+    /** reserved ids (`!` read patterns) held at once; a new one past it is refused with E_LIMIT */
+    readonly maxReservations: number;
   };
   /** peek, tail and dead letters (dashboard, API, CLI) show message bodies; off by default: they are the users' data */
   readonly showBodies: boolean;

@@ -276,6 +276,7 @@ export class Connection {
       case 'peerState':
       case 'sync':
       case 'feed':
+      case 'reservations':
         this.#owner.onFrame(this, frame);
         return;
       default: {

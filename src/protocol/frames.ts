@@ -146,7 +146,18 @@ export type SyncFrame = { type: 'sync'; messages: PeerMessage[]; removed: string
 /** a master's settlements since the last feed, and the messages it accepted or made (dead letters) */
 export type FeedFrame = { type: 'feed'; settled: PeerSettlement[]; removed: string[]; messages: PeerMessage[] };
 
+/** a reserved id as a master mirrors it (SPEC §5): its client name, and when its hold runs out (null: subscribed) */
+export interface PeerReservation {
+  channel: string;
+  owner: string;
+  since: number;
+  releaseAt: number | null;
+}
+/** a master's reserved ids: `full` replaces the follower's table, else `set` and `released` change it */
+export type ReservationsFrame = { type: 'reservations'; full: boolean; set: PeerReservation[]; released: string[] };
+
 export type BrokerFrame =
+  | ReservationsFrame
   | ReplayEndFrame
   | PeerStateFrame
   | SyncFrame
@@ -410,6 +421,20 @@ export function decodeBrokerFrame(text: string): BrokerFrame {
       return peerState(frame);
     case 'sync':
       return { type, messages: peerMessages(frame), removed: strings(frame, 'removed'), done: bool(frame, 'done') };
+    case 'reservations':
+      return {
+        type,
+        full: bool(frame, 'full'),
+        set: array(frame, 'set', 10_000).map((value) => {
+          const r = obj(value, 'reservation');
+          const releaseAt = r.releaseAt === null ? null : int(r, 'releaseAt');
+          return { channel: str(r, 'channel', 1400), owner: str(r, 'owner', 256), since: int(r, 'since'), releaseAt };
+        }),
+        released: array(frame, 'released', 10_000).map((value) => {
+          if (typeof value !== 'string' || value.length > 1400) throw protocolError('released must hold channels');
+          return value;
+        }),
+      };
     case 'feed':
       return {
         type,

@@ -13,11 +13,16 @@ export interface Rules {
   canWrite(client: string, endpoint: string, version: string, id: string): boolean;
   /** may `client` listen/consume/addId this id ('*' subscribes to every id: needs 'ep/ver/*' or 'ep/*' read pattern) */
   canRead(client: string, endpoint: string, version: string, id: string): boolean;
+  /** why `canRead` says no: `star-under-reserve` when only `!` patterns cover the queue and id is '*' (null: allowed) */
+  readRefusal(client: string, endpoint: string, version: string, id: string): ReadRefusal | null;
   /** is this concrete id (never '*') under a `!` read pattern of ANY rule? (reserved ids: first subscriber owns it) */
   isReserved(endpoint: string, version: string, id: string): boolean;
   /** does this client name match at least one rule's client pattern (used for auto-registration, SPEC §4) */
   matchesAnyRule(client: string): boolean;
 }
+
+/** the reason codes of a refused read that the rules alone decide (docs/protocol.md#errors) */
+export type ReadRefusal = 'no-rule' | 'star-under-reserve';
 
 // the same shapes as SPEC §2 and src/protocol/channel.ts; a client pattern is a name (SPEC §4)
 // or a prefix of one followed by `*`
@@ -144,6 +149,7 @@ function allowEverything(): Rules {
   return {
     canWrite: () => true,
     canRead: () => true,
+    readRefusal: () => null,
     isReserved: () => false,
     // SPEC §4: without a `rules` key auto-registration is not narrowed by client patterns
     matchesAnyRule: () => true,
@@ -186,21 +192,29 @@ export function compileRules(rules: readonly RuleConfig[] | undefined, defaultPo
   // that no rule with a `read` list matches reads everything (likewise write, even channels listed
   // for others); one that does gets exactly its lists. Prefix rules restrict like exact ones.
   function isAllowed(table: Table, client: string, endpoint: string, version: string, id: string): boolean {
+    return refusal(table, client, endpoint, version, id) === null;
+  }
+
+  function refusal(table: Table, client: string, endpoint: string, version: string, id: string): ReadRefusal | null {
     let restricted = false;
+    let underReserve = false;
     for (const rule of rulesOf(client)) {
       const compiled = rule[table];
       if (compiled === undefined) continue;
       // Kitten-MQ README: with `!`, "the client cannot listen on *. It must listen on a specific channel id"
       const grants = id === WILDCARD ? compiled.plain : compiled.all;
-      if (grants.covers(endpoint, version, id)) return true;
+      if (grants.covers(endpoint, version, id)) return null;
+      if (id === WILDCARD && compiled.all.covers(endpoint, version, id)) underReserve = true;
       restricted = true;
     }
-    return !restricted && defaultPolicy === 'allow';
+    if (!restricted && defaultPolicy === 'allow') return null;
+    return underReserve ? 'star-under-reserve' : 'no-rule';
   }
 
   return {
     canWrite: (client, endpoint, version, id) => isAllowed('write', client, endpoint, version, id),
     canRead: (client, endpoint, version, id) => isAllowed('read', client, endpoint, version, id),
+    readRefusal: (client, endpoint, version, id) => refusal('read', client, endpoint, version, id),
     isReserved: (endpoint, version, id) => id !== WILDCARD && reserved.covers(endpoint, version, id),
     matchesAnyRule: (client) => byName.has(client) || byPrefix.some(({ prefix }) => client.startsWith(prefix)),
   };

@@ -9,6 +9,9 @@ import type { HistoryRecord, ReadRecord } from './segment.js';
 export type { HistoryRecord, ReadRecord } from './segment.js';
 export type { ReadRange } from './channel-history.js';
 
+/** at start, at most this much of a channel's newest history is read to check it against the log */
+const RECOVER_BYTES = 16 * 1_048_576;
+
 /** how often retention by time is applied when nothing is appended */
 const TRIM_INTERVAL_MS = 5_000;
 
@@ -32,6 +35,13 @@ export class History {
   readonly #channels = new Map<string, ChannelHistory>();
   #retention: (queue: string) => Retention | null;
   #timer: NodeJS.Timeout | null = null;
+  /**
+   * ids found in a history at restart that its message log never took (a kill -9 between the two
+   * writes): when the client sends them again they are accepted, and not written a second time
+   */
+  readonly #alreadyWritten = new Set<string>();
+  /** settles after every append so far: the next one resolves after it */
+  #lastAppend: Promise<void> = Promise.resolve();
   /** replays served since start (metrics: whisker_replays_total) */
   replays = 0;
   /** replays reading now (whisker_replays_in_progress) */
@@ -68,25 +78,61 @@ export class History {
     return this.#retention(queue) !== null;
   }
 
-  /** stores the messages of retained channels; resolves once they are on disk */
-  async append(messages: readonly StoredMessage[]): Promise<void> {
+  /**
+   * Stores the messages of retained channels; resolves once they are on disk, and never before
+   * an earlier call's promise: the router admits in the order its appends resolve (issue 27).
+   */
+  append(messages: readonly StoredMessage[]): Promise<void> {
     let byQueue: Map<string, HistoryRecord[]> | null = null;
     for (const m of messages) {
       if (m.data === undefined || this.#retention(m.queue) === null) continue;
+      if (this.#alreadyWritten.delete(m.messageId)) continue;
       byQueue ??= new Map();
       let records = byQueue.get(m.queue);
       if (!records) byQueue.set(m.queue, (records = []));
       records.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
     }
-    if (!byQueue) return;
-    await Promise.all(
-      [...byQueue].map(async ([queue, records]) => {
-        const retention = this.#retention(queue)!;
-        const channel = await this.#channel(queue);
-        await channel.append(records, retention);
-        await channel.trim(retention, this.#now());
-      }),
-    );
+    if (!byQueue) return this.#lastAppend;
+    const writes = [...byQueue].map(([queue, records]) => this.#channel(queue).append(records, this.#retention(queue)!, this.#now));
+    const done = Promise.all([...writes, this.#lastAppend]).then(() => undefined);
+    this.#lastAppend = done.catch(() => undefined);
+    return done;
+  }
+
+  /**
+   * At start, after a stop of any kind (issue 27): the message log and the history are written side
+   * by side, so a kill -9 can leave a message in one only. Returns the messages the log holds
+   * that a retained channel's history lacks (the caller appends them: a copy sent again is
+   * deduplicated and would never reach the history), and remembers the records of the last
+   * `recentMs` the log does not know (never answered: sent again, they are not written twice).
+   */
+  async recover(held: readonly StoredMessage[], known: (messageId: string) => boolean, recentMs: number): Promise<StoredMessage[]> {
+    const byQueue = new Map<string, StoredMessage[]>();
+    for (const m of held) {
+      if (this.#retention(m.queue) === null) continue;
+      const list = byQueue.get(m.queue);
+      if (list) list.push(m);
+      else byQueue.set(m.queue, [m]);
+    }
+    const recentFrom = this.#now() - recentMs;
+    const missing: StoredMessage[] = [];
+    for (const queue of new Set([...byQueue.keys(), ...this.#channels.keys()])) {
+      const retention = this.#retention(queue);
+      if (retention === null) continue;
+      const channel = this.#channels.get(queue);
+      // what the history lacks is what the log took after the history's newest record (both are
+      // written in acceptance order); older held messages were trimmed, or have expired
+      const newestAt = channel?.newestAt ?? -Infinity;
+      const expiredBefore = retention.seconds !== undefined ? this.#now() - retention.seconds * 1000 : -Infinity;
+      const candidates = (byQueue.get(queue) ?? []).filter((m) => m.acceptedAt >= newestAt && m.acceptedAt >= expiredBefore);
+      const written = channel ? await channel.tailIds(Math.min(recentFrom, newestAt), RECOVER_BYTES, known) : new Map<string, number>();
+      for (const m of candidates) if (!written.has(m.messageId)) missing.push(m);
+      for (const [messageId, acceptedAt] of written) if (acceptedAt >= recentFrom && !known(messageId)) this.#alreadyWritten.add(messageId);
+    }
+    // a copy sent again after the dedupe window is a new message anyway: forget them then
+    if (this.#alreadyWritten.size > 0) setTimeout(() => this.#alreadyWritten.clear(), recentMs).unref();
+    if (missing.length > 0 || this.#alreadyWritten.size > 0) this.#log.warn('history made whole after a stop', { written: missing.length, unanswered: this.#alreadyWritten.size });
+    return missing.sort((a, b) => a.seq - b.seq);
   }
 
   stats(queue: string): HistoryStats | null {
@@ -145,12 +191,13 @@ export class History {
     await Promise.all([...this.#channels.values()].map((c) => c.close()));
   }
 
-  async #channel(queue: string): Promise<ChannelHistory> {
+  /** made and opened at once: its open is queued before any append to it */
+  #channel(queue: string): ChannelHistory {
     let channel = this.#channels.get(queue);
     if (!channel) {
       channel = new ChannelHistory(join(this.#dir, queue.replace('/', '@')));
       this.#channels.set(queue, channel);
-      await channel.open();
+      channel.open().catch((error: unknown) => this.#log.error('history could not be opened', { queue, error: (error as Error).message }));
     }
     return channel;
   }

@@ -48,15 +48,16 @@ const MAX_RECORD = 128 * 1_048_576;
 export const READ_CHUNK = 262_144;
 
 export function encodeRecords(records: readonly HistoryRecord[]): Buffer {
-  const parts: Buffer[] = [];
-  for (const r of records) {
-    const payload = Buffer.from(JSON.stringify({ m: r.messageId, i: r.id, a: r.acceptedAt, c: r.created, f: r.from, d: r.data }));
-    const header = Buffer.allocUnsafe(HEADER);
-    header.writeUInt32LE(payload.length, 0);
-    header.writeUInt32LE(crc32(payload), 4);
-    parts.push(header, payload);
-  }
-  return Buffer.concat(parts);
+  return Buffer.concat(records.map(encodeRecord));
+}
+
+/** one record with its header, as it lies in a segment */
+export function encodeRecord(r: HistoryRecord): Buffer {
+  const payload = Buffer.from(JSON.stringify({ m: r.messageId, i: r.id, a: r.acceptedAt, c: r.created, f: r.from, d: r.data }));
+  const header = Buffer.allocUnsafe(HEADER);
+  header.writeUInt32LE(payload.length, 0);
+  header.writeUInt32LE(crc32(payload), 4);
+  return Buffer.concat([header, payload]);
 }
 
 /**

@@ -79,7 +79,7 @@ export class Intake {
     if (m.data === null || m.data === undefined) throw new WhiskerError('E_NO_VALUE', 'Bad format');
     if (tooDeep(m.data, MAX_DEPTH)) throw new WhiskerError('E_TOO_LARGE', `Message nested deeper than ${MAX_DEPTH} levels`);
     const policy = router.policy;
-    if (!policy.rules.canWrite(clientName, channel.endpoint, channel.version, channel.id)) throw new WhiskerError('E_FORBIDDEN', 'Not allowed');
+    if (!policy.rules.canWrite(clientName, channel.endpoint, channel.version, channel.id)) throw router.refusals.forbidden(clientName, m.channel, 'write', 'no-rule');
     const queue = channel.queue;
     let data: unknown = m.data;
     const format = policy.format(queue);

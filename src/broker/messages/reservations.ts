@@ -1,28 +1,223 @@
-import { WILDCARD } from '../../protocol/channel.js';
-import type { Rules } from '../access/rules.js';
+import { WhiskerError } from '../../protocol/errors.js';
+import type { Logger } from '../../runtime/logger.js';
 import type { Subscription } from '../queue/subscription.js';
+import type { ReservationFile, ReservationRecord } from '../store/reservation-file.js';
 
-/** Reserved channel ids (SPEC §5, a `!` read rule): the first subscription that reads one holds it. */
+/** what a master's mirrors learn of its reservations (src/broker/mirror/feed.ts) */
+export type ReservationsChanged = (set: readonly ReservationRecord[], released: readonly string[]) => void;
+
+export interface ReservationsOptions {
+  readonly file: ReservationFile | null;
+  readonly log: Logger;
+  readonly now: () => number;
+  /** reservationHold, seconds, read at each use so a reload applies */
+  readonly holdSeconds: () => number;
+  /** limits.maxReservations */
+  readonly limit: () => number;
+}
+
+interface Entry {
+  readonly owner: string;
+  readonly since: number;
+  releaseAt: number | null;
+}
+
+/** how often a master looks for reservations whose hold ran out */
+const SWEEP_MS = 1_000;
+
+/**
+ * Reserved ids (SPEC §5, a `!` read pattern): each belongs to a client NAME, which every
+ * instance of that name may subscribe to. It outlives the name's last subscription by
+ * reservationHold. Only a master takes or releases one; a slave keeps its master's table
+ * (mirrored) and refuses by it. Durable in the data directory.
+ */
 export class Reservations {
-  readonly #owners = new Map<string, Subscription>();
+  readonly #options: ReservationsOptions;
+  /** `endpoint/version/id` -> who holds it */
+  readonly #entries = new Map<string, Entry>();
+  /** live subscriptions on reserved ids here, by channel: whose name still uses it */
+  readonly #live = new Map<string, Set<Subscription>>();
+  #changed: ReservationsChanged | null = null;
+  #isMaster = false;
+  #timer: NodeJS.Timeout | null = null;
 
-  /** true when `subscription` may read `id`: not reserved, free, or its own already */
-  reserve(rules: Rules, subscription: Subscription, id: string): boolean {
-    const [endpoint, version] = subscription.queue.split('/') as [string, string];
-    if (id === WILDCARD || !rules.isReserved(endpoint, version, id)) return true;
-    const key = `${subscription.queue}/${id}`;
-    const owner = this.#owners.get(key);
-    if (owner && owner !== subscription) return false;
-    this.#owners.set(key, subscription);
-    return true;
+  constructor(options: ReservationsOptions) {
+    this.#options = options;
   }
 
-  owner(queue: string, id: string): Subscription | undefined {
-    return this.#owners.get(`${queue}/${id}`);
+  /** what was stored: a reservation nobody subscribes to now runs out a hold from now */
+  restore(): void {
+    const now = this.#options.now();
+    for (const r of this.#options.file?.load() ?? []) {
+      this.#entries.set(r.channel, { owner: r.owner, since: r.since, releaseAt: r.releaseAt ?? now + this.#holdMs() });
+    }
+    this.#sweep();
   }
 
-  release(subscription: Subscription, id: string): void {
-    const key = `${subscription.queue}/${id}`;
-    if (this.#owners.get(key) === subscription) this.#owners.delete(key);
+  observe(changed: ReservationsChanged | null): void {
+    this.#changed = changed;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** the live holder of `channel` (its hold not run out), if any */
+  ownerOf(channel: string): string | undefined {
+    const entry = this.#entries.get(channel);
+    if (!entry || (entry.releaseAt !== null && entry.releaseAt <= this.#options.now())) return undefined;
+    return entry.owner;
+  }
+
+  /**
+   * `subscription` asks for the reserved `channel`: undefined when it may have it (on a master,
+   * now its name's), else the name that holds it. E_LIMIT past limits.maxReservations.
+   */
+  take(subscription: Subscription, channel: string): string | undefined {
+    const name = subscription.clientName;
+    const owner = this.ownerOf(channel);
+    if (owner !== undefined && owner !== name) return owner;
+    if (this.#isMaster) {
+      const entry = this.#entries.get(channel);
+      if (owner === undefined) {
+        if (entry) this.#entries.delete(channel); // its hold ran out
+        const limit = this.#options.limit();
+        if (this.#entries.size >= limit) throw new WhiskerError('E_LIMIT', `Too many reserved ids (limit ${limit})`);
+        this.#set(channel, { owner: name, since: this.#options.now(), releaseAt: null });
+      } else if (entry && entry.releaseAt !== null) {
+        this.#set(channel, { ...entry, releaseAt: null });
+      }
+    }
+    let live = this.#live.get(channel);
+    if (!live) this.#live.set(channel, (live = new Set()));
+    live.add(subscription);
+    return undefined;
+  }
+
+  /** `subscription` no longer reads `channel`: its name's hold starts when it was the last */
+  left(subscription: Subscription, channel: string): void {
+    const live = this.#live.get(channel);
+    if (!live?.delete(subscription)) return;
+    if (live.size === 0) this.#live.delete(channel);
+    const entry = this.#entries.get(channel);
+    if (!this.#isMaster || !entry || entry.owner !== subscription.clientName || entry.releaseAt !== null) return;
+    if (this.#ownerUses(channel, entry.owner)) return;
+    const holdMs = this.#holdMs();
+    if (holdMs === 0) this.#remove([channel]);
+    else this.#set(channel, { ...entry, releaseAt: this.#options.now() + holdMs });
+  }
+
+  list(): ReservationRecord[] {
+    const records: ReservationRecord[] = [];
+    for (const [channel, e] of this.#entries) records.push({ channel, owner: e.owner, since: e.since, releaseAt: e.releaseAt });
+    return records;
+  }
+
+  /** `whisker reservations release CHANNEL`: free now (live subscriptions keep their id) */
+  release(channel: string): ReservationRecord | undefined {
+    const entry = this.#entries.get(channel);
+    if (!entry) return undefined;
+    this.#remove([channel]);
+    return { channel, owner: entry.owner, since: entry.since, releaseAt: entry.releaseAt };
+  }
+
+  /** a revoked name's reservations are released (SPEC §5); returns how many */
+  releaseName(name: string): number {
+    const channels = [...this.#entries].filter(([, e]) => e.owner === name).map(([channel]) => channel);
+    this.#remove(channels);
+    return channels.length;
+  }
+
+  /**
+   * This broker now acts as master (or no longer): it decides from now on, from the table its
+   * master mirrored. Returns subscriptions here on an id another name holds, to be removed.
+   */
+  setMaster(isMaster: boolean): Array<{ subscription: Subscription; channel: string }> {
+    const was = this.#isMaster;
+    this.#isMaster = isMaster;
+    if (!isMaster) {
+      this.#stopSweeps();
+      return [];
+    }
+    this.#timer ??= setInterval(() => this.#sweep(), SWEEP_MS).unref();
+    if (was) return [];
+    const now = this.#options.now();
+    const evicted: Array<{ subscription: Subscription; channel: string }> = [];
+    this.#sweep();
+    for (const [channel, entry] of this.#entries) {
+      const uses = this.#ownerUses(channel, entry.owner);
+      if (uses && entry.releaseAt !== null) this.#set(channel, { ...entry, releaseAt: null });
+      else if (!uses && entry.releaseAt === null) this.#set(channel, { ...entry, releaseAt: now + this.#holdMs() });
+    }
+    // subscribed here while the id was free by the table: the first name found takes it
+    for (const [channel, live] of this.#live) {
+      for (const subscription of live) {
+        let owner = this.ownerOf(channel);
+        if (owner === undefined && this.#entries.size < this.#options.limit()) {
+          this.#set(channel, { owner: subscription.clientName, since: now, releaseAt: null });
+          owner = subscription.clientName;
+        }
+        if (owner !== undefined && owner !== subscription.clientName) evicted.push({ subscription, channel });
+      }
+    }
+    return evicted;
+  }
+
+  /** a slave applies its master's table: `full` replaces what it had */
+  applyFromMaster(full: boolean, set: readonly ReservationRecord[], released: readonly string[]): void {
+    if (this.#isMaster) return;
+    if (full) this.#entries.clear();
+    for (const r of set) this.#entries.set(r.channel, { owner: r.owner, since: r.since, releaseAt: r.releaseAt });
+    for (const channel of released) this.#entries.delete(channel);
+    this.#persist();
+  }
+
+  /** a change not on disk yet: a subscribe that took an id is answered once it is (SPEC §5, durable) */
+  get unwritten(): Promise<void> | null {
+    return this.#options.file?.pending ?? null;
+  }
+
+  close(): Promise<void> {
+    this.#stopSweeps();
+    return this.#options.file?.flushed() ?? Promise.resolve();
+  }
+
+  #stopSweeps(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+  }
+
+  #holdMs(): number {
+    return this.#options.holdSeconds() * 1000;
+  }
+
+  #ownerUses(channel: string, owner: string): boolean {
+    for (const subscription of this.#live.get(channel) ?? []) if (subscription.clientName === owner) return true;
+    return false;
+  }
+
+  #sweep(): void {
+    const now = this.#options.now();
+    const expired: string[] = [];
+    for (const [channel, entry] of this.#entries) if (entry.releaseAt !== null && entry.releaseAt <= now) expired.push(channel);
+    if (expired.length > 0 && this.#isMaster) this.#remove(expired);
+  }
+
+  #set(channel: string, entry: Entry): void {
+    this.#entries.set(channel, entry);
+    this.#persist();
+    this.#changed?.([{ channel, owner: entry.owner, since: entry.since, releaseAt: entry.releaseAt }], []);
+  }
+
+  #remove(channels: readonly string[]): void {
+    if (channels.length === 0) return;
+    for (const channel of channels) this.#entries.delete(channel);
+    this.#persist();
+    this.#changed?.([], channels);
+    this.#options.log.info('reservations released', { channels: channels.slice(0, 20), count: channels.length });
+  }
+
+  #persist(): void {
+    this.#options.file?.changed(() => this.list());
   }
 }

@@ -14,8 +14,8 @@ import { Appends } from './appends.js';
 import { DeadLetters } from './dead-letters.js';
 import { IdleQueues } from './idle-queues.js';
 import { Reservations } from './reservations.js';
-
-const forbidden = () => new WhiskerError('E_FORBIDDEN', 'Not allowed');
+import { Refusals } from '../access/refusals.js';
+import type { ReservationFile } from '../store/reservation-file.js';
 
 /** what the mirrors learn of this broker's messages (src/broker/mirror/, docs/protocol.md#peers) */
 export interface MirrorHooks {
@@ -35,6 +35,8 @@ export interface RouterOptions {
   readonly lifecycle: Lifecycle;
   /** retained channels' history: every message stored is written there too (src/broker/history/) */
   readonly history?: History;
+  /** where reserved ids are kept (SPEC §5); none: they last as long as the process */
+  readonly reservationFile?: ReservationFile;
 }
 
 /**
@@ -69,11 +71,14 @@ export class Router {
   readonly #appends = new Appends();
   /** who watches messages enter their queues without being a recipient (`whisker tail`) */
   readonly #taps = new Set<(message: StoredMessage) => void>();
-  readonly #reservations = new Reservations();
+  readonly #reservations: Reservations;
+  /** E_FORBIDDEN with its reason, and the rate-limited info line about it (SPEC §5) */
+  readonly refusals: Refusals;
   readonly #deadLetters: DeadLetters;
   readonly #idleQueues: IdleQueues;
   /** what the queues see of the store: every state change also reaches the mirrors */
   readonly #queueStore: MessageStore;
+  readonly #history: History | undefined;
   #hooks: MirrorHooks | null = null;
   #isMaster: boolean;
   #held = false;
@@ -92,6 +97,7 @@ export class Router {
     // second, whatever `isMaster` says; Peers sets the role once etcd has decided (mirror/peers.ts)
     this.#isMaster = policy.config.isMaster && !policy.config.election;
     const history = options.history;
+    this.#history = history;
     this.#append = history ? async (messages) => void (await Promise.all([store.append(messages), history.append(messages)])) : (messages) => store.append(messages);
     this.#dedupe = new DedupeWindow(policy.config.dedupeWindow * 1000, options.now);
     this.#queueStore = {
@@ -120,6 +126,14 @@ export class Router {
     this.#lifecycle.observe(() => {
       if (this.#lifecycle.isStopping) this.#checkIdle();
     });
+    this.refusals = new Refusals(options.log, options.now);
+    this.#reservations = new Reservations({
+      file: options.reservationFile ?? null,
+      log: options.log,
+      now: options.now,
+      holdSeconds: () => this.#policy.config.reservationHold,
+      limit: () => this.#policy.config.limits.maxReservations,
+    });
     this.#idleQueues = new IdleQueues({ queues: this.#queues, timeoutSeconds: () => this.#policy.config.idleQueueTimeout, now: this.now });
   }
 
@@ -139,6 +153,11 @@ export class Router {
 
   observe(hooks: MirrorHooks | null): void {
     this.#hooks = hooks;
+  }
+
+  /** reserved ids (SPEC §5): listed and released by the operator, released for a revoked name */
+  get reservations(): Reservations {
+    return this.#reservations;
   }
 
   get queues(): ReadonlyMap<string, Queue> {
@@ -162,6 +181,13 @@ export class Router {
 
   setMaster(isMaster: boolean): void {
     this.#isMaster = isMaster;
+    // before deliveries start: a subscription on an id another name holds goes first
+    for (const { subscription, channel } of this.#reservations.setMaster(isMaster)) {
+      const id = channel.slice(subscription.queue.length + 1);
+      this.unsubscribe(subscription, [id]);
+      const error = this.refusals.forbidden(subscription.clientName, channel, 'read', 'reserved', this.#reservations.ownerOf(channel));
+      subscription.owner.revoked?.(subscription.sub, [id], error);
+    }
     for (const queue of this.#queues.values()) queue.setDelivering(isMaster);
   }
 
@@ -265,8 +291,24 @@ export class Router {
       this.#queue(item.message.queue).restore(item);
     }
     for (const queue of this.#queues.values()) queue.finishRestore();
+    this.#reservations.restore();
+    this.#reservations.setMaster(this.#isMaster);
+    await this.#recoverHistory(messages.map((m) => m.message), new Set(recent.map((r) => r.messageId)));
     this.#idleQueues.start();
     return messages.length;
+  }
+
+  /** every message the log holds is in its channel's history too, whatever stopped the broker (issue 27) */
+  async #recoverHistory(held: readonly StoredMessage[], removed: ReadonlySet<string>): Promise<void> {
+    const history = this.#history;
+    if (!history) return;
+    const heldIds = new Set(held.map((m) => m.messageId));
+    const missing = await history.recover(held, (id) => heldIds.has(id) || removed.has(id), this.#dedupe.windowMs);
+    if (missing.length === 0) return;
+    const lacking = missing.filter((m) => m.data === undefined);
+    const bodies = lacking.length > 0 ? await this.#store.readBodies(lacking.map((m) => m.messageId)) : [];
+    const byId = new Map(lacking.map((m, i) => [m.messageId, bodies[i]]));
+    await history.append(missing.map((m) => (m.data === undefined ? { ...m, data: byId.get(m.messageId) } : m)));
   }
 
   applyPolicy(policy: Policy): void {
@@ -286,9 +328,25 @@ export class Router {
     if (ids.length > 0 && !this.#queues.has(subscription.queue)) this.checkQueueLimit();
     for (const id of ids) {
       if (subscription.ids.has(id)) continue;
-      if (!rules.canRead(subscription.clientName, endpoint, version, id) || !this.#reservations.reserve(rules, subscription, id)) {
-        refused.push({ id, error: forbidden().toJSON() });
+      const channel = `${subscription.queue}/${id}`;
+      const reason = rules.readRefusal(subscription.clientName, endpoint, version, id);
+      if (reason !== null) {
+        refused.push({ id, error: this.refusals.forbidden(subscription.clientName, channel, 'read', reason).toJSON() });
         continue;
+      }
+      if (rules.isReserved(endpoint, version, id)) {
+        let owner: string | undefined;
+        try {
+          owner = this.#reservations.take(subscription, channel);
+        } catch (error) {
+          if (!(error instanceof WhiskerError)) throw error;
+          refused.push({ id, error: error.toJSON() });
+          continue;
+        }
+        if (owner !== undefined) {
+          refused.push({ id, error: this.refusals.forbidden(subscription.clientName, channel, 'read', 'reserved', owner).toJSON() });
+          continue;
+        }
       }
       subscription.ids.add(id);
       queue ??= this.#queue(subscription.queue);
@@ -297,19 +355,19 @@ export class Router {
     return refused;
   }
 
-  /** a reserved id held by a subscription of another client: a replay of it is refused too */
-  reservedByAnother(clientName: string, queue: string, id: string): boolean {
+  /** the name holding a reserved id when it is not `clientName`: a replay of it is refused too */
+  reservedByAnother(clientName: string, queue: string, id: string): string | undefined {
     const [endpoint, version] = queue.split('/') as [string, string];
-    if (!this.#policy.rules.isReserved(endpoint, version, id)) return false;
-    const owner = this.#reservations.owner(queue, id);
-    return owner !== undefined && owner.clientName !== clientName;
+    if (!this.#policy.rules.isReserved(endpoint, version, id)) return undefined;
+    const owner = this.#reservations.ownerOf(`${queue}/${id}`);
+    return owner !== undefined && owner !== clientName ? owner : undefined;
   }
 
   unsubscribe(subscription: Subscription, ids: Iterable<string> = [...subscription.ids]): void {
     const queue = this.#queues.get(subscription.queue);
     for (const id of ids) {
       if (!subscription.ids.delete(id)) continue;
-      this.#reservations.release(subscription, id);
+      this.#reservations.left(subscription, `${subscription.queue}/${id}`);
       queue?.unsubscribe(subscription, id);
     }
   }
@@ -349,6 +407,7 @@ export class Router {
   }
 
   close(): void {
+    void this.#reservations.close();
     this.#idleQueues.stop();
     for (const queue of this.#queues.values()) queue.close();
   }

@@ -1,4 +1,4 @@
-import type { BrokerFrame, PeerMessage, PeerSettlement } from '../../protocol/frames.js';
+import type { BrokerFrame, PeerMessage, PeerReservation, PeerSettlement } from '../../protocol/frames.js';
 import type { Logger } from '../../runtime/logger.js';
 import { type Replica, toPeerMessage } from './replica.js';
 import type { StoreEvent, StoredMessage } from '../store/store.js';
@@ -12,6 +12,8 @@ export interface Follower {
 
 const CHUNK_MESSAGES = 1_000;
 const CHUNK_BYTES = 4 * 1_048_576;
+/** reserved ids per `reservations` frame of a sync (the frame decoder takes up to 10,000) */
+const CHUNK_RESERVATIONS = 1_000;
 
 /**
  * The master's side of mirroring (SPEC §9): a mirror that follows gets a `sync` of what this
@@ -48,6 +50,11 @@ export class PeerFeed {
   follow(follower: Follower): void {
     if (!this.#replica.isMaster || this.#followers.has(follower) || this.#syncing.has(follower)) return;
     this.#flush(); // what happened before the snapshot reaches the older followers first
+    // reserved ids first, whole: what changes later follows in order (SPEC §5)
+    const reservations = this.#replica.reservations();
+    for (let i = 0; i === 0 || i < reservations.length; i += CHUNK_RESERVATIONS) {
+      follower.send({ type: 'reservations', full: i === 0, set: reservations.slice(i, i + CHUNK_RESERVATIONS), released: [] });
+    }
     const { messages, removed } = this.#replica.snapshot();
     const backlog: Array<BrokerFrame | string> = [];
     this.#syncing.set(follower, backlog);
@@ -110,6 +117,13 @@ export class PeerFeed {
       else if (event.kind === 'remove') this.#removed.push(event.messageId);
     }
     this.#schedule();
+  }
+
+  /** reserved ids this master took, changed or released: every follower's table follows */
+  reservationsChanged(set: readonly PeerReservation[], released: readonly string[]): void {
+    const frame: BrokerFrame = { type: 'reservations', full: false, set: [...set], released: [...released] };
+    for (const follower of this.#followers) follower.send(frame);
+    for (const backlog of this.#syncing.values()) backlog.push(frame);
   }
 
   made(message: StoredMessage): void {

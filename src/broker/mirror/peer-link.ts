@@ -123,6 +123,9 @@ export class PeerLink {
         // a master sends these to those that asked, also while it drains at soft-stop
         if (!this.#peers.isMaster) this.#apply(frame);
         return;
+      case 'reservations':
+        if (!this.#peers.isMaster && this.#following) this.#deps.replica.applyReservations(frame);
+        return;
       default:
         return;
     }

@@ -1,4 +1,4 @@
-import type { PeerMessage, PeerSettlement } from '../../protocol/frames.js';
+import type { PeerMessage, PeerReservation, PeerSettlement, ReservationsFrame } from '../../protocol/frames.js';
 import type { Router } from '../messages/router.js';
 import type { StoredMessage } from '../store/store.js';
 import { Unconfirmed } from './unconfirmed.js';
@@ -41,6 +41,11 @@ export class Replica {
     const removed: string[] = [];
     for (const messageId of router.recentIds()) if (!router.holding(messageId)) removed.push(messageId);
     return { messages, removed };
+  }
+
+  /** the reserved ids a follower gets first (SPEC §5) */
+  reservations(): PeerReservation[] {
+    return this.#router.reservations.list();
   }
 
   /**
@@ -91,6 +96,11 @@ export class Replica {
       // a copy still on its way from the client, or being stored, is then not queued (SPEC §7)
       else router.remember(messageId);
     }
+  }
+
+  /** the master's reserved ids: this broker refuses by them, and keeps them if it is promoted */
+  applyReservations(frame: ReservationsFrame): void {
+    this.#router.reservations.applyFromMaster(frame.full, frame.set, frame.released);
   }
 
   /** a client's message stored here while a master is followed: the master should name it */

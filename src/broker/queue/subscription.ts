@@ -1,4 +1,5 @@
 import type { Delivery, SubscriptionMode } from '../../protocol/frames.js';
+import type { WhiskerError } from '../../protocol/errors.js';
 import type { Subscriber } from './group.js';
 
 /** What a subscription needs of its connection. */
@@ -8,6 +9,8 @@ export interface SubscriptionOwner {
   readonly label: string;
   isWritable(): boolean;
   queueDelivery(delivery: Delivery, dataJson?: string): void;
+  /** the broker removed ids of subscription `sub` on its own (docs/protocol.md#revoked) */
+  revoked?(sub: number, ids: readonly string[], error: WhiskerError): void;
 }
 
 /** One listen/consume handler of one connection, on one queue (docs/protocol.md#subscribe). */

@@ -179,6 +179,10 @@ export class Session implements ConnectedSession {
     for (const resolve of waiters) resolve();
   }
 
+  revoked(sub: number, ids: readonly string[], error: WhiskerError): void {
+    this.send({ type: 'revoked', sub, ids: [...ids], error: error.toJSON() });
+  }
+
   queueDelivery(delivery: Delivery, dataJson?: string): void {
     // frames stay near maxPayloadBytes so a client's frame limit holds
     const bytes = this.#deliveries.add(delivery, dataJson, this.ctx.policy.config.limits.maxPayloadBytes, MAX_BATCH);

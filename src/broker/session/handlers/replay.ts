@@ -26,9 +26,10 @@ export function handleReplay(session: SessionPort, frame: ReplayFrame): void {
     ids = new Set();
     for (const id of new Set(frame.ids.map(canonicalIdSegment))) {
       // read rights and reserved ids as for a listen (SPEC §5)
-      const allowed = ctx.policy.rules.canRead(session.clientName, frame.endpoint, frame.version, id) && !ctx.router.reservedByAnother(session.clientName, queue, id);
-      if (allowed) ids.add(id);
-      else refused.push({ id, error: new WhiskerError('E_FORBIDDEN', 'Not allowed').toJSON() });
+      const reason = ctx.policy.rules.readRefusal(session.clientName, frame.endpoint, frame.version, id);
+      const owner = reason === null ? ctx.router.reservedByAnother(session.clientName, queue, id) : undefined;
+      if (reason === null && owner === undefined) ids.add(id);
+      else refused.push({ id, error: ctx.router.refusals.forbidden(session.clientName, `${queue}/${id}`, 'read', reason ?? 'reserved', owner).toJSON() });
     }
     session.send({ type: 'reply', req: frame.req, ...(refused.length > 0 ? { refused } : {}) });
   } catch (error) {

@@ -4,11 +4,16 @@ import type { AddIdsFrame, RemoveIdsFrame, ReplyFrame, SubscribeFrame, Unsubscri
 import type { SessionPort } from '../ports.js';
 import { Subscription } from '../../queue/subscription.js';
 
-/** Requests answered with a `reply` of the same `req` (docs/protocol.md#subscribe). */
+/**
+ * Requests answered with a `reply` of the same `req` (docs/protocol.md#subscribe); a reserved id
+ * taken is on disk before the answer (it survives kill -9 then).
+ */
 function answer(session: SessionPort, req: number, work: () => Pick<ReplyFrame, 'refused'> | void): void {
   try {
     const extra = work() ?? {};
-    session.send({ type: 'reply', req, ...extra });
+    const unwritten = session.ctx.router.reservations.unwritten;
+    if (unwritten) void unwritten.then(() => session.send({ type: 'reply', req, ...extra }));
+    else session.send({ type: 'reply', req, ...extra });
   } catch (error) {
     if (!(error instanceof WhiskerError)) throw error;
     session.send({ type: 'reply', req, error: error.toJSON() });
