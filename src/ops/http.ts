@@ -58,16 +58,16 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
   const rates = new RateWindow();
   const history = new RateHistory();
   const sample = () => {
-    rates.record(now(), broker.router.queues.values());
-    history.record(now(), broker.router.queues.values());
+    rates.record(now(), broker.queues.values());
+    history.record(now(), broker.queues.values());
   };
   metrics.bind({
-    queues: () => broker.router.queues.values(),
+    queues: () => broker.queues.values(),
     subscriberCounts: () => subscriberCounts(broker),
     peers: () => broker.peers?.status() ?? [],
     now,
     get connections() { return broker.sessions.size; },
-    get isMaster() { return broker.router.isMaster; },
+    get isMaster() { return broker.isMaster; },
     get reloadFailures() { return broker.reloadFailures ?? 0; },
     get isStoreHealthy() { return broker.isStoreHealthy; },
     get uptimeSeconds() { return uptimeSeconds(broker, now()); },
