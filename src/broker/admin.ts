@@ -5,7 +5,8 @@ import { WhiskerError } from '../protocol/errors.js';
 import { healthView } from '../ops/api.js';
 import type { Logger } from '../runtime/logger.js';
 import type { Broker, QueueView } from './api.js';
-import { CLIENT_NAME, fingerprint, type KeyRegistry } from './session/keys.js';
+import type { KeySync } from './mirror/key-sync.js';
+import { CLIENT_NAME, type KeyRegistry } from './session/keys.js';
 
 const MAX_LISTED = 1000;
 
@@ -15,7 +16,7 @@ const MAX_LISTED = 1000;
  */
 const ok = (result: unknown): ControlResponse => ({ ok: true, result });
 
-export function controlHandler(broker: Broker, keys: KeyRegistry, log: Logger): ControlHandler {
+export function controlHandler(broker: Broker, keys: KeyRegistry, keySync: KeySync, log: Logger): ControlHandler {
   return (request, stream) => {
     switch (request.command) {
       case 'status':
@@ -50,7 +51,7 @@ export function controlHandler(broker: Broker, keys: KeyRegistry, log: Logger): 
       case 'keys-list':
         return ok(keysView(broker, keys));
       case 'keys-revoke':
-        return ok(revokeKey(broker, keys, log, request));
+        return revokeKey(broker, keySync, request).then(ok);
       case 'reservations-list':
         return ok(reservationsView(broker));
       case 'reservations-release':
@@ -171,22 +172,18 @@ function keysView(broker: Broker, registry: KeyRegistry) {
   return { keys: keys.map((k) => ({ ...k, connections: connected.get(k.name) ?? 0 })), revoked, registeredClientsPath: broker.config.registeredClientsPath };
 }
 
-/** the name's key is refused from now on, and its open connections are closed with E_AUTH */
-function revokeKey(broker: Broker, registry: KeyRegistry, log: Logger, request: ControlRequest) {
+/**
+ * The name's key is refused from now on on every mirror, its open connections closed with
+ * E_AUTH; answers once every connected peer confirmed, at most ~1 s (SPEC §4).
+ */
+async function revokeKey(broker: Broker, keySync: KeySync, request: ControlRequest) {
   const name = request.name;
   if (typeof name !== 'string' || !CLIENT_NAME.test(name)) throw new ControlError('E_BAD_NAME', `a client name matches ${CLIENT_NAME}`);
-  const key = registry.revokeName(name);
-  if (!key) throw new ControlError('E_NOT_FOUND', `no registered key for "${name}"`);
-  let closedConnections = 0;
-  for (const session of [...broker.sessions]) {
-    if (!session.isReady || session.clientName !== name || !session.key?.equals(key)) continue;
-    session.fail(new WhiskerError('E_AUTH', 'Key revoked'));
-    closedConnections++;
-  }
+  const outcome = await keySync.revoke(name);
+  if (!outcome) throw new ControlError('E_NOT_FOUND', `no registered key for "${name}"`);
   // its reserved ids are free for others now (SPEC §5)
   const releasedReservations = broker.router.reservations.releaseName(name);
-  log.warn('key revoked', { client: name, fingerprint: fingerprint(key), closedConnections, releasedReservations });
-  return { name, fingerprint: fingerprint(key), closedConnections, releasedReservations };
+  return { ...outcome, releasedReservations };
 }
 
 /** reserved ids with their owners (`whisker reservations list`, docs/operations.md#commands) */

@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import type { Config } from '../config/types.js';
 import { type ConfigWatcher, watchConfigFile } from '../config/watch.js';
 import type { ControlServer } from '../ops/control.js';
@@ -44,6 +45,7 @@ export class Broker implements BrokerView {
   readonly #election: Election | null;
   readonly #control: ControlServer | null;
   readonly #metrics: BrokerMetrics | null;
+  readonly #managementPort: Server | null;
   readonly #log: Logger;
   readonly #notify: ServiceNotifier;
   readonly #reloader: Reloader;
@@ -81,13 +83,14 @@ export class Broker implements BrokerView {
     this.#election = parts.election;
     this.#control = parts.control;
     this.#metrics = parts.metrics;
+    this.#managementPort = parts.managementPort;
     this.#log = parts.log;
     this.#notify = parts.notify;
     this.#restored = parts.restored;
     let closed!: (error: Error | null) => void;
     this.closed = new Promise<Error | null>((resolve) => (closed = resolve));
     this.#closed = closed;
-    this.#reloader = new Reloader({ router: ctx.router, keys: ctx.keys, peers: ctx.peers, sessions: parts.server.sessions, lifecycle: parts.lifecycle, log: parts.log, notify: parts.notify, status: () => statusLine(this) });
+    this.#reloader = new Reloader({ router: ctx.router, keys: ctx.keys, keySync: ctx.keySync, peers: ctx.peers, sessions: parts.server.sessions, lifecycle: parts.lifecycle, log: parts.log, notify: parts.notify, status: () => statusLine(this) });
   }
 
   /** management, the config watcher and the control socket's commands, once the broker runs */
@@ -95,7 +98,7 @@ export class Broker implements BrokerView {
     const [config, log] = [this.config, this.#log];
     if (config.management && this.#metrics) {
       try {
-        this.#management = await startManagement(this, config.management, { metrics: this.#metrics, log, now: options.now ?? Date.now });
+        this.#management = await startManagement(this, config.management, { metrics: this.#metrics, log, now: options.now ?? Date.now, ...(this.#managementPort ? { bound: this.#managementPort } : {}) });
       } catch (error) {
         await this.stop();
         throw error;
@@ -110,7 +113,7 @@ export class Broker implements BrokerView {
         throw error;
       }
     }
-    this.#control?.handle(controlHandler(this, this.#ctx.keys, log));
+    this.#control?.handle(controlHandler(this, this.#ctx.keys, this.#ctx.keySync, log));
     // once everything listens: tests and operators wait for this line's url
     // the role it acts in now: with an election, a slave until it holds the lease (SPEC §9)
     log.info('broker started', { serviceId: config.serviceId, isMaster: this.router.isMaster, url: this.url, restored: this.#restored });

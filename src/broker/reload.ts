@@ -15,13 +15,15 @@ import type { ReloadOutcome, ReloadResult } from './embedded.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Router } from './messages/router.js';
 import type { Peers } from './mirror/peers.js';
-import type { KeyRegistry } from './session/keys.js';
+import type { KeySync } from './mirror/key-sync.js';
+import { authError, type KeyRegistry } from './session/keys.js';
 import type { ConnectedSession } from './session/ports.js';
 
 /** what a reload acts on, handed in by the broker */
 export interface ReloadParts {
   readonly router: Router;
   readonly keys: KeyRegistry;
+  readonly keySync: KeySync;
   readonly peers: Peers;
   readonly sessions: ReadonlySet<ConnectedSession>;
   readonly lifecycle: Lifecycle;
@@ -65,12 +67,13 @@ export class Reloader {
 
   /** swaps in `loaded` (validated and compiled first); throws and keeps the old config if bad */
   apply(loaded: Config): ReloadResult {
-    const { router, keys, peers, sessions, log } = this.#parts;
+    const { router, keys, keySync, peers, sessions, log } = this.#parts;
     const running = router.policy.config;
     const restartNeeded = restartOnlyChanges(running, loaded);
     const next = keepRestartKeys(running, loaded);
     const nextPolicy = compilePolicy(next);
-    keys.forget();
+    // a `.pub` removed or replaced by hand is a revocation, and it spreads (docs/security.md#keys)
+    keySync.reloaded(keys.forget());
     log.setLevel(next.logLevel);
     router.applyPolicy(nextPolicy);
     for (const session of [...sessions]) {
@@ -79,7 +82,7 @@ export class Reloader {
       if (!keys.stillValid(session.clientName, session.key!)) {
         keys.revoke(session.clientName, session.key!);
         router.reservations.releaseName(session.clientName);
-        session.fail(new WhiskerError('E_AUTH', 'Key revoked'));
+        session.fail(authError('revoked', 'Key revoked'));
         continue;
       }
       recheckSubscriptions(session, nextPolicy.rules, router);

@@ -1,3 +1,4 @@
+import { parseConfigText } from '../config/text.js';
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { dirname, resolve } from 'node:path';
@@ -115,7 +116,7 @@ export function resultOf(response: ControlResponse, exitCode = 1): unknown {
  */
 function looseFields(text: string): { fields: Record<string, unknown>; jsonError: string | null } {
   try {
-    const raw: unknown = JSON.parse(text);
+    const raw: unknown = parseConfigText(text, 'the config');
     return { fields: typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>) : {}, jsonError: null };
   } catch (error) {
     const match = /"dataDirectory"\s*:\s*("(?:[^"\\]|\\.)*")/.exec(text);

@@ -22,9 +22,12 @@ export async function runKeys(action: string | undefined, name: string | undefin
   if (action === 'revoke') {
     if (!name) throw new CommandError('keys revoke needs a client name', 2);
     const target = locate(options.config, options.socket);
-    const result = resultOf(await ask(target, { command: 'keys-revoke', name })) as { fingerprint: string; closedConnections: number };
+    const result = resultOf(await ask(target, { command: 'keys-revoke', name })) as { fingerprint: string; closedConnections: number; confirmedBy: string[]; notConfirmedBy: string[] };
     if (options.json) return printJson(result);
     print(`revoked the key of ${safe(name)} (sha256 ${result.fingerprint}); ${result.closedConnections} connections closed\n`);
+    if (result.confirmedBy.length > 0) print(`confirmed by the peers ${result.confirmedBy.map(safe).join(', ')}\n`);
+    // a peer that missed it gets it when its link is back (docs/operations.md#keys)
+    if (result.notConfirmedBy.length > 0) print(`NOT confirmed by the peers ${result.notConfirmedBy.map(safe).join(', ')}: they get it when their link is back\n`);
     return;
   }
   throw new CommandError('keys needs "list" or "revoke NAME"', 2);

@@ -2,6 +2,8 @@ import { parseArgs } from 'node:util';
 import { existsSync, readFileSync } from 'node:fs';
 import { CommandError } from './control-client.js';
 import { safe } from './text.js';
+import { nearest } from '../config/problems.js';
+import { kittenSpellings, optionErrorLine, type OptionSpec } from './args.js';
 
 const DEFAULT_CONFIG_FILE = 'whisker.config.json';
 
@@ -49,10 +51,39 @@ Options:
   --json             machine-readable output (one JSON object per line for sub, tail, stat)
   --count N          sub, tail, stat: stop after N messages (lines)
   -h, --help         this text
+
+Kitten-MQ spellings: --channel is -i; -p, -r, -s, -prs (list, delete) are ignored with a note.
   -v, --version      the version
 
 Exit codes: 0 ok, 1 failure (no broker running, ...), 2 bad usage or a config refused.
 `;
+
+const COMMANDS = ['start', 'reload', 'soft-stop', 'stop', 'step-down', 'status', 'list', 'delete', 'keys', 'pub', 'sub', 'tail', 'peek', 'stat', 'dlq', 'keygen', 'init-conf'];
+
+const OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  socket: { type: 'string' },
+  'no-watch': { type: 'boolean' },
+  json: { type: 'boolean' },
+  queue: { type: 'string', short: 'q' },
+  id: { type: 'string', short: 'i' },
+  messages: { type: 'boolean', short: 'm' },
+  yes: { type: 'boolean' },
+  history: { type: 'boolean' },
+  dir: { type: 'string' },
+  name: { type: 'string' },
+  host: { type: 'string', multiple: true },
+  client: { type: 'string' },
+  keys: { type: 'string' },
+  string: { type: 'boolean' },
+  consume: { type: 'boolean' },
+  count: { type: 'string' },
+  interval: { type: 'string' },
+  limit: { type: 'string', short: 'n' },
+  all: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
+} as const satisfies Record<string, OptionSpec & { multiple?: boolean }>;
 
 /** Exit codes: 0 ok, 1 runtime failure, 2 bad usage or bad config. */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -61,38 +92,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (error.code !== 'EPIPE') throw error;
     process.exit(0);
   });
+  const { args, notes } = kittenSpellings(argv, OPTIONS);
+  for (const note of notes) process.stderr.write(`whisker: ${note}\n`);
   let parsed;
   try {
-    parsed = parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      options: {
-        config: { type: 'string', short: 'c' },
-        socket: { type: 'string' },
-        'no-watch': { type: 'boolean' },
-        json: { type: 'boolean' },
-        queue: { type: 'string', short: 'q' },
-        id: { type: 'string', short: 'i' },
-        messages: { type: 'boolean', short: 'm' },
-        yes: { type: 'boolean' },
-        history: { type: 'boolean' },
-        dir: { type: 'string' },
-        name: { type: 'string' },
-        host: { type: 'string', multiple: true },
-        client: { type: 'string' },
-        keys: { type: 'string' },
-        string: { type: 'boolean' },
-        consume: { type: 'boolean' },
-        count: { type: 'string' },
-        interval: { type: 'string' },
-        limit: { type: 'string', short: 'n' },
-        all: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-        version: { type: 'boolean', short: 'v' },
-      },
-    });
+    parsed = parseArgs({ args, allowPositionals: true, options: OPTIONS });
   } catch (error) {
-    process.stderr.write(`whisker: ${(error as Error).message}\n\n${USAGE}`);
+    process.stderr.write(`whisker: ${optionErrorLine(error as Error, OPTIONS)}\n`);
     return 2;
   }
   const { values, positionals } = parsed;
@@ -165,9 +171,11 @@ export async function main(argv: readonly string[]): Promise<number> {
         return (await import('./files.js')).runKeygen(values.dir ?? 'keys', values.name ?? 'client');
       case 'init-conf':
         return (await import('./files.js')).runInitConf(rest[0] ?? DEFAULT_CONFIG_FILE);
-      default:
-        process.stderr.write(`whisker: unknown command "${command}"\n\n${USAGE}`);
+      default: {
+        const guess = nearest(command, COMMANDS);
+        process.stderr.write(`whisker: unknown command "${safe(command)}"${guess ? `; did you mean "${guess}"?` : ''} (whisker --help lists them)\n`);
         return 2;
+      }
     }
   } catch (error) {
     if (!(error instanceof CommandError)) throw error;

@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { dirname, join, resolve } from 'node:path';
 import { WhiskerClient } from '../client/client.js';
+import { parseConfigText } from '../config/text.js';
 import { loadOrCreateKeys } from '../link/keys.js';
 import type { ChannelString, DeliveryInfo } from '../client/types.js';
 import { CommandError } from './control-client.js';
@@ -34,14 +35,14 @@ export function hostsOf(options: MessagingOptions): string[] {
   if (!options.config) return ['127.0.0.1:7780@whisker'];
   let raw: Record<string, unknown>;
   try {
-    raw = JSON.parse(readFileSync(resolve(options.config), 'utf8')) as Record<string, unknown>;
+    raw = parseConfigText(readFileSync(resolve(options.config), 'utf8'), resolve(options.config)) as Record<string, unknown>;
   } catch (error) {
     throw new CommandError(`cannot read ${resolve(options.config)}: ${(error as Error).message}`, 2);
   }
   const server = (raw.socketServer ?? {}) as { host?: string; port?: number; token?: string; tls?: unknown };
   if (server.tls) throw new CommandError('this broker speaks wss://: give --host wss://host:port@serviceId (and trust its certificate)', 2);
   const host = !server.host || server.host === '0.0.0.0' || server.host === '::' ? '127.0.0.1' : server.host;
-  const self = `${host.includes(':') ? `[${host}]` : host}:${server.port ?? 7780}@${typeof raw.serviceId === 'string' ? raw.serviceId : 'whisker'}${server.token ? `#${server.token}` : ''}`;
+  const self = `${host.includes(':') ? `[${host}]` : host}:${server.port ?? 7780}@${typeof raw.serviceId === 'string' ? raw.serviceId : typeof raw.serverId === 'string' ? raw.serverId : 'whisker'}${server.token ? `#${server.token}` : ''}`;
   const peers = Array.isArray(raw.peers) ? raw.peers.filter((p): p is string => typeof p === 'string') : [];
   return [self, ...peers];
 }
@@ -73,6 +74,16 @@ const parseData = (text: string, asString: boolean): unknown => {
   }
 };
 
+/** E_SCHEMA's failing fields (docs/formats.md#details), one line each: `field (value): error` */
+function detailLines(details: unknown): string[] {
+  if (!Array.isArray(details)) return [];
+  return details.slice(0, 50).map((d: { field?: unknown; value?: unknown; error?: unknown }) => {
+    const field = typeof d.field === 'string' && d.field !== '' ? safe(d.field) : '(the message)';
+    const value = Object.hasOwn(d, 'value') ? ` ${body(d.value)}` : '';
+    return `${field}${value}: ${safe(String(d.error ?? 'invalid'))}`;
+  });
+}
+
 /** `whisker pub CHANNEL DATA` or `whisker pub CHANNEL -` (one message per line of stdin) */
 export async function runPub(channel: string | undefined, data: string | undefined, options: MessagingOptions): Promise<void> {
   if (!channel || data === undefined) throw new CommandError('pub needs CHANNEL and DATA (or - to read one message per line from stdin)', 2);
@@ -84,8 +95,9 @@ export async function runPub(channel: string | undefined, data: string | undefin
       print(options.json ? JSON.stringify({ messageId: info.messageId, channel }) + '\n' : `sent ${info.messageId}\n`);
     } catch (error) {
       failed++;
-      const e = error as Error & { code?: string; info?: { storedBy?: string[] } };
+      const e = error as Error & { code?: string; info?: { storedBy?: string[] }; details?: unknown };
       say(`whisker: not sent: ${e.code ?? 'error'}: ${safe(e.message)}${e.info?.storedBy?.length ? ` (stored by ${e.info.storedBy.map(safe).join(', ')})` : ''}\n`);
+      for (const line of detailLines(e.details)) say(`  ${line}\n`);
     }
   };
   try {
@@ -114,18 +126,34 @@ export async function runSub(channel: string | undefined, options: MessagingOpti
     const where = `${info.channel.endpoint}/${info.channel.version}/${info.channel.id}`;
     if (options.json) print(JSON.stringify({ channel: where, messageId: info.messageId, from: info.from, created: info.created, nbRequeues: info.nbRequeues ?? 0, data: msg }) + '\n');
     else print(`${time(info.created)}  ${safe(where)}  ${safe(info.from ?? '')}  ${info.messageId}  ${body(msg)}\n`);
-    if (seen >= limit) finish();
   };
   const refused = (err: Error & { code?: string }) => finish(new CommandError(`${err.code ?? 'error'}: ${safe(err.message)}`, err.code === 'E_BAD_CHANNEL' ? 2 : 1));
+  // --count N: one delivery in flight at a time, acked as printed, so at most one more than N
+  // reaches this client (the broker fills the slot the Nth ack frees before the unsubscribe
+  // arrives: the protocol has no way to stop a subscription without failing what it holds)
+  const counted = Number.isFinite(limit);
   const handle = options.consume
-    ? client.consume(channel as ChannelString, (err, msg, done, info) => (err ? refused(err) : seen < limit ? (show(msg, info!), done!()) : done!(false)))
-    : client.listen(channel as ChannelString, (err, msg, info) => (err ? refused(err) : seen < limit && show(msg, info!)));
+    ? client.consume(channel as ChannelString, counted ? { prefetch: 1 } : {}, (err, msg, done, info) => {
+        if (err) return refused(err);
+        if (seen >= limit) return; // not ours: requeued by the unsubscribe, never nacked here
+        show(msg, info!);
+        done!();
+        if (seen >= limit) finish();
+      })
+    : client.listen(channel as ChannelString, (err, msg, info) => {
+        if (err) return refused(err);
+        if (seen >= limit) return;
+        show(msg, info!);
+        if (seen >= limit) finish();
+      });
   const onSignal = () => finish();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
     await Promise.race([handle.ready.then(() => say(`${options.consume ? 'consuming' : 'listening to'} ${safe(channel)} as ${safe(options.client ?? DEFAULT_CLIENT)}; Ctrl-C to stop\n`)), finished]);
     await finished;
+    // the unsubscribe leaves after the acks (frames keep their order): its answer means the broker has them
+    await Promise.resolve(handle.close()).catch(() => undefined);
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

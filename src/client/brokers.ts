@@ -1,6 +1,6 @@
 import { errorFromPayload, WhiskerError } from '../protocol/errors.js';
 import type { BrokerFrame, ClientFrame, Delivery, PublishResult, ReplayEndFrame, ReplyFrame } from '../protocol/frames.js';
-import { Connection, type ConnectionOwner } from '../link/connection.js';
+import { Connection, type ConnectionOwner, finalAuthReason } from '../link/connection.js';
 import type { ClientKeys } from '../link/keys.js';
 import type { ClientOptions } from './options.js';
 import type { Outbox, PendingSend } from './outbox.js';
@@ -27,6 +27,9 @@ export class Brokers {
   readonly #connections: Connection[];
   readonly #owner: BrokersOwner;
   readonly #connectTimeoutMs: number;
+  readonly #authRetryMs: number;
+  /** brokers that refused the key itself, until they are dialed again */
+  readonly #refusals = new Map<Connection, WhiskerError>();
   #master: Connection | null = null;
   /** the newest election epoch any broker announced (docs/protocol.md#epochs) */
   #newestEpoch = 0;
@@ -43,6 +46,7 @@ export class Brokers {
   constructor(options: ClientOptions, keys: ClientKeys, owner: BrokersOwner) {
     this.#owner = owner;
     this.#connectTimeoutMs = options.connectTimeoutMs;
+    this.#authRetryMs = options.reconnect.authRetryMs;
     const connectionOwner: ConnectionOwner = {
       clientId: options.clientId,
       keys,
@@ -150,7 +154,22 @@ export class Brokers {
     for (const connection of this.#connections) if (connection.isReady) connection.queueAck(frame);
   }
 
+  /**
+   * extends a delivery's ack deadline on every broker that understands `touch` (docs/protocol.md#touch);
+   * false when none does
+   */
+  touch(delivery: Delivery): boolean {
+    let sent = false;
+    for (const connection of this.#connections) {
+      if (!connection.isReady || !connection.supports('touch')) continue;
+      connection.send({ type: 'touch', touches: [{ sub: delivery.sub, messageId: delivery.messageId, via: delivery.via }] });
+      sent = true;
+    }
+    return sent;
+  }
+
   #connectionReady(connection: Connection): void {
+    this.#refusals.delete(connection);
     // a broker announces its frame limit in `welcome`: the smallest one bounds every send
     this.#maxMessageBytes = Math.min(...this.#connections.map((c) => c.maxPayloadBytes), 1_048_576) - 512;
     for (const subscription of this.#owner.subscriptions()) {
@@ -173,7 +192,21 @@ export class Brokers {
     }
   }
 
+  /** the refusal of the key when every broker refused it (none connected), else null */
+  keyRefusal(): WhiskerError | null {
+    if (this.isConnected() || this.#refusals.size < this.#connections.length) return null;
+    return [...this.#refusals.values()].at(-1) ?? null;
+  }
+
+  /** connect() again: brokers held back after refusing the key are dialed now */
+  retryRefused(): void {
+    for (const connection of this.#connections) if (connection.retryNow()) this.#refusals.delete(connection);
+  }
+
   #connectionDown(connection: Connection, error: WhiskerError | null): void {
+    const final = finalAuthReason(error);
+    if (final) error = this.#keyRefused(connection, error!, final);
+    else this.#refusals.delete(connection);
     this.#onAnswer(connection, error ?? new WhiskerError('E_DISCONNECTED', `Cannot reach ${connection.target.spec}`));
     if (error && !(this.#starting && isBudgetRefusal(error))) this.#owner.onError(error);
     const lost = [...this.#replays].filter(([, c]) => c === connection).map(([sub]) => sub);
@@ -184,6 +217,22 @@ export class Brokers {
       this.#wasConnected = false;
       this.#owner.emit('disconnect');
     }
+  }
+
+  /**
+   * The broker refused the key itself (SPEC §4): it is not dialed again before `authRetryMs`;
+   * with no broker left, pending sends fail with this E_AUTH (no broker will take them).
+   */
+  #keyRefused(connection: Connection, error: WhiskerError, reason: string): WhiskerError {
+    const retryMs = this.#authRetryMs;
+    const advice = reason === 'revoked'
+      ? 'this key was revoked: give the client a new key pair (or another name), or ask the operator'
+      : 'this name is registered with another key: use that key, or have the operator run `whisker keys revoke` for the name';
+    const next = `${connection.serviceId} is dialed again in ${Math.round(retryMs / 1000)} s (reconnect.authRetryMs) or at connect()`;
+    const refused = new WhiskerError('E_AUTH', `${error.message} (${reason}: ${advice}; ${next})`, { reason, serviceId: connection.serviceId, retryInMs: retryMs });
+    this.#refusals.set(connection, refused);
+    if (!this.isConnected()) this.#owner.outbox.failAll(refused);
+    return refused;
   }
 
   #updateMaster(): void {

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { ChannelCache, parseChannelSet } from '../protocol/channel.js';
+import { ChannelCache, parseChannelSet, unescapeId } from '../protocol/channel.js';
 import { DedupeWindow } from '../protocol/dedupe.js';
 import { WhiskerError } from '../protocol/errors.js';
 import type { Delivery, PublishedMessage } from '../protocol/frames.js';
@@ -7,6 +7,7 @@ import { handlerSink } from './dispatch.js';
 import { Brokers } from './brokers.js';
 import { MessageIds } from './message-ids.js';
 import { clientKeys, clientOptions, type ClientOptions, DEFAULTS } from './options.js';
+import { reportedPromise } from './observed.js';
 import { Outbox } from './outbox.js';
 import { type ReplayHandle, type ReplayOptions, replayFrame, Replays, SeamSink } from './replay.js';
 import { MessageStream, ReplayStream } from './stream.js';
@@ -15,6 +16,7 @@ import type {
   ChannelArg,
   ChannelString,
   ClientConfig,
+  ClientEventName,
   ClientEvents,
   ConsumeHandler,
   ConsumeHandler3,
@@ -24,6 +26,7 @@ import type {
   Handler2,
   ListenHandler,
   ListenOptions,
+  Sendable,
   SendCallback,
   SendInfo,
   SendOptions,
@@ -44,9 +47,12 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   #brokers: Brokers | null = null;
   #firstConnect: { hosts: string; clientId: string; outcome: WhiskerError | null | undefined; waiting: ConnectCallback[] } | null = null;
   #disconnected = false;
+  #lastEmitted: WhiskerError | null = null;
   readonly #outbox = new Outbox(() => this.#options?.sendTimeoutMs ?? DEFAULTS.sendTimeoutMs);
   /** channels parsed once: a client sends to, and hears from, few of them */
-  readonly #channels = new ChannelCache();
+  readonly #channels = new ChannelCache(1024, true);
+  /** channels of deliveries: ids stored before control characters were refused still arrive */
+  readonly #delivered = new ChannelCache();
   readonly #messageIds = new MessageIds();
   readonly #subscriptions = new Map<number, ClientSubscription>();
   readonly #replays = new Replays();
@@ -57,6 +63,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   readonly #host: SubscriptionHost = {
     request: (build, onMasterReply) => (this.#brokers ? this.#brokers.request(build, onMasterReply) : onMasterReply(null)),
     forget: (subscription) => void this.#subscriptions.delete(subscription.sub),
+    report: (error) => this.#reportUnobserved(error),
   };
 
   /**
@@ -71,14 +78,26 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     // cut short by our own disconnect(): told to the caller, never an `error`, never "unhandled"
     const handled = (err: WhiskerError) => (err.code === 'E_DISCONNECTED' && this.#disconnected) || this.#emitError(err);
     if (cb) return this.#connect(config, (err) => (err && handled(err), cb(err)));
-    const promise = new Promise<void>((resolve, reject) =>
-      this.#connect(config, (err) => {
-        if (!err) return resolve();
-        if (handled(err)) promise.catch(() => {});
-        reject(err);
-      }),
+    // told to `error` listeners at once (above); without one, an unawaited failure is a process warning
+    let told = false;
+    return reportedPromise<void>(
+      (resolve, reject) => this.#connect(config, (err) => (err ? ((told = handled(err)), reject(err)) : resolve())),
+      (err) => void (told || process.emitWarning(err)),
     );
-    return promise;
+  }
+
+  // typed events: a misspelt name reads as "not assignable to ClientEventName", not as a
+  // listener "not assignable to never" (EventEmitter<T> accepts any name)
+  override on<E extends ClientEventName>(event: E, listener: (...args: ClientEvents[E]) => void): this {
+    return super.on(event as 'connect', listener as () => void);
+  }
+
+  override once<E extends ClientEventName>(event: E, listener: (...args: ClientEvents[E]) => void): this {
+    return super.once(event as 'connect', listener as () => void);
+  }
+
+  override off<E extends ClientEventName>(event: E, listener: (...args: ClientEvents[E]) => void): this {
+    return super.off(event as 'connect', listener as () => void);
   }
 
   /** true while at least one broker is connected */
@@ -86,16 +105,18 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     return this.#brokers?.isConnected() ?? false;
   }
 
-  send<T = unknown>(channel: ChannelString, data: T): Promise<SendInfo>;
-  send<T = unknown>(channel: ChannelString, data: T, options: SendOptions): Promise<SendInfo>;
-  send<T = unknown>(channel: ChannelString, data: T, cb: SendCallback): void;
-  send<T = unknown>(channel: ChannelString, data: T, options: SendOptions, cb: SendCallback): void;
+  send<T = unknown>(channel: ChannelString, data: Sendable<T>): Promise<SendInfo>;
+  send<T = unknown>(channel: ChannelString, data: Sendable<T>, options: SendOptions): Promise<SendInfo>;
+  send<T = unknown>(channel: ChannelString, data: Sendable<T>, cb: SendCallback): void;
+  send<T = unknown>(channel: ChannelString, data: Sendable<T>, options: SendOptions, cb: SendCallback): void;
   send(channel: ChannelString, data: unknown, optionsOrCb?: SendOptions | SendCallback, maybeCb?: SendCallback): Promise<SendInfo> | void {
     const options = typeof optionsOrCb === 'object' && optionsOrCb !== null ? optionsOrCb : {};
     const cb = typeof optionsOrCb === 'function' ? optionsOrCb : maybeCb;
     if (cb) return this.#send(channel, data, options.signal, cb);
-    return new Promise((resolve, reject) =>
-      this.#send(channel, data, options.signal, (err, _result, info) => (err ? reject(Object.assign(err, { info })) : resolve(info))),
+    // an unawaited send's failure goes to `error` with its message id, never "unhandled" (SPEC §3)
+    return reportedPromise<SendInfo>(
+      (resolve, reject) => this.#send(channel, data, options.signal, (err, _result, info) => (err ? reject(Object.assign(err, { info })) : resolve(info))),
+      this.#reportUnobserved,
     );
   }
 
@@ -129,7 +150,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
    * Fire and forget (docs/client.md#publish): stored and checked like a send, but it returns at
    * once and never rejects; a failure reaches the `error` event with the message id and channel.
    */
-  publish<T = unknown>(channel: ChannelString, data: T): void {
+  publish<T = unknown>(channel: ChannelString, data: Sendable<T>): void {
     this.#send(channel, data, undefined, (err, _result, info) => {
       if (err) this.#emitError(Object.assign(err, { info }), true);
     });
@@ -154,16 +175,19 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     if (typeof handler !== 'function') throw new WhiskerError('E_BAD_ARGUMENT', 'replay needs a handler function');
     const sink = handlerSink('listen', handler as ListenHandler, report, () => 0);
     const done = this.#replay(channel, options, sink);
-    if (cb) done.then((count) => cb(null, count), (error: WhiskerError) => cb(error, 0));
-    else done.catch(() => {}); // the handle's promise: a caller that never looks at it must not crash
-    return { done };
+    if (cb) {
+      done.then((count) => cb(null, count), (error: WhiskerError) => cb(error, 0)); // handles `done` too
+      return { done };
+    }
+    // the handle's promise: a caller that never looks at it gets the failure on `error`
+    return { done: reportedPromise<number>((resolve, reject) => done.then(resolve, reject), report) };
   }
 
   #replay(channel: unknown, options: ReplayOptions, sink: SubscriptionSink, seam?: SeamSink, cancellable?: (cancel: () => void) => void): Promise<number> {
     return new Promise<number>((resolve, reject) => {
       let frame: (req: number) => ReturnType<typeof replayFrame>;
       try {
-        const set = parseChannelSet(channel);
+        const set = parseChannelSet(channel, true);
         replayFrame(0, 0, set, options); // checks the options now
         const sub = this.#nextSub++;
         frame = (req) => replayFrame(req, sub, set, options);
@@ -184,17 +208,19 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   disconnect(): Promise<void>;
   disconnect(cb: (err: null) => void): void;
   disconnect(cb?: (err: null) => void): Promise<void> | void {
-    const done = (async () => {
-      const wasOpen = !this.#disconnected;
-      this.#disconnected = true;
-      this.#outbox.failAll(new WhiskerError('E_DISCONNECTED', 'Client disconnected'));
-      this.#replays.failAll(new WhiskerError('E_DISCONNECTED', 'Client disconnected'));
-      for (const subscription of this.#subscriptions.values()) subscription.sink.closed?.();
-      await this.#brokers?.close();
-      if (wasOpen) this.emit('disconnect');
-    })();
+    const done = reportedPromise<void>((resolve, reject) => void this.#disconnect().then(resolve, reject), this.#reportUnobserved);
     if (!cb) return done;
     void done.then(() => cb(null));
+  }
+
+  async #disconnect(): Promise<void> {
+    const wasOpen = !this.#disconnected;
+    this.#disconnected = true;
+    this.#outbox.failAll(new WhiskerError('E_DISCONNECTED', 'Client disconnected'));
+    this.#replays.failAll(new WhiskerError('E_DISCONNECTED', 'Client disconnected'));
+    for (const subscription of this.#subscriptions.values()) subscription.sink.closed?.();
+    await this.#brokers?.close();
+    if (wasOpen) this.emit('disconnect');
   }
 
   // ---- connecting ----------------------------------------------------------------------
@@ -243,6 +269,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
       return void setImmediate(() => cb(new WhiskerError('E_ALREADY_CONNECTED', 'connect() was already called on this client with other hosts or clientId: make a new client()')));
     }
     if (first.outcome === undefined) return void first.waiting.push(cb);
+    this.#brokers!.retryRefused();
     const outcome = this.isConnected() ? null : first.outcome;
     setImmediate(() => cb(outcome));
   }
@@ -252,9 +279,15 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     (this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args);
   }
 
+  /** a promise nobody awaited failed: its error goes to `error`, or is a process warning */
+  readonly #reportUnobserved = (error: WhiskerError): void => void this.#emitError(error, true);
+
   /** to the `error` listeners, if there are any; false when nobody listens */
   #emitError(error: WhiskerError, warnIfUnheard = false): boolean {
     if (this.listenerCount('error') > 0) {
+      // a refusal that fails connect() is also the broker's: told once (docs/client.md#errors)
+      if (error === this.#lastEmitted) return true;
+      this.#lastEmitted = error;
       this.emit('error', error);
       return true;
     }
@@ -290,6 +323,9 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     if (signal?.aborted) return fail('E_ABORTED', 'Send aborted before it was sent');
     const maxBuffered = this.#options?.maxBufferedMessages ?? DEFAULTS.maxBufferedMessages;
     if (this.#outbox.size >= maxBuffered) return fail('E_QUEUE_FULL', 'Too many messages waiting for a broker');
+    // every broker refused this key and none is dialed before authRetryMs: no broker will take it
+    const refused = this.#brokers?.keyRefusal();
+    if (refused) return cb(refused, null, info);
     const message: PublishedMessage = { messageId, channel: channel as string, data, created: Date.now() };
     const pending = this.#outbox.add(message, bytes, info.channel, cb, signal);
     this.#brokers?.publish(pending);
@@ -333,7 +369,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   #subscribe(mode: 'listen' | 'consume', channel: unknown, prefetch: number | undefined, signal: AbortSignal | undefined, sink: SubscriptionSink): Handle {
     let set;
     try {
-      set = parseChannelSet(channel);
+      set = parseChannelSet(channel, true);
     } catch (error) {
       return new Handle(new ClientSubscription(this.#host, 0, mode, { endpoint: '-', version: '-', ids: [] }, prefetch, sink, error as WhiskerError));
     }
@@ -353,15 +389,17 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     if (this.#replays.has(delivery.sub)) {
       let parsed;
       try {
-        parsed = this.#channels.parse(delivery.channel);
+        parsed = this.#delivered.parse(delivery.channel);
       } catch {
         return;
       }
       const channel = { endpoint: parsed.endpoint, version: parsed.version, id: parsed.rawId };
-      return this.#replays.deliver(delivery.sub, delivery.data, { messageId: delivery.messageId, channel, created: delivery.created, nbRequeues: 0, from: delivery.from });
+      const info = withTouch({ messageId: delivery.messageId, channel, subscribedId: subscribedId(delivery.via), created: delivery.created, nbRequeues: 0, from: delivery.from }, () => false);
+      return this.#replays.deliver(delivery.sub, delivery.data, info);
     }
     const subscription = this.#subscriptions.get(delivery.sub);
     if (!subscription) return; // closed: the broker requeues what it had in flight
+    // per subscribed id (`via`): each copy of a message sent to `*` arrives (SPEC §3)
     const key = `${delivery.sub}|${delivery.via}|${delivery.messageId}|${delivery.nbRequeues}`;
     const ack = (ok: boolean, delaySeconds: number) => this.#brokers?.settle(delivery, ok, delaySeconds);
     if (this.#processed.has(key)) {
@@ -374,17 +412,34 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     this.#processed.add(key);
     let channel: DeliveryInfo['channel'];
     try {
-      const parsed = this.#channels.parse(delivery.channel);
+      const parsed = this.#delivered.parse(delivery.channel);
       channel = { endpoint: parsed.endpoint, version: parsed.version, id: parsed.rawId };
     } catch {
       return;
     }
-    const info: DeliveryInfo = { messageId: delivery.messageId, channel, created: delivery.created, nbRequeues: delivery.nbRequeues, from: delivery.from };
+    let settled = false;
+    const touch = () => !settled && (this.#brokers?.touch(delivery) ?? false);
+    const info = withTouch({ messageId: delivery.messageId, channel, subscribedId: subscribedId(delivery.via), created: delivery.created, nbRequeues: delivery.nbRequeues, from: delivery.from }, touch);
     subscription.sink.message(delivery.data, info, (ok, delaySeconds) => {
+      settled = true;
       this.#settled.add(`${key}|${ok ? 1 : 0}`);
       ack(ok, delaySeconds);
     });
   }
+}
+
+/** the subscribed id a delivery came through, as the user means it; `*` for a subscription to every id */
+function subscribedId(via: string): string {
+  try {
+    return unescapeId(via);
+  } catch {
+    return via;
+  }
+}
+
+/** `info.touch`, not enumerable: `console.log(info)` and `{ ...info }` show the data only */
+function withTouch(fields: Omit<DeliveryInfo, 'touch'>, touch: () => boolean): DeliveryInfo {
+  return Object.defineProperty(fields, 'touch', { value: touch, enumerable: false }) as DeliveryInfo;
 }
 
 /** A new, unconnected client (SPEC §3). */

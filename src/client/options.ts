@@ -12,7 +12,7 @@ export interface ClientOptions {
   readonly sendTimeoutMs: number;
   readonly maxBufferedMessages: number;
   readonly dedupeWindowSeconds: number;
-  readonly reconnect: { readonly initialMs: number; readonly maxMs: number; readonly factor: number };
+  readonly reconnect: { readonly initialMs: number; readonly maxMs: number; readonly factor: number; readonly authRetryMs: number };
   readonly handlerRetry: { readonly initialSeconds: number; readonly maxSeconds: number; readonly factor: number };
   readonly tls: ClientConfig['tls'];
   readonly heartbeatTimeoutMs: number | undefined;
@@ -23,7 +23,7 @@ export const DEFAULTS = {
   sendTimeoutMs: 30_000,
   maxBufferedMessages: 10_000,
   dedupeWindowSeconds: 120,
-  reconnect: { initialMs: 200, maxMs: 20_000, factor: 1.5 },
+  reconnect: { initialMs: 200, maxMs: 20_000, factor: 1.5, authRetryMs: 300_000 },
   handlerRetry: { initialSeconds: 1, maxSeconds: 60, factor: 2 },
 } as const;
 
@@ -65,6 +65,7 @@ export function clientOptions(config: ClientConfig): ClientOptions {
       initialMs: positive(r.initialMs, 'reconnect.initialMs', DEFAULTS.reconnect.initialMs),
       maxMs: positive(r.maxMs, 'reconnect.maxMs', DEFAULTS.reconnect.maxMs),
       factor: positive(r.factor, 'reconnect.factor', DEFAULTS.reconnect.factor),
+      authRetryMs: positive(r.authRetryMs, 'reconnect.authRetryMs', DEFAULTS.reconnect.authRetryMs),
     },
     handlerRetry: {
       initialSeconds: positive(h.initialSeconds, 'handlerRetry.initialSeconds', DEFAULTS.handlerRetry.initialSeconds),

@@ -1,6 +1,7 @@
 import { canonicalIds, type ChannelSet, unescapeId } from '../protocol/channel.js';
 import { errorFromPayload, WhiskerError } from '../protocol/errors.js';
 import type { ClientFrame, ReplyFrame, SubscriptionMode } from '../protocol/frames.js';
+import { reportedPromise } from './observed.js';
 import type { ChannelId, DeliveryInfo } from './types.js';
 
 export type IdsCallback = (err: WhiskerError | null) => void;
@@ -22,6 +23,8 @@ export interface SubscriptionHost {
   /** sends to every connected broker; `onMasterReply` gets the master's answer, or null if none */
   request(build: (req: number) => ClientFrame, onMasterReply: (reply: ReplyFrame | null) => void): void;
   forget(subscription: ClientSubscription): void;
+  /** the failure of a promise nobody awaited (addId, removeId, close without a callback) */
+  report(error: WhiskerError): void;
 }
 
 /**
@@ -48,6 +51,10 @@ export class ClientSubscription {
   /** addId/removeId callbacks waiting for a master to confirm */
   #waiting: IdsCallback[] = [];
   readonly #host: SubscriptionHost;
+
+  get host(): SubscriptionHost {
+    return this.#host;
+  }
 
   constructor(host: SubscriptionHost, sub: number, mode: SubscriptionMode, set: ChannelSet, prefetch: number | undefined, sink: SubscriptionSink, broken: WhiskerError | null = null) {
     this.#host = host;
@@ -101,7 +108,7 @@ export class ClientSubscription {
     if (this.#broken) return cb(this.#broken);
     let added: string[];
     try {
-      added = this.#addLocal(canonicalIds(Array.isArray(ids) ? ids : [ids]));
+      added = this.#addLocal(canonicalIds(Array.isArray(ids) ? ids : [ids], true));
     } catch (error) {
       cb(error as WhiskerError);
       return;
@@ -217,26 +224,27 @@ export class Handle {
   addId(ids: ChannelId | readonly ChannelId[]): Promise<void>;
   addId(ids: ChannelId | readonly ChannelId[], cb: IdsCallback): void;
   addId(ids: ChannelId | readonly ChannelId[], cb?: IdsCallback): Promise<void> | void {
-    return withCallback((done) => this.#subscription.addId(ids, done), cb);
+    return withCallback((done) => this.#subscription.addId(ids, done), cb, this.#subscription.host.report);
   }
 
   removeId(ids: ChannelId | readonly ChannelId[]): Promise<void>;
   removeId(ids: ChannelId | readonly ChannelId[], cb: IdsCallback): void;
   removeId(ids: ChannelId | readonly ChannelId[], cb?: IdsCallback): Promise<void> | void {
-    return withCallback((done) => this.#subscription.removeId(ids, done), cb);
+    return withCallback((done) => this.#subscription.removeId(ids, done), cb, this.#subscription.host.report);
   }
 
   close(): Promise<void>;
   close(cb: IdsCallback): void;
   close(cb?: IdsCallback): Promise<void> | void {
-    return withCallback((done) => this.#subscription.close(done), cb);
+    return withCallback((done) => this.#subscription.close(done), cb, this.#subscription.host.report);
   }
 }
 
-/** Node-style callback when given, a promise otherwise; the callback fires exactly once. */
-export function withCallback(work: (done: IdsCallback) => void, cb: IdsCallback): void;
-export function withCallback(work: (done: IdsCallback) => void, cb?: IdsCallback): Promise<void> | void;
-export function withCallback(work: (done: IdsCallback) => void, cb?: IdsCallback): Promise<void> | void {
+/**
+ * Node-style callback when given, a promise otherwise; the callback fires exactly once. The
+ * promise's failure, when nobody awaits it, goes to `report` (observed.ts).
+ */
+export function withCallback(work: (done: IdsCallback) => void, cb: IdsCallback | undefined, report: (error: WhiskerError) => void): Promise<void> | void {
   if (cb) {
     let called = false;
     work((err) => {
@@ -246,7 +254,7 @@ export function withCallback(work: (done: IdsCallback) => void, cb?: IdsCallback
     });
     return;
   }
-  return new Promise((resolve, reject) => {
+  return reportedPromise<void>((resolve, reject) => {
     let called = false;
     work((err) => {
       if (called) return;
@@ -254,5 +262,5 @@ export function withCallback(work: (done: IdsCallback) => void, cb?: IdsCallback
       if (err) reject(err);
       else resolve();
     });
-  });
+  }, report);
 }

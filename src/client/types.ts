@@ -41,7 +41,8 @@ export interface ClientConfig {
   maxBufferedMessages?: number;
   /** seconds a delivered message id is remembered, against a second master; default 120 */
   dedupeWindow?: number;
-  reconnect?: { initialMs?: number; maxMs?: number; factor?: number };
+  /** `authRetryMs`: the wait before dialing a broker that refused this key (revoked, other key); default 300,000 */
+  reconnect?: { initialMs?: number; maxMs?: number; factor?: number; authRetryMs?: number };
   /** requeue delay after a handler threw or rejected: initial × factor^nbRequeues, at most max */
   handlerRetry?: { initialSeconds?: number; maxSeconds?: number; factor?: number };
   /** `cert` and `key`: a client certificate, for a broker with `socketServer.tls.requestCert` */
@@ -69,17 +70,38 @@ export interface SendOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * What `send` and `publish` take: any JSON value but `null`/`undefined`, which always fail with
+ * E_NO_VALUE; the type says so at compile time (`send(ch, null)` does not compile).
+ */
+export type Sendable<T> = T extends null | undefined ? 'E_NO_VALUE: send() data cannot be null or undefined' : T;
+
+/** the names of the client's events (ClientEvents): a misspelt one reads as not one of these */
+export type ClientEventName = keyof ClientEvents;
+
 export type SendCallback = (err: WhiskerError | null, result: null, info: SendInfo) => void;
 
 export interface DeliveryInfo {
   messageId: string;
+  /** the channel the message was sent to: `id` is `*` for a message sent to `*` */
   channel: Channel;
+  /**
+   * the id of the subscription this copy reached, as the user means it (`*` for a subscription
+   * to every id): a message sent to `*` comes once per subscribed id, each with its own
+   */
+  subscribedId: string;
   /** ms since the epoch, when the sender made the message */
   created: number;
   /** earlier deliveries of this message: 0 on the first */
   nbRequeues: number;
   /** the sender's client name */
   from: string;
+  /**
+   * NSQ's TOUCH: "still working on it". The broker gives this delivery `requeueInterval` again
+   * from now, up to the channel's `maxTouchSeconds` after it was delivered. False when the
+   * delivery is settled, is a replay, or no connected broker understands touches.
+   */
+  touch(): boolean;
 }
 
 /** `done()` acks; `done(false)` requeues now; `done(false, n)` requeues in n seconds */

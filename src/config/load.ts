@@ -1,38 +1,17 @@
 import { parseHost } from '../link/hosts.js';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv } from 'ajv';
+import { ConfigError, parseConfigText } from './text.js';
+import { type Problem, problemsOf } from './problems.js';
 import { configSchema } from './schema.js';
 import type { Config, ElectionConfig } from './types.js';
 
-/** A config that cannot be used; `message` names the key (docs/configuration.md). */
-export class ConfigError extends Error {
-  readonly key: string;
-  constructor(key: string, message: string) {
-    super(key ? `config key "${key}": ${message}` : `config: ${message}`);
-    this.name = 'ConfigError';
-    this.key = key;
-  }
-}
+export { ConfigError, parseConfigText };
 
-const ajv = new Ajv({ allErrors: false, useDefaults: true, strict: true, allowUnionTypes: true });
+// allErrors: a file is fixed in one go, not one key per run; verbose: the schema of an unknown key's parent, for "did you mean"
+const ajv = new Ajv({ allErrors: true, verbose: true, useDefaults: true, strict: true, allowUnionTypes: true });
 const validate = ajv.compile(configSchema);
-
-function keyOf(error: ErrorObject): string {
-  const path = error.instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
-  if (error.keyword === 'additionalProperties') path.push(String(error.params.additionalProperty));
-  if (error.keyword === 'required') path.push(String(error.params.missingProperty));
-  if (error.keyword === 'propertyNames') path.push(String(error.params.propertyName));
-  else if (error.propertyName !== undefined) path.push(error.propertyName);
-  return path.join('.');
-}
-
-function describe(error: ErrorObject): string {
-  if (error.keyword === 'additionalProperties') return 'unknown key';
-  if (error.keyword === 'propertyNames' || error.propertyName !== undefined) return 'channel names must be "endpoint/version"';
-  if (error.keyword === 'enum') return `must be one of ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
-  return error.message ?? 'invalid';
-}
 
 export function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
@@ -43,11 +22,30 @@ export function deepFreeze<T>(value: T): T {
 }
 
 /** Kitten-MQ config keys that have no meaning here: accepted, named in a warning (docs/migrating-from-kitten.md) */
-const REFERENCE_KEYS = ['logsDirectory', 'packetsFilename', 'serverId', 'isManagementInterface'] as const;
+const REFERENCE_KEYS = ['logsDirectory', 'packetsFilename', 'isManagementInterface'] as const;
 const REFERENCE_SOCKET_KEYS = ['logs', 'packetsFilename'] as const;
 
-function stripReferenceKeys(config: Record<string, unknown>): string[] {
-  const ignored: string[] = [];
+/** Kitten's README calls the broker's id `serverId`: the id when `serviceId` is absent (SPEC §10) */
+function renameServerId(config: Record<string, unknown>, renamed: string[]): string[] {
+  if (!Object.hasOwn(config, 'serverId')) return [];
+  const { serverId } = config;
+  delete config.serverId;
+  if (Object.hasOwn(config, 'serviceId')) return ['serverId (serviceId is set)'];
+  config.serviceId = serverId;
+  renamed.push('serverId');
+  return [];
+}
+
+/** Kitten's README sets keysName to a path; here it is a file name inside keysDirectory */
+function keysNameProblem(config: Record<string, unknown>): Problem | null {
+  const { keysName } = config;
+  if (typeof keysName !== 'string' || !/[/\\]/.test(keysName)) return null;
+  const name = keysName.split(/[/\\]/).filter(Boolean).pop() ?? 'broker';
+  return { key: 'keysName', message: `"${keysName}" is a path, but keysName is the key pair's file name: put the folder in "keysDirectory" and write only the name here, e.g. "keysName": "${/^[A-Za-z0-9._-]{1,128}$/.test(name) ? name : 'broker'}"` };
+}
+
+function stripReferenceKeys(config: Record<string, unknown>, renamed: string[]): string[] {
+  const ignored: string[] = renameServerId(config, renamed);
   for (const key of REFERENCE_KEYS) {
     if (!Object.hasOwn(config, key)) continue;
     delete config[key];
@@ -79,13 +77,15 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
   if (typeof copy !== 'object' || copy === null || Array.isArray(copy)) {
     throw new ConfigError('', 'the file must hold one JSON object');
   }
-  const ignoredKeys = stripReferenceKeys(copy as Record<string, unknown>);
-  if (!validate(copy)) {
-    const error = validate.errors?.[0];
-    throw error ? new ConfigError(keyOf(error), describe(error)) : new ConfigError('', 'invalid');
-  }
-  const config = copy as Record<string, unknown> & Omit<Config, 'configPath' | 'ignoredKeys'>;
-  checkPeers(config.peers, config.serviceId);
+  const renamedKeys: string[] = [];
+  const ignoredKeys = stripReferenceKeys(copy as Record<string, unknown>, renamedKeys);
+  const keysName = keysNameProblem(copy as Record<string, unknown>);
+  if (keysName) delete (copy as Record<string, unknown>).keysName;
+  const problems = validate(copy) ? [] : problemsOf(validate.errors ?? []);
+  if (keysName) problems.unshift(keysName);
+  const config = copy as Record<string, unknown> & Omit<Config, 'configPath' | 'ignoredKeys' | 'renamedKeys'>;
+  if (Array.isArray(config.peers)) problems.push(...peerProblems(config.peers ?? [], config.serviceId));
+  if (problems.length > 0) throw ConfigError.of(problems);
   const paths = ['dataDirectory', 'registeredClientsPath', 'keysDirectory'] as const;
   const resolved: Record<string, string> = {};
   for (const key of paths) resolved[key] = resolve(baseDirectory, config[key]);
@@ -103,7 +103,7 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
     : config.socketServer;
   const peerTls = config.peerTls ? resolvePaths(config.peerTls, ['ca', 'cert', 'key'], baseDirectory) : undefined;
   const election = config.election?.etcd.tls ? resolveElectionTls(config.election, baseDirectory) : config.election;
-  return deepFreeze({ ...config, ...resolved, socketServer, ...(peerTls ? { peerTls } : {}), ...(election ? { election } : {}), configPath, ignoredKeys } as Config);
+  return deepFreeze({ ...config, ...resolved, socketServer, ...(peerTls ? { peerTls } : {}), ...(election ? { election } : {}), configPath, ignoredKeys, renamedKeys } as Config);
 }
 
 function resolvePaths<T extends object>(block: T, keys: ReadonlyArray<keyof T & string>, baseDirectory: string): T {
@@ -119,20 +119,25 @@ function resolveElectionTls(election: ElectionConfig, baseDirectory: string): El
 }
 
 /** each peer is a host string naming its serviceId, another broker's, once (SPEC §9) */
-function checkPeers(peers: readonly string[], serviceId: string): void {
+function peerProblems(peers: readonly unknown[], serviceId: unknown): Problem[] {
   const seen = new Set<string>();
+  const problems: Problem[] = [];
   peers.forEach((spec, index) => {
+    if (typeof spec !== 'string') return; // the schema said so already
+    const key = `peers[${index}]`;
     let target;
     try {
       target = parseHost(spec);
     } catch (error) {
-      throw new ConfigError(`peers[${index}]`, (error as Error).message);
+      problems.push({ key, message: (error as Error).message });
+      return;
     }
-    if (!target.serviceId) throw new ConfigError(`peers[${index}]`, `"${spec}" must name the peer's serviceId: host:port@serviceId`);
-    if (target.serviceId === serviceId) throw new ConfigError(`peers[${index}]`, `"${spec}" is this broker's own serviceId`);
-    if (seen.has(target.serviceId)) throw new ConfigError(`peers[${index}]`, `serviceId "${target.serviceId}" is listed twice`);
-    seen.add(target.serviceId);
+    if (!target.serviceId) problems.push({ key, message: `"${spec}" must name the peer's serviceId: host:port@serviceId` });
+    else if (target.serviceId === serviceId) problems.push({ key, message: `"${spec}" is this broker's own serviceId` });
+    else if (seen.has(target.serviceId)) problems.push({ key, message: `serviceId "${target.serviceId}" is listed twice` });
+    if (target.serviceId) seen.add(target.serviceId);
   });
+  return problems;
 }
 
 /** Reads and validates a config file. */
@@ -144,13 +149,7 @@ export function loadConfigFile(path: string): Config {
   } catch (error) {
     throw new ConfigError('', `cannot read ${absolute}: ${(error as Error).message}`);
   }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (error) {
-    throw new ConfigError('', `${absolute} is not valid JSON: ${(error as Error).message}`);
-  }
-  return buildConfig(raw, dirname(absolute), absolute);
+  return buildConfig(parseConfigText(text, absolute), dirname(absolute), absolute);
 }
 
 /** The built-in default: 127.0.0.1, data under ./whisker-data of the working directory. */

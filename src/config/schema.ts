@@ -17,6 +17,7 @@ const channelSettings = {
     overflow: { enum: ['drop-oldest', 'reject'] },
     requeueLimit: { type: 'integer', minimum: 1 },
     requeueInterval: positiveSeconds,
+    maxTouchSeconds: positiveSeconds,
     deadLetter: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}/[A-Za-z0-9._-]{1,32}/[^/]{1,256}$' },
     // the channel's history, kept after acks for replays (docs/configuration.md#retention)
     retention: {
@@ -62,6 +63,7 @@ export const configSchema = {
     memoryWindow: { type: 'integer', minimum: 1, maximum: 10_000_000, default: 10_000 },
     requeueLimit: { type: 'integer', minimum: 1, default: 5 },
     requeueInterval: { ...positiveSeconds, default: 100 },
+    maxTouchSeconds: { ...positiveSeconds, default: 3600 },
     dedupeWindow: { type: 'number', minimum: 0, maximum: 86_400, default: 120 },
     softStopTimeout: { ...positiveSeconds, default: 30 },
     idleQueueTimeout: { ...positiveSeconds, default: 300 },

@@ -10,6 +10,8 @@ export interface ChannelConfig {
   readonly overflow?: Overflow;
   readonly requeueLimit?: number;
   readonly requeueInterval?: number;
+  /** seconds after a delivery past which touches no longer extend its deadline */
+  readonly maxTouchSeconds?: number;
   readonly deadLetter?: string;
   /** keep the channel's history after acks, for replays: until older than `seconds` or past `maxBytes` (oldest first) */
   readonly retention?: Retention;
@@ -45,6 +47,8 @@ export interface Config {
   readonly configPath: string | null;
   /** Kitten-MQ keys found in the file and ignored (logsDirectory, socketServer.logs...): warned about at start */
   readonly ignoredKeys: readonly string[];
+  /** Kitten-MQ spellings used for a Whisker key (`serverId` as `serviceId`): warned about at start */
+  readonly renamedKeys: readonly string[];
   readonly serviceId: string;
   readonly isMaster: boolean;
   readonly dataDirectory: string;
@@ -65,6 +69,8 @@ export interface Config {
   readonly requeueLimit: number;
   /** seconds */
   readonly requeueInterval: number;
+  /** seconds: a touched delivery is held at most this long after it was handed out */
+  readonly maxTouchSeconds: number;
   /** seconds */
   readonly dedupeWindow: number;
   /** seconds */

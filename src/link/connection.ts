@@ -25,7 +25,8 @@ export interface ConnectionOwner {
   readonly tls: { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer; rejectUnauthorized?: boolean } | undefined;
   /** a link silent this long is closed (src/link/heartbeat.ts); read at every dial */
   readonly heartbeatTimeoutMs?: number;
-  readonly reconnect: { initialMs: number; maxMs: number; factor: number };
+  /** `authRetryMs`: the wait after a refusal of the key itself (`revoked`, `other-key`); without it, the back-off */
+  readonly reconnect: { initialMs: number; maxMs: number; factor: number; authRetryMs?: number };
   onReady(connection: Connection): void;
   /** the socket was lost or refused; `error` is the broker's refusal, when there was one */
   onDown(connection: Connection, error: WhiskerError | null): void;
@@ -33,6 +34,12 @@ export interface ConnectionOwner {
 }
 
 const STABLE_MS = 60_000;
+/**
+ * a broker that was connected within RECENT_MS is redialled at least every RECENT_CAP_MS: one
+ * that restarts is reached within ~2 s of accepting again (SPEC §3, docs/client.md#connect)
+ */
+const RECENT_MS = 5 * 60_000;
+const RECENT_CAP_MS = 1_500;
 const TLS_REFUSALS = new Set([
   'DEPTH_ZERO_SELF_SIGNED_CERT',
   'SELF_SIGNED_CERT_IN_CHAIN',
@@ -43,6 +50,15 @@ const TLS_REFUSALS = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 const MAX_BATCH = 1_000;
+/** E_AUTH reasons no retry can fix: the key was revoked, or the name has another one (SPEC §4) */
+const FINAL_AUTH_REASONS = new Set(['revoked', 'other-key']);
+
+/** the refusal's reason when it is one no redial can fix, else null */
+export function finalAuthReason(error: WhiskerError | null): string | null {
+  if (error?.code !== 'E_AUTH') return null;
+  const reason = (error.details as { reason?: unknown } | undefined)?.reason;
+  return typeof reason === 'string' && FINAL_AUTH_REASONS.has(reason) ? reason : null;
+}
 
 /**
  * One broker: dial, handshake with a fresh token, batch outgoing frames per tick, and
@@ -59,9 +75,15 @@ export class Connection {
   /** the election epoch the broker announced last (docs/protocol.md#epochs), if it runs one */
   #epoch: number | undefined;
   #maxPayloadBytes = 1_048_576;
+  /** optional frames the broker announced in `welcome` (`touch`) */
+  #features: readonly string[] = [];
   #attempt = 0;
   #retryTimer: NodeJS.Timeout | null = null;
+  /** the next dial waits out `authRetryMs`: the broker refused the key itself */
+  #heldByRefusal = false;
   #readySince = 0;
+  /** when this connection was last lost while ready (ms epoch); 0: never ready */
+  #lostAt = 0;
   #nextReq = 1;
   readonly #requests = new Map<number, (reply: ReplyFrame | null) => void>();
   #publishes: PublishedMessage[] = [];
@@ -99,9 +121,24 @@ export class Connection {
     return this.#maxPayloadBytes;
   }
 
+  /** the broker understands this optional frame (docs/protocol.md#handshake, `features`) */
+  supports(feature: string): boolean {
+    return this.#features.includes(feature);
+  }
+
   start(): void {
     if (this.#status !== 'idle') return;
     this.#dial();
+  }
+
+  /** held after a refusal of the key: dial now (a new connect(), docs/client.md#errors) */
+  retryNow(): boolean {
+    if (!this.#heldByRefusal || this.#status !== 'connecting' || !this.#retryTimer) return false;
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = null;
+    this.#heldByRefusal = false;
+    this.#dial();
+    return true;
   }
 
   /**
@@ -254,6 +291,7 @@ export class Connection {
         this.#isMaster = frame.isMaster;
         this.#epoch = frame.epoch;
         this.#maxPayloadBytes = frame.maxPayloadBytes;
+        this.#features = frame.features ?? [];
         this.#readySince = Date.now();
         this.#owner.onReady(this);
         return;
@@ -276,6 +314,7 @@ export class Connection {
       case 'peerState':
       case 'sync':
       case 'feed':
+      case 'keys':
       case 'reservations':
         this.#owner.onFrame(this, frame);
         return;
@@ -302,12 +341,20 @@ export class Connection {
     this.#failRequests();
     this.#owner.onDown(this, refusal);
     if (wasClosed) return;
-    if (this.#readySince && Date.now() - this.#readySince > STABLE_MS) this.#attempt = 0;
+    const now = Date.now();
+    if (this.#readySince && now - this.#readySince > STABLE_MS) this.#attempt = 0;
+    if (this.#readySince) this.#lostAt = now;
     this.#readySince = 0;
-    const { initialMs, maxMs, factor } = this.#owner.reconnect;
-    const base = Math.min(maxMs, initialMs * factor ** this.#attempt++);
-    const delay = base / 2 + Math.random() * (base / 2);
+    const { initialMs, maxMs, factor, authRetryMs } = this.#owner.reconnect;
+    // a refusal (E_AUTH...) backs off as usual: only a broker that cannot be reached is redialled soon
+    const cap = refusal === null && now - this.#lostAt < RECENT_MS ? Math.min(maxMs, RECENT_CAP_MS) : maxMs;
+    const base = Math.min(cap, initialMs * factor ** this.#attempt++);
+    this.#heldByRefusal = authRetryMs !== undefined && finalAuthReason(refusal) !== null;
+    const delay = this.#heldByRefusal ? authRetryMs! : base / 2 + Math.random() * (base / 2);
     // not unref'd: a consumer whose brokers are all down must stay alive to reconnect
-    this.#retryTimer = setTimeout(() => this.#dial(), delay);
+    this.#retryTimer = setTimeout(() => {
+      this.#heldByRefusal = false;
+      this.#dial();
+    }, delay);
   }
 }

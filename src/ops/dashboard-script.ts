@@ -87,8 +87,11 @@ export const SCRIPT_CORE = `
       const link = el('td');
       link.append(p.connected ? badge('connected', 'ok') : badge('down', 'bad'));
       const step = el('td');
-      step.append(p.following ? (p.inStep ? badge('in step', 'ok') : badge('syncing', 'warn')) : el('span', '-', 'mode'));
-      tr.append(el('td', p.serviceId), el('td', p.spec, 'id-cell'), link, el('td', p.role), el('td', p.following ? 'yes' : 'no'), step,
+      // what is true from this broker's side: we follow the peer, or the peer follows us
+      const inStep = p.following ? p.inStep : p.followsUs === 'in step';
+      step.append(p.following || p.followsUs ? (inStep ? badge('in step', 'ok') : badge('syncing', 'warn')) : el('span', '-', 'mode'));
+      const mirroring = p.following ? 'we follow it' : p.followsUs ? 'follows us' : 'no';
+      tr.append(el('td', p.serviceId), el('td', p.spec, 'id-cell'), link, el('td', p.role), el('td', mirroring), step,
         numCell(p.following ? num(p.lagMessages) : '-'), numCell(p.following ? Number(p.lagSeconds).toFixed(1) : '-'));
       return tr;
     }));

@@ -49,14 +49,16 @@ const BODY = `
   <section id="mirrors" hidden>
     <h2>Mirrors</h2>
     <p id="conflict" class="error" hidden></p>
-    <table id="peers"><thead><tr><th>Peer</th><th>Address</th><th>Link</th><th>Role</th><th>Following</th><th>In step</th>${num('Lag (messages)')}${num('Lag (s)')}</tr></thead><tbody id="peer-rows"></tbody></table>
+    <table id="peers"><thead><tr><th>Peer</th><th>Address</th><th>Link</th><th>Role</th><th>Mirroring</th><th>In step</th>${num('Lag (messages)')}${num('Lag (s)')}</tr></thead><tbody id="peer-rows"></tbody></table>
+    <p id="mirrors-note" class="note">Seen from this broker: "follows us" is a peer mirroring this master, "we follow it" the master this broker mirrors. Lag is measured by the follower: a master shows its followers' lag on their own dashboards.</p>
   </section>
   <section>
     <h2>Queues</h2>
     <table id="queues">
-      <thead><tr><th>Queue</th>${num('Depth')}${num('In flight')}${num('Held')}${num('Oldest')}${num('Consumers')}${num('Listeners')}${num('In/s')}${num('Out/s')}${num('Acked/s')}${num('Requeued')}${num('Dead-lettered')}${num('Dropped')}${num('Expired')}</tr></thead>
+      <thead><tr><th>Queue</th>${num('Depth')}${num('In flight')}${num('Held')}${num('Oldest')}${num('Consumers')}${num('Listeners')}${num('In/s')}${num('Out/s')}${num('Acked/s')}${num('Requeued*')}${num('Dead-lettered*')}${num('Dropped*')}${num('Expired*')}</tr></thead>
       <tbody id="queue-rows"></tbody>
     </table>
+    <p id="counters-note" class="note">* counted by this broker since it started: each broker counts its own (a slave counts what it saw happen, from its own start), so a master and its slave show different numbers.</p>
     <p id="no-queues" class="empty">No queues yet.</p>
   </section>
   <section id="detail" hidden>

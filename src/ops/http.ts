@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
 import { sameSecret } from '../runtime/secret.js';
+import { portError } from '../config/ports.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../runtime/logger.js';
 import { HandlerRates, type ManagedBroker, subscriberCounts, uptimeSeconds } from './api.js';
@@ -19,6 +20,8 @@ export interface ManagementOptions {
   now?: () => number;
   /** how often queue counters are sampled for rates */
   sampleIntervalMs?: number;
+  /** the port bound already by bindManagement (before the broker claims anything) */
+  bound?: Server;
 }
 
 export interface ManagementServer {
@@ -129,7 +132,8 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
     return handler(url, body);
   }
 
-  const server: Server = createServer((req, res) => {
+  const server: Server = options.bound ?? (await bindManagement(config));
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     answer(req).then(
       // a request body left unread: the connection is not reused
       (reply) => send(res, reply, req.method !== 'GET' && !req.readableEnded, unread),
@@ -139,17 +143,7 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
       },
     );
   });
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 15_000;
-  server.keepAliveTimeout = 5_000;
-  server.timeout = IDLE_TIMEOUT_MS;
-  const address = await new Promise<AddressInfo>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolve(server.address() as AddressInfo);
-    });
-  });
+  const address = server.address() as AddressInfo;
   server.on('error', (error) => log.error('management server error', { error: error.message }));
   const sampler = setInterval(sample, options.sampleIntervalMs ?? 1000);
   sampler.unref();
@@ -175,6 +169,26 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
       return closed;
     },
   };
+}
+
+/**
+ * The management port, bound with no handler yet: a broker binds its ports before it claims a
+ * role, so a port in use stops it with nothing announced. The error names the key.
+ */
+export async function bindManagement(config: Pick<ManagementConfig, 'host' | 'port'>): Promise<Server> {
+  const server = createServer();
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 15_000;
+  server.keepAliveTimeout = 5_000;
+  server.timeout = IDLE_TIMEOUT_MS;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) => reject(portError('management.port', config.host, config.port, error)));
+    server.listen(config.port, config.host, () => {
+      server.removeAllListeners('error');
+      resolve();
+    });
+  });
+  return server;
 }
 
 function send(res: ServerResponse, reply: Reply, closeAfter: boolean, unread: UnreadAnswers): void {

@@ -10,6 +10,17 @@ export const WILDCARD = '*';
 const ENDPOINT = /^[A-Za-z0-9_-]{1,64}$/;
 const VERSION = /^[A-Za-z0-9._-]{1,32}$/;
 const MAX_ID_LENGTH = 256;
+/** C0, DEL, C1 and the bidirectional controls (ALM, LRM, RLM, LRE..RLO, LRI..PDI): refused in new ids (SPEC §2) */
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001F\u007F-\u009F\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/;
+
+/**
+ * `strict`: the id comes from a client (send, subscribe, addIds, replay) and may not hold
+ * control characters; ids already stored with them still load, sync and can be deleted.
+ */
+function checkControl(raw: string, strict: boolean): void {
+  if (strict && CONTROL.test(raw)) throw badChannel('Bad id: control characters are not allowed');
+}
 
 export interface Channel {
   readonly endpoint: string;
@@ -48,16 +59,17 @@ export function unescapeId(id: string): string {
 }
 
 /** Canonical id from a raw value of an object-form channel or `addId` (numbers allowed). */
-export function canonicalRawId(value: unknown): string {
+export function canonicalRawId(value: unknown, strict = false): string {
   if (typeof value === 'number' && Number.isFinite(value)) value = String(value);
   if (typeof value !== 'string' || value.length === 0 || value.length > MAX_ID_LENGTH) {
     throw badChannel('Bad id');
   }
+  checkControl(value, strict);
   return value === WILDCARD ? WILDCARD : escapeId(value);
 }
 
 /** Canonical id from the id segment of a channel string or a wire frame (percent-encoded where needed). */
-export function canonicalIdSegment(segment: string): string {
+export function canonicalIdSegment(segment: string, strict = false): string {
   if (segment === WILDCARD) return WILDCARD;
   let raw: string;
   try {
@@ -66,16 +78,17 @@ export function canonicalIdSegment(segment: string): string {
     throw badChannel('Bad id');
   }
   if (raw.length === 0 || raw.length > MAX_ID_LENGTH) throw badChannel('Bad id');
+  checkControl(raw, strict);
   return escapeId(raw);
 }
 
-export function parseChannel(value: unknown): Channel {
+export function parseChannel(value: unknown, strict = false): Channel {
   if (typeof value !== 'string') throw badChannel();
   const parts = value.split('/');
   if (parts.length !== 3) throw badChannel();
   const [endpoint, version, id] = parts as [string, string, string];
   checkQueueParts(endpoint, version);
-  return { endpoint, version, id: canonicalIdSegment(id) };
+  return { endpoint, version, id: canonicalIdSegment(id, strict) };
 }
 
 export interface CachedChannel extends Channel {
@@ -93,16 +106,19 @@ export interface CachedChannel extends Channel {
 export class ChannelCache {
   readonly #parsed = new Map<string, CachedChannel>();
   readonly #maxSize: number;
+  readonly #strict: boolean;
 
-  constructor(maxSize = 1024) {
+  /** `strict`: channels a client sends to (no control characters in ids, parseChannel) */
+  constructor(maxSize = 1024, strict = false) {
     this.#maxSize = maxSize;
+    this.#strict = strict;
   }
 
   /** parseChannel, remembered; a bad channel throws and is not kept */
   parse(value: unknown): CachedChannel {
     let channel = typeof value === 'string' ? this.#parsed.get(value) : undefined;
     if (!channel) {
-      const parsed = parseChannel(value);
+      const parsed = parseChannel(value, this.#strict);
       channel = Object.freeze({ ...parsed, queue: queueName(parsed), rawId: unescapeId(parsed.id) });
       if (this.#parsed.size >= this.#maxSize) this.#parsed.clear();
       this.#parsed.set(value as string, channel);
@@ -122,9 +138,9 @@ export interface ChannelSet {
  * Channel argument of listen/consume: a string `ep/ver/id` or `{ endpoint, version, ids }`
  * where `ids` is one value or an array of raw ids (possibly empty).
  */
-export function parseChannelSet(value: unknown): ChannelSet {
+export function parseChannelSet(value: unknown, strict = false): ChannelSet {
   if (typeof value === 'string') {
-    const channel = parseChannel(value);
+    const channel = parseChannel(value, strict);
     return { endpoint: channel.endpoint, version: channel.version, ids: [channel.id] };
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badChannel();
@@ -132,11 +148,11 @@ export function parseChannelSet(value: unknown): ChannelSet {
   checkQueueParts(endpoint, version);
   // an empty list is a subscription that addId fills later (SPEC §2, reference test K59)
   const list = Array.isArray(ids) ? ids : [ids];
-  return { endpoint: endpoint as string, version: version as string, ids: canonicalIds(list) };
+  return { endpoint: endpoint as string, version: version as string, ids: canonicalIds(list, strict) };
 }
 
-export function canonicalIds(values: readonly unknown[]): string[] {
-  return [...new Set(values.map(canonicalRawId))];
+export function canonicalIds(values: readonly unknown[], strict = false): string[] {
+  return [...new Set(values.map((value) => canonicalRawId(value, strict)))];
 }
 
 /** Does a subscription on `patternId` receive a message sent to `messageId`? */

@@ -29,6 +29,13 @@ export interface Ack {
   delaySeconds?: number;
 }
 
+/** extends the ack deadline of a delivery in flight (NSQ's TOUCH, docs/protocol.md#touch) */
+export interface Touch {
+  sub: number;
+  messageId: string;
+  via: string;
+}
+
 // client -> broker
 /** `role: 'peer'`: a mirror broker logging in under its serviceId (docs/protocol.md#peers) */
 export type AuthFrame = { type: 'auth'; protocol: number; token: string; publicKey?: string; socketToken?: string; role?: 'peer' };
@@ -65,13 +72,27 @@ export type ReplayFrame = {
 /** a replay delivered what it had: `count` messages; `error` when it stopped short */
 export type ReplayEndFrame = { type: 'replayEnd'; sub: number; count: number; error?: ErrorPayload };
 export type AckFrame = { type: 'ack'; acks: Ack[] };
+/** sent only to a broker whose `welcome` lists the `touch` feature */
+export type TouchFrame = { type: 'touch'; touches: Touch[] };
 // peer -> broker (docs/protocol.md#peers)
 /** a broker's role as configured and as it acts: the two differ while it yields to another master */
-export type PeerStateFrame = { type: 'peerState'; serviceId: string; configuredMaster: boolean; isMaster: boolean; epoch?: number };
+/** `keys: true`: the sender takes `keys` frames (an older broker would close the link on one) */
+export type PeerStateFrame = { type: 'peerState'; serviceId: string; configuredMaster: boolean; isMaster: boolean; epoch?: number; keys?: true };
 /** asks a master for its state (a `sync`) and then its stream of settlements (`feed`) */
 export type FollowFrame = { type: 'follow' };
 /** a follower hands its master the recent messages that the master's sync did not name */
 export type OfferFrame = { type: 'offer'; messages: PeerMessage[] };
+/** a client name and the public key (SPKI PEM) it is bound to, or was until revoked */
+export interface KeyBinding {
+  name: string;
+  key: string;
+}
+/**
+ * Client keys one mirror tells another (SPEC §4, docs/protocol.md#peer-keys): bindings and
+ * revocations, revocations applied first; answered by a `reply` with the same `req` once applied.
+ * The broker sends one back on the same link (req 0, unanswered) with what the sender lacked.
+ */
+export type KeysFrame = { type: 'keys'; req: number; bound: KeyBinding[]; revoked: KeyBinding[] };
 
 export type ClientFrame =
   | AuthFrame
@@ -82,9 +103,11 @@ export type ClientFrame =
   | UnsubscribeFrame
   | ReplayFrame
   | AckFrame
+  | TouchFrame
   | PeerStateFrame
   | FollowFrame
-  | OfferFrame;
+  | OfferFrame
+  | KeysFrame;
 
 // broker -> client
 export interface Delivery {
@@ -118,6 +141,8 @@ export type WelcomeFrame = {
   maxPayloadBytes: number;
   /** with an election: the epoch of the master this broker knows (docs/protocol.md#epochs) */
   epoch?: number;
+  /** optional frames this broker understands (`touch`); absent from older brokers */
+  features?: string[];
 };
 export type ErrorFrame = { type: 'error'; error: ErrorPayload };
 export type RoleFrame = { type: 'role'; isMaster: boolean; epoch?: number };
@@ -162,6 +187,7 @@ export type BrokerFrame =
   | PeerStateFrame
   | SyncFrame
   | FeedFrame
+  | KeysFrame
   | HelloFrame
   | WelcomeFrame
   | ErrorFrame
@@ -317,24 +343,51 @@ export function decodeClientFrame(text: string): ClientFrame {
           return ack;
         }),
       };
+    case 'touch':
+      return {
+        type,
+        touches: array(frame, 'touches').map((value) => {
+          const t = obj(value, 'touch');
+          return { sub: int(t, 'sub'), messageId: str(t, 'messageId', 128), via: str(t, 'via', 1024) };
+        }),
+      };
     case 'peerState':
       return peerState(frame);
     case 'follow':
       return { type };
     case 'offer':
       return { type, messages: peerMessages(frame) };
+    case 'keys':
+      return { type, req: int(frame, 'req'), bound: keyBindings(frame, 'bound'), revoked: keyBindings(frame, 'revoked') };
     default:
       throw protocolError(describeType(type));
   }
 }
 
+/** at most KEYS_PER_FRAME per list, names as SPEC §4 allows, keys as long as an auth frame's */
+export const KEYS_PER_FRAME = 500;
+function keyBindings(frame: Obj, key: string): KeyBinding[] {
+  return array(frame, key, KEYS_PER_FRAME).map((value) => {
+    const b = obj(value, 'key binding');
+    return { name: str(b, 'name', 128), key: str(b, 'key', 16_384) };
+  });
+}
+
 function peerState(frame: Obj): PeerStateFrame {
-  return { type: 'peerState', serviceId: str(frame, 'serviceId', 256), configuredMaster: bool(frame, 'configuredMaster'), isMaster: bool(frame, 'isMaster'), ...optEpoch(frame) };
+  const state: PeerStateFrame = { type: 'peerState', serviceId: str(frame, 'serviceId', 256), configuredMaster: bool(frame, 'configuredMaster'), isMaster: bool(frame, 'isMaster'), ...optEpoch(frame) };
+  if (frame.keys === true) state.keys = true;
+  return state;
 }
 
 /** the election's epoch, when the broker runs one (docs/protocol.md#epochs) */
 function optEpoch(frame: Obj): { epoch?: number } {
   return frame.epoch === undefined ? {} : { epoch: int(frame, 'epoch') };
+}
+
+/** a newer broker may list more: unknown names are kept and ignored */
+function optFeatures(frame: Obj): { features?: string[] } {
+  if (frame.features === undefined) return {};
+  return { features: array(frame, 'features', 64).map((name) => (typeof name === 'string' ? name.slice(0, 64) : '')) };
 }
 
 function strings(frame: Obj, key: string): string[] {
@@ -367,7 +420,7 @@ export function decodeBrokerFrame(text: string): BrokerFrame {
     case 'hello':
       return { type, protocol: int(frame, 'protocol'), nonce: str(frame, 'nonce'), serviceId: str(frame, 'serviceId'), isMaster: bool(frame, 'isMaster') };
     case 'welcome':
-      return { type, node: str(frame, 'node'), serviceId: str(frame, 'serviceId'), isMaster: bool(frame, 'isMaster'), maxPayloadBytes: int(frame, 'maxPayloadBytes'), ...optEpoch(frame) };
+      return { type, node: str(frame, 'node'), serviceId: str(frame, 'serviceId'), isMaster: bool(frame, 'isMaster'), maxPayloadBytes: int(frame, 'maxPayloadBytes'), ...optEpoch(frame), ...optFeatures(frame) };
     case 'error':
       return { type, error: errorPayload(frame.error) };
     case 'role':
@@ -421,6 +474,8 @@ export function decodeBrokerFrame(text: string): BrokerFrame {
       return peerState(frame);
     case 'sync':
       return { type, messages: peerMessages(frame), removed: strings(frame, 'removed'), done: bool(frame, 'done') };
+    case 'keys':
+      return { type, req: int(frame, 'req'), bound: keyBindings(frame, 'bound'), revoked: keyBindings(frame, 'revoked') };
     case 'reservations':
       return {
         type,

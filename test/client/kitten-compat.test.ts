@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, test } from 'vitest';
 import { broker, tempDir } from '../support/harness.js';
+import { startProcess, whisker } from '../support/broker-process.js';
 
 /**
  * issue #16: programs written for Kitten-MQ 0.12.3 run against Whisker with only the require
@@ -56,5 +57,40 @@ describe('Kitten-MQ README programs', () => {
       ]),
     );
     expect(of('disconnect callback')).toEqual([null]);
+  }, 30_000);
+});
+
+/**
+ * issue 29: the README's broker configuration, comments included (test/fixtures/kitten-readme-config.jsonc),
+ * and the README client example against the broker it starts, reached as `...@mybroker-service-1`.
+ */
+describe('Kitten-MQ README configuration', () => {
+  const readmeConfig = (dir: string, keysName?: string): string => {
+    let text = readFileSync(join(root, 'test/fixtures/kitten-readme-config.jsonc'), 'utf8').replaceAll('/var/www/kitten-mq', dir).replace('"port"            : 1234', '"port"            : 0');
+    if (keysName) text = text.replace(`"keysName"              : "${dir}/logs"`, `"keysName"              : "${keysName}"`);
+    const path = join(dir, 'kitten-mq.config.json');
+    writeFileSync(path, text);
+    return path;
+  };
+
+  test('as written, it is refused for one thing only: keysName is a path, with the name to write instead', async () => {
+    const dir = tempDir('whisker-kitten-conf-');
+    const result = await whisker(['start', '-c', readmeConfig(dir)]);
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split('\n')).toEqual([
+      `whisker: config key "keysName": "${dir}/logs" is a path, but keysName is the key pair's file name: put the folder in "keysDirectory" and write only the name here, e.g. "keysName": "logs"`,
+    ]);
+  });
+
+  test('with keysName a name, the broker starts as mybroker-service-1 (serverId) and the README client example runs against it', async () => {
+    const dir = tempDir('whisker-kitten-conf-');
+    const broker = await startProcess(readmeConfig(dir, 'broker'), { cwd: dir });
+    expect(broker.output()).toContain('Kitten-MQ\'s "serverId" is used as this broker\'s "serviceId" (mybroker-service-1)');
+    expect(broker.hostSpec).toMatch(/@mybroker-service-1$/);
+    const { stdout, stderr } = await run('kitten-readme.cjs', broker.hostSpec);
+    expect(stderr).not.toMatch(/Uncaught|Unhandled|TypeError|ReferenceError|E_SERVICE_ID/);
+    expect(stdout).not.toContain('E_SERVICE_ID');
+    expect(stdout.match(/client disconnected/g)?.length).toBe(2);
+    broker.child.kill('SIGKILL');
   }, 30_000);
 });

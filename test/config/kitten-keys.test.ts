@@ -17,7 +17,10 @@ describe('Kitten-MQ config keys', () => {
       dir,
       null,
     );
-    expect(config.ignoredKeys).toEqual(['logsDirectory', 'serverId', 'isManagementInterface', 'socketServer.logs', 'socketServer.packetsFilename', 'socketServer.token (null)']);
+    expect(config.ignoredKeys).toEqual(['logsDirectory', 'isManagementInterface', 'socketServer.logs', 'socketServer.packetsFilename', 'socketServer.token (null)']);
+    // issue 29: Kitten's README spells serviceId serverId
+    expect(config.serviceId).toBe('mybroker-service-1');
+    expect(config.renamedKeys).toEqual(['serverId']);
     expect(config.socketServer.token).toBeUndefined();
     expect(() => buildConfig({ logsDirectoryy: 'x' }, dir, null)).toThrow(ConfigError);
   });

@@ -87,7 +87,8 @@ describe('keys (fault 3)', () => {
     const keysDirectory = mkdtempSync(join(tmpdir(), 'whisker-rebuilt-')); // a fresh container: no key files
     const error = await rebuilt.connect({ ...clientConfig('billing', b.hostSpec), keysDirectory }).catch((e: WhiskerError) => e);
     expect(error).toMatchObject({ code: 'E_AUTH' });
-    expect((error as WhiskerError).message).toBe('Client name billing is registered with another key; see whisker keys revoke billing');
+    expect((error as WhiskerError).message).toMatch(/^Client name billing is registered with another key; see whisker keys revoke billing\b/);
+    expect((error as WhiskerError).details).toMatchObject({ reason: 'other-key' });
   });
 
   test('a key pair given as PEM text (a secret) connects from two fresh processes under one name, and no file is written', async () => {

@@ -98,7 +98,7 @@ describe.skipIf(!hasChromium)('operator dashboard in Chromium', () => {
     await page.close();
   });
 
-  test('mirror panel: the slave shows its master connected, followed, in step, with its lag; the master shows the peer link', async () => {
+  test('mirror panel: the slave shows its master connected, followed, in step, with its lag; the master shows its slave following it, in step, and labels its own counters', async () => {
     const [pa, pb] = await Promise.all([freePort(), freePort()]);
     const start = (id: string, port: number, isMaster: boolean, peerId: string, peerPort: number) =>
       startBroker(brokerConfig({ serviceId: id, isMaster, peers: [`127.0.0.1:${peerPort}@${peerId}`], socketServer: { host: '127.0.0.1', port }, management: { port: 0 } }, tempDir()));
@@ -108,9 +108,15 @@ describe.skipIf(!hasChromium)('operator dashboard in Chromium', () => {
       const { page } = await openPage(browser);
       await page.goto(`http://127.0.0.1:${slave.managementPort}/`);
       const row = page.locator('#peer-rows tr[data-peer="a"] td');
-      await expect.poll(() => row.allTextContents(), { timeout: 5000 }).toEqual(['a', `127.0.0.1:${pa}@a`, 'connected', 'master', 'yes', 'in step', '0', '0.0']);
+      await expect.poll(() => row.allTextContents(), { timeout: 5000 }).toEqual(['a', `127.0.0.1:${pa}@a`, 'connected', 'master', 'we follow it', 'in step', '0', '0.0']);
       expect(await page.locator('#conflict').isHidden()).toBe(true);
       await page.goto(`http://127.0.0.1:${master.managementPort}/`);
+      // issue 29: the master's row for its slave says what is true from its side, not "no / -"
+      const slaveRow = page.locator('#peer-rows tr[data-peer="b"] td');
+      await expect.poll(() => slaveRow.allTextContents(), { timeout: 5000 }).toEqual(['b', `127.0.0.1:${pb}@b`, 'connected', 'slave', 'follows us', 'in step', '-', '-']);
+      // the counters that differ between master and slave say they are this broker's own
+      expect(await page.locator('#queues thead').textContent()).toContain('Dead-lettered*');
+      expect(await page.locator('#counters-note').textContent()).toContain('counted by this broker since it started');
       await expect.poll(() => page.locator('#client-rows tr', { hasText: 'b' }).locator('.mode').textContent(), { timeout: 5000 }).toBe('mirror broker (peer link)');
       await page.close();
     } finally {

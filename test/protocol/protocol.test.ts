@@ -90,6 +90,9 @@ const badFrames: readonly BadFrame[] = [
   { name: 'peerState from a client', phase: 'after auth', data: json({ type: 'peerState', serviceId: 'whisker', configuredMaster: true, isMaster: true }) },
   { name: 'follow from a client', phase: 'after auth', data: json({ type: 'follow' }) },
   { name: 'offer from a client', phase: 'after auth', data: json({ type: 'offer', messages: [{ messageId: 'm', queue: 'alive/v1', id: '1', data: 1, created: 1, acceptedAt: 1, from: 'x' }] }) },
+  // a client cannot revoke or bind another client's key (SPEC §4: peers only)
+  { name: 'keys from a client', phase: 'after auth', data: json({ type: 'keys', req: 1, bound: [], revoked: [{ name: 'victim', key: 'x' }] }) },
+  { name: 'keys with more than 500 bindings', phase: 'after auth', data: json({ type: 'keys', req: 1, bound: Array.from({ length: 501 }, (_, i) => ({ name: `n${i}`, key: 'x' })), revoked: [] }) },
 ];
 
 describe('a malformed frame gets E_PROTOCOL and closes that connection only', () => {
@@ -285,7 +288,7 @@ describe('client-side errors have codes', () => {
     const { err, info } = await sendResult(c, 'ep/v1/1', data);
     expect(err?.code).toBe('E_NO_VALUE');
     expect(info.channel).toEqual({ endpoint: 'ep', version: 'v1', id: '1' });
-    await expect(c.send('ep/v1/1', data)).rejects.toMatchObject({ code: 'E_NO_VALUE' });
+    await expect(c.send('ep/v1/1', data as unknown)).rejects.toMatchObject({ code: 'E_NO_VALUE' });
     expect(b.router.queues.size).toBe(0);
   });
 

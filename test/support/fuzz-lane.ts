@@ -45,6 +45,7 @@ function expected(phase: FuzzCase['phase'], input: FuzzInput): Expected {
     case 'publish':
       return { answer: 'results', messageIds: frame.messages.map((m) => m.messageId) };
     case 'ack':
+    case 'touch':
       return { answer: 'nothing' };
     case 'peerState':
     case 'follow':

@@ -139,6 +139,8 @@ export class Inbox<T = Received> {
 }
 
 /** a promise that resolves on the next `event` of `emitter` */
-export function once<T = unknown>(emitter: { once(event: string, fn: (value: T) => void): unknown }, event: string): Promise<T> {
-  return new Promise((resolve) => emitter.once(event, resolve));
+export function once<T = unknown>(emitter: { once: (...args: never[]) => unknown }, event: string): Promise<T> {
+  // any emitter, the client's typed events included (their listener types depend on the name)
+  const on = emitter.once as unknown as (event: string, fn: (value: T) => void) => unknown;
+  return new Promise((resolve) => void on.call(emitter, event, resolve));
 }

@@ -48,6 +48,7 @@ export function compilePolicy(config: Config): Policy {
           overflow: channel.overflow ?? config.overflow,
           requeueLimit: channel.requeueLimit ?? config.requeueLimit,
           requeueIntervalMs: (channel.requeueInterval ?? config.requeueInterval) * 1000,
+          maxTouchMs: (channel.maxTouchSeconds ?? config.maxTouchSeconds) * 1000,
           deadLetter: channel.deadLetter ?? null,
         });
         settingsCache.set(queue, settings);

@@ -20,7 +20,8 @@ const MAX_DEPTH = 256;
 export class Intake {
   readonly #router: Router;
   readonly #lifecycle: Lifecycle;
-  readonly #channels = new ChannelCache();
+  /** strict: no control characters in the ids clients send to (SPEC §2) */
+  readonly #channels = new ChannelCache(1024, true);
 
   constructor(router: Router, lifecycle: Lifecycle) {
     this.#router = router;

@@ -366,6 +366,11 @@ export class Router {
     else this.whenStored(messageId, () => this.#queues.get(subscription.queue)?.ack(subscription, messageId, via, ok, delaySeconds));
   }
 
+  /** a client extends the ack deadline of a delivery (docs/protocol.md#touch); a slave has none to extend */
+  touch(subscription: Subscription, messageId: string, via: string): void {
+    this.#queues.get(subscription.queue)?.touch(subscription, messageId, via);
+  }
+
   resume(subscription: Subscription): void {
     this.#queues.get(subscription.queue)?.resume(subscription);
   }

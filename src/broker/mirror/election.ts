@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { IKeyValue, Etcd3, Lease } from 'etcd3';
+import { ConfigError } from '../../config/text.js';
 import type { ElectionConfig } from '../../config/types.js';
 import type { Logger } from '../../runtime/logger.js';
 import type { ElectionPhase, ElectionView } from './types.js';
@@ -56,7 +57,7 @@ export class Election {
 
   /** etcd3 (grpc-js, protobufjs) is loaded only by a broker that runs an election: it takes a while */
   static async create(config: ElectionConfig, serviceId: string, log: Logger, hooks: ElectionHooks): Promise<Election> {
-    const { Etcd3: Client } = await import('etcd3');
+    const { Etcd3: Client } = await loadEtcd3();
     const { tls } = config.etcd;
     // etcd3's own fault handling: a member that fails 3 times is skipped for 5 s, a call is
     // retried on another member; each call is still bounded by a round (withTimeout below)
@@ -254,7 +255,7 @@ export class Election {
     if (!wasUnreachable) this.#log.warn('etcd unreachable', { error: error.message, master: this.#view.isMaster });
     // a master keeps delivering until its fence: its lease may still be alive
     if (this.#view.isMaster && performance.now() - this.#renewedAt < this.#fenceMs) return;
-    this.#set({ phase: 'etcd-unreachable', isMaster: false, reason: `etcd unreachable: ${error.message}` });
+    this.#set({ phase: 'etcd-unreachable', isMaster: false, reason: `etcd unreachable: ${unreachableReason(error)}` });
   }
 
   async #dropLease(): Promise<void> {
@@ -289,4 +290,24 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
     timer = setTimeout(() => reject(new Error(`no answer from etcd within ${ms} ms`)), ms);
   });
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * etcd3 is an optional peer dependency (package.json): only a config with an `election` block
+ * needs it and its gRPC tree. Missing, the start stops on a config error naming the command.
+ */
+async function loadEtcd3(): Promise<typeof import('etcd3')> {
+  try {
+    return await import('etcd3');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
+    throw new ConfigError('election', 'needs the etcd3 package, which is not installed: run "npm install etcd3@^1.1.2" where whisker-mq is installed (npm install -g etcd3@^1.1.2 next to a global whisker-mq)');
+  }
+}
+
+/** etcd3's circuit breaker speaks of itself: say what it means for an operator (/health, status) */
+function unreachableReason(error: Error): string {
+  if (/circuit breaker is open/i.test(error.message)) return 'no etcd member answered; the client waits a few seconds before it tries again';
+  return error.message;
 }

@@ -8,6 +8,8 @@ export interface Follower {
   send(frame: BrokerFrame): void;
   /** a frame already encoded (the same feed text goes to every follower) */
   sendText(text: string): void;
+  /** the peer's serviceId, for the dashboard's view of who follows this broker */
+  readonly clientName?: string;
 }
 
 const CHUNK_MESSAGES = 1_000;
@@ -94,6 +96,14 @@ export class PeerFeed {
       else follower.send(frame);
     }
     this.#followers.add(follower);
+  }
+
+  /** the peers that follow this broker, by serviceId: true once past their sync (in step) */
+  followers(): ReadonlyMap<string, boolean> {
+    const states = new Map<string, boolean>();
+    for (const follower of this.#syncing.keys()) if (follower.clientName) states.set(follower.clientName, false);
+    for (const follower of this.#followers) if (follower.clientName) states.set(follower.clientName, true);
+    return states;
   }
 
   unfollow(follower: Follower): void {

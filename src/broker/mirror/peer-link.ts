@@ -1,6 +1,7 @@
 import { Connection, type ConnectionOwner } from '../../link/connection.js';
 import type { HostTarget } from '../../link/hosts.js';
-import type { BrokerFrame, FeedFrame, PeerMessage, SyncFrame } from '../../protocol/frames.js';
+import type { BrokerFrame, FeedFrame, KeysFrame, PeerMessage, SyncFrame } from '../../protocol/frames.js';
+import type { KeyLink } from './key-sync.js';
 import type { LinkDeps, LinkOwner, PeerStatus, PeerView } from './types.js';
 
 /** messages per `offer` frame at most (and under the master's frame limit) */
@@ -14,7 +15,7 @@ const OFFER_LOG_EVERY_MS = 60_000;
  * Our link to one peer: a client connection that logs in with the broker's key pair as
  * `role: 'peer'`, tells our role, and follows the peer while it is the master.
  */
-export class PeerLink {
+export class PeerLink implements KeyLink {
   readonly target: HostTarget;
   readonly #peers: LinkOwner;
   readonly #connection: Connection;
@@ -22,6 +23,8 @@ export class PeerLink {
   #following = false;
   #linked = false;
   #told = '';
+  /** the peer said it takes `keys` frames (its peerState): an older one would close the link */
+  #peerTakesKeys = false;
   /** sync and feed frames are applied one after the other: a store append may come between */
   #applying: Promise<void> = Promise.resolve();
   /** the ids the master's current sync named: what we hold beyond them may be ours alone */
@@ -67,6 +70,7 @@ export class PeerLink {
         if (error) deps.log.warn('peer refused our link', { peer: target.spec, code: error.code, reason: error.message });
         else if (this.#linked) deps.log.warn('link to peer lost: its role is unknown until it is back', { peer: target.spec });
         this.#linked = false;
+        this.#peerTakesKeys = false;
         this.view = null;
         this.#stopFollowing();
         peers.update();
@@ -80,12 +84,22 @@ export class PeerLink {
     this.#connection.start();
   }
 
+  get serviceId(): string {
+    return this.target.serviceId!;
+  }
+
+  /** client keys for the peer to apply (mirror/key-sync.ts): true once it answered */
+  sendKeys(lists: Pick<KeysFrame, 'bound' | 'revoked'>): Promise<boolean> {
+    if (!this.#peerTakesKeys) return Promise.resolve(false);
+    return new Promise((resolve) => this.#connection.request((req) => ({ type: 'keys', req, ...lists }), (reply) => resolve(reply !== null && !reply.error)));
+  }
+
   close(): Promise<void> {
     this.#stopFollowing();
     return this.#connection.close();
   }
 
-  status(): PeerStatus {
+  status(): Omit<PeerStatus, 'followsUs'> {
     const role = this.view ? (this.view.isMaster ? 'master' : 'slave') : 'unknown';
     const lagMessages = this.#unapplied.reduce((sum, frame) => sum + frame.items, 0);
     const lagSeconds = this.#unapplied.length > 0 ? (Date.now() - this.#unapplied[0]!.at) / 1000 : 0;
@@ -101,6 +115,8 @@ export class PeerLink {
     if (told !== this.#told) {
       this.#told = told;
       this.#connection.send(state);
+      // after the role: a name bound two ways is settled by who delivers (mirror/key-sync.ts)
+      this.#sendAllKeys();
     }
     const shouldFollow = this.view?.isMaster === true && !this.#peers.isMaster;
     if (shouldFollow && !this.#following) {
@@ -111,12 +127,24 @@ export class PeerLink {
     }
   }
 
+  #sendAllKeys(): void {
+    if (this.#peerTakesKeys) for (const lists of this.#deps.keySync.snapshot()) void this.sendKeys(lists);
+  }
+
   #onFrame(frame: BrokerFrame): void {
     switch (frame.type) {
       case 'peerState':
+        if (frame.keys === true && !this.#peerTakesKeys) {
+          this.#peerTakesKeys = true;
+          this.#sendAllKeys();
+        }
         this.view = { configuredMaster: frame.configuredMaster, isMaster: frame.isMaster, ...(frame.epoch !== undefined ? { epoch: frame.epoch } : {}) };
         if (!frame.isMaster) this.#stopFollowing();
         this.#peers.update();
+        return;
+      case 'keys':
+        // what the peer had that we lacked, in answer to ours (mirror/key-sync.ts)
+        this.#deps.keySync.apply(this.serviceId, frame);
         return;
       case 'sync':
       case 'feed':

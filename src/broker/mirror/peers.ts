@@ -32,8 +32,8 @@ export class Peers implements LinkOwner {
 
   constructor(options: PeersOptions, lifecycle: Lifecycle) {
     this.#options = options;
-    const { serviceId, keys, log, replica, dialOptions } = options;
-    this.#deps = { serviceId, keys, log, replica, dialOptions };
+    const { serviceId, keys, log, replica, dialOptions, keySync } = options;
+    this.#deps = { serviceId, keys, log, replica, dialOptions, keySync };
     // soft-stop: this broker delivers nothing new, so its peers no longer count it as a master
     // (a slave promoted meanwhile does not yield to it); its in-flight deliveries still finish here
     lifecycle.observe(() => {
@@ -87,12 +87,23 @@ export class Peers implements LinkOwner {
     return this.#links.has(serviceId);
   }
 
+  /** the links to every configured peer (key spreading, mirror/key-sync.ts) */
+  links(): Iterable<PeerLink> {
+    return this.#links.values();
+  }
+
+  /** does that peer act as master, as last heard over either link? */
+  delivers(serviceId: string): boolean {
+    if (this.#links.get(serviceId)?.view?.isMaster) return true;
+    return [...this.#incoming.values()].some((view) => view.serviceId === serviceId && view.isMaster);
+  }
+
   /** what this broker tells its peers about itself: a broker stopping counts as a master no more */
   state(): PeerStateFrame {
     const leaving = this.#stopping;
     const claims = this.#election ? this.#election.isMaster : this.#configuredMaster;
     const epoch = this.epoch;
-    return { type: 'peerState', serviceId: this.#options.serviceId, configuredMaster: claims && !leaving, isMaster: this.#isMaster && !leaving, ...(epoch !== undefined ? { epoch } : {}) };
+    return { type: 'peerState', serviceId: this.#options.serviceId, configuredMaster: claims && !leaving, isMaster: this.#isMaster && !leaving, ...(epoch !== undefined ? { epoch } : {}), keys: true };
   }
 
   /** at start and at every reload: links follow `peers`, the role follows `isMaster` */
@@ -126,7 +137,12 @@ export class Peers implements LinkOwner {
   }
 
   status(): PeerStatus[] {
-    return [...this.#links.values()].map((link) => link.status());
+    const followers = this.#options.followers?.() ?? new Map<string, boolean>();
+    return [...this.#links.values()].map((link) => {
+      const status = link.status();
+      const follows = followers.get(status.serviceId);
+      return { ...status, followsUs: follows === undefined ? null : follows ? 'in step' : 'syncing' };
+    });
   }
 
   /** why this broker cannot be trusted as a mirror right now, null when it can (SPEC §9 health) */

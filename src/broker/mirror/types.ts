@@ -1,6 +1,7 @@
 import type { ClientKeys } from '../../link/keys.js';
 import type { PeerStateFrame } from '../../protocol/frames.js';
 import type { Logger } from '../../runtime/logger.js';
+import type { KeySync } from './key-sync.js';
 import type { Replica } from './replica.js';
 
 export interface MasterConflict {
@@ -22,6 +23,8 @@ export interface PeerStatus {
   readonly lagMessages: number;
   /** how long the oldest of those has waited, in seconds (0 when none waits) */
   readonly lagSeconds: number;
+  /** this broker is its master: the peer follows us (`syncing` until its sync is done), else null */
+  readonly followsUs: 'in step' | 'syncing' | null;
 }
 
 /** a peer's role as last heard, over our link to it or its link to us */
@@ -71,6 +74,8 @@ export interface LinkDeps {
   readonly keys: ClientKeys;
   readonly log: Logger;
   readonly replica: Replica;
+  /** client keys, alike on every mirror (SPEC §4) */
+  readonly keySync: KeySync;
 }
 
 export interface PeersOptions extends LinkDeps {
@@ -78,6 +83,8 @@ export interface PeersOptions extends LinkDeps {
   readonly onRoleChange: (isMaster: boolean, epoch: number | undefined) => void;
   /** what this broker tells its peers changed: tell the peers that dialed us */
   readonly onStateChange: (state: PeerStateFrame) => void;
+  /** peers following this broker (the master's feed), true once in step */
+  readonly followers?: () => ReadonlyMap<string, boolean>;
 }
 
 /** what a link needs of the mirror set it belongs to (`Peers`) */

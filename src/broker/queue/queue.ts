@@ -360,6 +360,17 @@ export class Queue {
     this.#answer(record, ok, delaySeconds);
   }
 
+  /**
+   * master: a delivery in flight to this subscriber gets `requeueInterval` again from now, while
+   * that stays within `maxTouchSeconds` of its delivery; anything else is ignored
+   */
+  touch(subscriber: Subscriber, messageId: string, via: string): void {
+    if (!this.#delivering) return;
+    const record = this.#recordFor(subscriber, messageId, via);
+    if (!record || record.state !== 'inflight' || record.deliveredTo !== subscriber) return;
+    this.#inFlight.touch(record, this.#env.now(), this.#settings.requeueIntervalMs, this.#settings.maxTouchMs ?? 3_600_000);
+  }
+
   #recordFor(subscriber: Subscriber, messageId: string, via: string): DeliveryRecord | undefined {
     const entry = this.#own(messageId);
     const record = entry && recordOf(entry, groupKey(subscriber.mode, subscriber.clientName, via));

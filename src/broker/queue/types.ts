@@ -11,6 +11,8 @@ export interface QueueSettings {
   readonly overflow: Overflow;
   readonly requeueLimit: number;
   readonly requeueIntervalMs: number;
+  /** a delivery's deadline is never moved past this long after it was handed out (touch); default 1 h */
+  readonly maxTouchMs?: number;
   readonly deadLetter: string | null;
 }
 

@@ -25,6 +25,19 @@ export interface AuthPolicy {
   readonly maxRegistered?: number;
 }
 
+/** why E_AUTH refused a handshake: `details.reason` (docs/protocol.md#auth-reasons) */
+export type AuthReason = 'revoked' | 'other-key' | 'expired' | 'conflict' | 'timeout' | 'bad-token' | 'unknown-client' | 'not-allowed' | 'bad-key' | 'not-a-peer';
+
+export function authError(reason: AuthReason, message: string): WhiskerError {
+  return new WhiskerError('E_AUTH', message, { reason });
+}
+
+/** a name and its key, as the registry and the mirror links hand them around */
+export interface NamedKey {
+  readonly name: string;
+  readonly key: KeyObject;
+}
+
 /**
  * The public keys of registered client names, one `<name>.pub` file each. The first verified
  * handshake of an unknown name registers its key; from then on only that key verifies.
@@ -36,12 +49,82 @@ export class KeyRegistry {
   readonly #revokedDirectory: string;
   /** `<name>.pub` files, counted at start and at each `forget()` (reload), kept up to date between */
   #registeredCount: number;
+  /** the bindings as last read or made: a reload tells what was removed or replaced by hand */
+  #known = new Map<string, KeyObject>();
+  /** names bound to two keys on two mirrors while none delivers: refused until one does (SPEC §4) */
+  readonly #conflicted = new Set<string>();
+  /** a name registered on first use here: the mirrors are told (mirror/key-sync.ts) */
+  onRegistered: (name: string, key: KeyObject) => void = () => {};
 
   constructor(directory: string) {
     this.#directory = directory;
     this.#revokedDirectory = join(directory, 'revoked');
     mkdirSync(this.#revokedDirectory, { recursive: true, mode: 0o700 });
     this.#registeredCount = this.#countFiles();
+    this.#known = this.#readAll();
+  }
+
+  #readAll(): Map<string, KeyObject> {
+    const all = new Map<string, KeyObject>();
+    for (const file of readdirSync(this.#directory)) {
+      const name = file.slice(0, -4);
+      if (!file.endsWith('.pub') || !CLIENT_NAME.test(name)) continue;
+      try {
+        const key = this.registered(name);
+        if (key) all.set(name, key);
+      } catch {
+        // not a readable key: it verifies nothing
+      }
+    }
+    return all;
+  }
+
+  /** every name with its key (what a mirror is told when its link comes up) */
+  bindings(): NamedKey[] {
+    return [...this.#known].map(([name, key]) => ({ name, key }));
+  }
+
+  /** every revoked key with the name it had (`revoked/<sha256>.pub`, first line `# name`) */
+  tombstones(): NamedKey[] {
+    const all: NamedKey[] = [];
+    for (const file of readdirSync(this.#revokedDirectory)) {
+      if (!file.endsWith('.pub')) continue;
+      try {
+        const text = readFileSync(join(this.#revokedDirectory, file), 'utf8');
+        const name = /^# (.*)\n/.exec(text)?.[1] ?? '';
+        all.push({ name, key: createPublicKey(text.slice(text.indexOf('-----'))) });
+      } catch {
+        // unreadable: it still refuses its key here (isRevoked reads the file name)
+      }
+    }
+    return all;
+  }
+
+  /** binds `name` to a key a mirror registered (or whose binding won): replaces the file */
+  adopt(name: string, key: KeyObject): void {
+    writeFileSync(join(this.#directory, `${name}.pub`), key.export({ type: 'spki', format: 'pem' }).toString(), { mode: 0o644 });
+    this.#keys.set(name, key);
+    this.#known.set(name, key);
+    this.#registeredCount = this.#countFiles();
+  }
+
+  /** removes the binding of `name` when it is `key` (its key was revoked) */
+  unbind(name: string, key: KeyObject): boolean {
+    if (!this.stillValid(name, key)) return false;
+    rmSync(join(this.#directory, `${name}.pub`), { force: true });
+    this.#keys.delete(name);
+    this.#known.delete(name);
+    this.#registeredCount = this.#countFiles();
+    return true;
+  }
+
+  isConflicted(name: string): boolean {
+    return this.#conflicted.has(name);
+  }
+
+  setConflicted(name: string, conflicted: boolean): void {
+    if (conflicted) this.#conflicted.add(name);
+    else this.#conflicted.delete(name);
   }
 
   get registeredCount(): number {
@@ -75,6 +158,7 @@ export class KeyRegistry {
     this.revoke(name, key);
     rmSync(join(this.#directory, `${name}.pub`), { force: true });
     this.#keys.delete(name);
+    this.#known.delete(name);
     this.#registeredCount = this.#countFiles();
     return key;
   }
@@ -97,10 +181,20 @@ export class KeyRegistry {
     return { keys, revoked };
   }
 
-  /** forget cached keys so a removed or replaced file is read again (reload, revocation) */
-  forget(): void {
+  /**
+   * Forgets cached keys so a removed or replaced file is read again (reload). Returns the
+   * bindings removed or replaced by hand since (their keys: revoked) and those added.
+   */
+  forget(): { removed: NamedKey[]; added: NamedKey[] } {
     this.#keys.clear();
     this.#registeredCount = this.#countFiles();
+    const before = this.#known;
+    this.#known = this.#readAll();
+    const removed: NamedKey[] = [];
+    const added: NamedKey[] = [];
+    for (const [name, key] of before) if (!this.#known.get(name)?.equals(key)) removed.push({ name, key });
+    for (const [name, key] of this.#known) if (!before.get(name)?.equals(key)) added.push({ name, key });
+    return { removed, added };
   }
 
   /** is `key` still the registered key of `name`? false once the file is removed or replaced */
@@ -136,7 +230,9 @@ export class KeyRegistry {
       return this.registered(name) ?? key;
     }
     this.#keys.set(name, key);
+    this.#known.set(name, key);
     this.#registeredCount++;
+    this.onRegistered(name, key);
     return key;
   }
 
@@ -153,34 +249,38 @@ export class KeyRegistry {
     try {
       claims = decodeJwt(frame.token);
     } catch {
-      throw new WhiskerError('E_AUTH', 'Bad token');
+      throw authError('bad-token', 'Bad token');
     }
     const name = claims.iss;
-    if (typeof name !== 'string' || !CLIENT_NAME.test(name)) throw new WhiskerError('E_AUTH', 'Bad client name');
+    if (typeof name !== 'string' || !CLIENT_NAME.test(name)) throw authError('bad-token', 'Bad client name');
     const audience = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
     if (!audience.includes(policy.serviceId)) throw new WhiskerError('E_SERVICE_ID', `Bad serviceId, this broker is ${policy.serviceId}`);
 
+    if (this.#conflicted.has(name)) {
+      throw authError('conflict', `Client name ${name} is bound to two keys on two mirrors while no broker delivers; refused until one does`);
+    }
     let key = this.registered(name);
     let isNew = false;
     if (!key) {
-      if (!frame.publicKey) throw new WhiskerError('E_AUTH', 'Unknown client, no public key given');
-      if (!policy.mayRegister(name)) throw new WhiskerError('E_AUTH', 'Unknown client, registration not allowed');
+      if (!frame.publicKey) throw authError('unknown-client', 'Unknown client, no public key given');
+      if (!policy.mayRegister(name)) throw authError('not-allowed', 'Unknown client, registration not allowed');
       const limit = policy.maxRegistered;
       if (limit !== undefined && this.#registeredCount >= limit) throw new WhiskerError('E_LIMIT', `Too many registered clients (limit ${limit})`);
       try {
         key = createPublicKey(frame.publicKey);
       } catch {
-        throw new WhiskerError('E_AUTH', 'Bad public key');
+        throw authError('bad-key', 'Bad public key');
       }
       isNew = true;
     }
-    if (this.isRevoked(key)) throw new WhiskerError('E_AUTH', 'Key revoked');
+    if (this.isRevoked(key)) throw authError('revoked', `The key of ${name} is revoked; make a new key pair (see whisker keys revoke)`);
     try {
       await verifyToken(frame.token, key, name, nonce, policy.serviceId);
     } catch (error) {
       // a rebuilt client (new folder, fresh container) made a new key: say so (docs/security.md#keys)
+      if (!isNew && offersRevokedKey(frame.publicKey, this)) throw authError('revoked', `The key of ${name} is revoked; make a new key pair (see whisker keys revoke)`);
       if (!isNew && offersOtherKey(frame.publicKey, key)) {
-        throw new WhiskerError('E_AUTH', `Client name ${name} is registered with another key; see whisker keys revoke ${name}`);
+        throw authError('other-key', `Client name ${name} is registered with another key; see whisker keys revoke ${name}`);
       }
       throw error;
     }
@@ -190,6 +290,15 @@ export class KeyRegistry {
       key = winner;
     }
     return { name, key };
+  }
+}
+
+function offersRevokedKey(publicKeyPem: string | undefined, registry: KeyRegistry): boolean {
+  if (!publicKeyPem) return false;
+  try {
+    return registry.isRevoked(createPublicKey(publicKeyPem));
+  } catch {
+    return false;
   }
 }
 
@@ -218,9 +327,9 @@ async function verifyToken(token: string, key: KeyObject, name: string, nonce: s
       clockTolerance: 30,
     }));
   } catch (error) {
-    const reason = error instanceof joseErrors.JWTExpired ? 'Token expired' : 'Bad signature or claims';
-    throw new WhiskerError('E_AUTH', reason);
+    if (error instanceof joseErrors.JWTExpired) throw authError('expired', 'Token expired');
+    throw authError('bad-token', 'Bad signature or claims');
   }
-  if (payload.nonce !== nonce) throw new WhiskerError('E_AUTH', 'Bad nonce');
-  if ((payload.exp as number) - (payload.iat as number) > MAX_TOKEN_LIFETIME_S) throw new WhiskerError('E_AUTH', 'Token lives too long');
+  if (payload.nonce !== nonce) throw authError('bad-token', 'Bad nonce');
+  if ((payload.exp as number) - (payload.iat as number) > MAX_TOKEN_LIFETIME_S) throw authError('bad-token', 'Token lives too long');
 }

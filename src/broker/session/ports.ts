@@ -7,6 +7,7 @@ import type { History } from '../history/history.js';
 import type { Intake } from '../messages/intake.js';
 import type { Router } from '../messages/router.js';
 import type { PeerFeed } from '../mirror/feed.js';
+import type { KeySync } from '../mirror/key-sync.js';
 import type { Peers } from '../mirror/peers.js';
 import type { Replica } from '../mirror/replica.js';
 import type { Subscription, SubscriptionOwner } from '../queue/subscription.js';
@@ -22,6 +23,8 @@ export interface BrokerContext {
   /** the keys of mirror brokers, apart from clients' so no client name can take a peer's */
   readonly peerKeys: KeyRegistry;
   readonly peers: Peers;
+  /** client keys alike on every mirror (SPEC §4) */
+  readonly keySync: KeySync;
   readonly feed: PeerFeed;
   readonly history: History;
   readonly log: Logger;

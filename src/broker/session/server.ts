@@ -6,6 +6,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { WhiskerError } from '../../protocol/errors.js';
 import { encodeFrame } from '../../protocol/frames.js';
+import { portError } from '../../config/ports.js';
 import type { Config } from '../../config/types.js';
 import { makeNonce } from './keys.js';
 import type { Lifecycle } from '../lifecycle.js';
@@ -57,9 +58,10 @@ export class SocketServer {
 
   async listen(host: string, port: number): Promise<AddressInfo> {
     await new Promise<void>((resolve, reject) => {
-      this.#http.once('error', reject);
+      const failed = (error: NodeJS.ErrnoException) => reject(portError('socketServer.port', host, port, error));
+      this.#http.once('error', failed);
       this.#http.listen(port, host, () => {
-        this.#http.off('error', reject);
+        this.#http.off('error', failed);
         resolve();
       });
     });

@@ -12,7 +12,7 @@ import {
   type PublishResult,
 } from '../../protocol/frames.js';
 import type { BrokerContext, ConnectedSession } from './ports.js';
-import { handleAck } from './handlers/ack.js';
+import { handleAck, handleTouch } from './handlers/ack.js';
 import { handleAuth } from './handlers/auth.js';
 import { handlePeerFrame, peerGone } from './handlers/peer.js';
 import { handlePublish } from './handlers/publish.js';
@@ -77,7 +77,7 @@ export class Session implements ConnectedSession {
     this.#hooks = hooks;
     this.ctx = ctx;
     this.nonce = nonce;
-    this.#handshakeTimer = setTimeout(() => this.fail(new WhiskerError('E_AUTH', 'Handshake timeout')), HANDSHAKE_TIMEOUT_MS);
+    this.#handshakeTimer = setTimeout(() => this.fail(new WhiskerError('E_AUTH', 'Handshake timeout', { reason: 'timeout' })), HANDSHAKE_TIMEOUT_MS);
     this.#outbound = new Outbound(ws, () => this.#bounds(), {
       drained: () => this.#resumeDeliveries(),
       overflowed: (unsent, limit) => this.#overflowed(unsent, limit),
@@ -130,7 +130,7 @@ export class Session implements ConnectedSession {
     this.#handshakeTimer = null;
     const config = this.ctx.policy.config;
     const epoch = this.ctx.peers.epoch;
-    this.send({ type: 'welcome', node: this.node, serviceId: config.serviceId, isMaster: this.ctx.router.isMaster, maxPayloadBytes: config.limits.maxPayloadBytes, ...(epoch !== undefined ? { epoch } : {}) });
+    this.send({ type: 'welcome', node: this.node, serviceId: config.serviceId, isMaster: this.ctx.router.isMaster, maxPayloadBytes: config.limits.maxPayloadBytes, ...(epoch !== undefined ? { epoch } : {}), features: ['touch'] });
     if (isPeer) {
       this.send(this.ctx.peers.state());
       this.ctx.log.info('peer connected', { peer: this.label });
@@ -317,9 +317,13 @@ export class Session implements ConnectedSession {
       case 'ack':
         handleAck(this, frame);
         return;
+      case 'touch':
+        handleTouch(this, frame);
+        return;
       case 'peerState':
       case 'follow':
       case 'offer':
+      case 'keys':
         this.fail(protocolError(`${frame.type} is a frame between brokers`));
         return;
       default: {

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { brokerConfig, broker, connect, Inbox, once, until } from '../../support/harness.js';
+import { brokerConfig, broker, clientConfig, connect, Inbox, once, unconnected, until } from '../../support/harness.js';
 import type { WhiskerError } from '../../../src/protocol/errors.js';
 
 /** SPEC §5: reserved ids (`!` read patterns), and what a reload does to rights and keys. */
@@ -161,7 +161,12 @@ describe('reload', () => {
     const lost = once(c, 'disconnect');
     b.reload(brokerConfig({}, b.dir)); // auto-registration stays on: the old key must still fail
     await lost;
-    await until(() => errors.filter((e) => e === 'E_AUTH').length >= 2, 5000, 'refused reconnections');
+    await until(() => errors.includes('E_AUTH'), 5000, 'the revocation told');
+    // the old key never verifies again: a new client with it is refused (reason revoked, SPEC §4)
+    const again = await unconnected().connect(clientConfig('revoked', b.hostSpec)).then(() => null, (e: WhiskerError) => e);
+    expect(again).toMatchObject({ code: 'E_AUTH', details: { reason: 'revoked' } });
+    // and the first client does not redial a broker that revoked its key (reconnect.authRetryMs)
+    expect(errors.filter((e) => e === 'E_AUTH')).toHaveLength(1);
     expect(c.isConnected()).toBe(false);
   });
 });

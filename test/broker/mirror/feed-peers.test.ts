@@ -1,3 +1,5 @@
+import { KeySync } from '../../../src/broker/mirror/key-sync.js';
+import { KeyRegistry } from '../../../src/broker/session/keys.js';
 import { describe, expect, test } from 'vitest';
 import { compilePolicy } from '../../../src/broker/access/policy.js';
 import { Lifecycle } from '../../../src/broker/lifecycle.js';
@@ -83,7 +85,8 @@ describe('peers', () => {
     const { replica, log } = master();
     const roles: boolean[] = [];
     const states: PeerStateFrame[] = [];
-    const set = new Peers({ serviceId, dialOptions: () => ({ tls: undefined, heartbeatTimeoutMs: 5000 }), keys: loadOrCreateKeys(tempDir(), serviceId), log, replica, onRoleChange: (isMaster) => void roles.push(isMaster), onStateChange: (s) => void states.push(s) }, lifecycle);
+    const keySync = new KeySync({ registry: new KeyRegistry(tempDir()), log, isMaster: () => false, delivers: () => false, links: () => [], closeSessions: () => 0 });
+    const set = new Peers({ serviceId, dialOptions: () => ({ tls: undefined, heartbeatTimeoutMs: 5000 }), keys: loadOrCreateKeys(tempDir(), serviceId), log, replica, keySync, onRoleChange: (isMaster) => void roles.push(isMaster), onStateChange: (s) => void states.push(s) }, lifecycle);
     return { set, roles, states, lifecycle };
   }
 
@@ -92,7 +95,7 @@ describe('peers', () => {
     set.configure([], true);
     expect(set.isMaster).toBe(true);
     expect(roles).toEqual([true]);
-    expect(states.at(-1)).toEqual({ type: 'peerState', serviceId: 'a', configuredMaster: true, isMaster: true });
+    expect(states.at(-1)).toEqual({ type: 'peerState', serviceId: 'a', configuredMaster: true, isMaster: true, keys: true });
   });
 
   test('two configured masters that see each other: the lower serviceId delivers, both report the conflict, it ends when one yields', () => {
@@ -112,6 +115,6 @@ describe('peers', () => {
     const { set, states, lifecycle } = peers('a');
     set.configure([], true);
     lifecycle.enter('draining');
-    expect(states.at(-1)).toEqual({ type: 'peerState', serviceId: 'a', configuredMaster: false, isMaster: false });
+    expect(states.at(-1)).toEqual({ type: 'peerState', serviceId: 'a', configuredMaster: false, isMaster: false, keys: true });
   });
 });

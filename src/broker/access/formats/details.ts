@@ -3,6 +3,7 @@
  * Runs only for messages that failed, so it may walk and allocate freely.
  */
 import type { ErrorObject } from 'ajv';
+import { RANGE_KEYWORD } from './kinds.js';
 import type { MessageNode } from './schema.js';
 
 /**
@@ -107,7 +108,7 @@ export function fieldErrors(errors: readonly ErrorObject[], data: unknown, messa
     const child = childOf(error);
     if (child) segments.push(child.name);
     const place = locate(data, segments, messages);
-    const text = child?.message ?? (messages ? place.node?.message : undefined) ?? error.message ?? 'is invalid';
+    const text = child?.message ?? (messages && place.node ? failedPart(place.node, error.keyword) : undefined) ?? error.message ?? 'is invalid';
     const known = byField.get(place.field);
     if (known) {
       if (!messages && !known.error.split('; ').includes(text)) known.error += `; ${text}`;
@@ -117,4 +118,15 @@ export function fieldErrors(errors: readonly ErrorObject[], data: unknown, messa
     byField.set(field, index === undefined ? { field, value, error: text } : { field, index, value, error: text });
   }
   return [...byField.values()];
+}
+
+const LOWER = new Set(['minimum', 'exclusiveMinimum', 'minLength', 'minItems']);
+const UPPER = new Set(['maximum', 'exclusiveMaximum', 'maxLength', 'maxItems']);
+
+/** the constraint of a map field that failed: its type, its lower or upper bound (issue 29) */
+function failedPart(node: MessageNode, keyword: string): string {
+  if (LOWER.has(keyword) && node.min) return node.min;
+  if (UPPER.has(keyword) && node.max) return node.max;
+  if (keyword === RANGE_KEYWORD && (node.min || node.max)) return [node.min, node.max].filter(Boolean).join(' and ');
+  return node.type ?? node.message;
 }

@@ -15,6 +15,10 @@ import type { FieldSpec } from './parse.js';
 /** One message per map field; `properties` for object fields, `items` for arrays of objects. */
 export interface MessageNode {
   readonly message: string;
+  /** the part of `message` for each failed constraint: the type, the lower and the upper bound */
+  readonly type?: string;
+  readonly min?: string;
+  readonly max?: string;
   readonly properties?: ReadonlyMap<string, MessageNode>;
   readonly items?: MessageNode;
 }
@@ -45,9 +49,10 @@ function objectOf(fields: readonly FieldSpec[], message: string): CompiledMap {
 
 function fieldSchema(field: FieldSpec): CompiledMap {
   const kind = KINDS[field.type];
-  const message = kind.message + boundsText(field);
+  const bounds = boundTexts(field);
+  const message = [kind.message, bounds.min, bounds.max].filter(Boolean).join(' and ');
   let schema = kind.schema();
-  let messages: MessageNode = { message };
+  let messages: MessageNode = { message, type: kind.message, ...bounds };
   if (field.fields && field.type === 'object') {
     const nested = objectOf(field.fields, message);
     schema = nested.schema;
@@ -93,17 +98,16 @@ function stringRange(field: FieldSpec): RangeSchema | undefined {
   return range.minimum === undefined && range.maximum === undefined ? undefined : range;
 }
 
-function boundsText(field: FieldSpec): string {
+function boundTexts(field: FieldSpec): { min?: string; max?: string } {
   const kind = KINDS[field.type].bounds;
   const noun = kind === 'value' ? 'must be' : kind === 'items' ? 'must have' : 'the length must be';
-  const unit = kind === 'items' ? ' items' : '';
-  let text = '';
+  const texts: { min?: string; max?: string } = {};
   if (kind === 'items') {
-    if (field.min !== undefined) text += ` and ${noun} at least ${field.min}${unit}`;
-    if (field.max !== undefined) text += ` and ${noun} at most ${field.max}${unit}`;
-    return text;
+    if (field.min !== undefined) texts.min = `${noun} at least ${field.min} items`;
+    if (field.max !== undefined) texts.max = `${noun} at most ${field.max} items`;
+    return texts;
   }
-  if (field.min !== undefined) text += ` and ${noun} greater than or equal to ${field.min}`;
-  if (field.max !== undefined) text += ` and ${noun} less than or equal to ${field.max}`;
-  return text;
+  if (field.min !== undefined) texts.min = `${noun} greater than or equal to ${field.min}`;
+  if (field.max !== undefined) texts.max = `${noun} less than or equal to ${field.max}`;
+  return texts;
 }

@@ -1,4 +1,4 @@
-import type { AckFrame } from '../../../protocol/frames.js';
+import type { AckFrame, TouchFrame } from '../../../protocol/frames.js';
 import type { SessionPort } from '../ports.js';
 
 /** acks reach every broker, so slaves drop their copy too (docs/protocol.md#ack) */
@@ -7,5 +7,17 @@ export function handleAck(session: SessionPort, frame: AckFrame): void {
   for (const ack of frame.acks) {
     const subscription = session.subscriptions.get(ack.sub);
     if (subscription) router.ack(subscription, ack.messageId, ack.via, ack.ok, ack.delaySeconds ?? 0);
+  }
+}
+
+/**
+ * touches reach every broker like acks; only the master, for a delivery in flight to this very
+ * subscription, moves its deadline (docs/protocol.md#touch)
+ */
+export function handleTouch(session: SessionPort, frame: TouchFrame): void {
+  const router = session.ctx.router;
+  for (const touch of frame.touches) {
+    const subscription = session.subscriptions.get(touch.sub);
+    if (subscription) router.touch(subscription, touch.messageId, touch.via);
   }
 }

@@ -2,7 +2,7 @@ import { protocolError } from '../../../protocol/errors.js';
 import type { ClientFrame } from '../../../protocol/frames.js';
 import type { SessionPort } from '../ports.js';
 
-/** A mirror broker's link carries these three frames only (docs/protocol.md#peers). */
+/** A mirror broker's link carries these four frames only (docs/protocol.md#peers). */
 export function handlePeerFrame(session: SessionPort, frame: ClientFrame): void {
   const { ctx } = session;
   switch (frame.type) {
@@ -23,8 +23,17 @@ export function handlePeerFrame(session: SessionPort, frame: ClientFrame): void 
         ctx.log.error('could not store what a mirror offered', { peer: session.label, messages: frame.messages.length, error: (error as Error).message }),
       );
       return;
+    case 'keys':
+      // client keys alike on every mirror (SPEC §4); the reply confirms they were applied
+    {
+      const onward = ctx.keySync.apply(session.clientName, frame);
+      session.send({ type: 'reply', req: frame.req });
+      // at once, on this link: the peer may hold a key revoked here while our own link to it is down
+      if (onward.revoked.length > 0 || onward.bound.length > 0) session.send({ type: 'keys', req: 0, ...onward });
+      return;
+    }
     default:
-      session.fail(protocolError(`a peer link carries peerState, follow and offer, not ${frame.type}`));
+      session.fail(protocolError(`a peer link carries peerState, follow, offer and keys, not ${frame.type}`));
   }
 }
 

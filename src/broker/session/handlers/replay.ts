@@ -24,7 +24,7 @@ export function handleReplay(session: SessionPort, frame: ReplayFrame): void {
     if (session.replays.size >= MAX_REPLAYS_PER_CONNECTION) throw new WhiskerError('E_LIMIT', `Too many replays on this connection (limit ${MAX_REPLAYS_PER_CONNECTION})`);
     const refused: RefusedId[] = [];
     ids = new Set();
-    for (const id of new Set(frame.ids.map(canonicalIdSegment))) {
+    for (const id of new Set(frame.ids.map((id) => canonicalIdSegment(id, true)))) {
       // read rights and reserved ids as for a listen (SPEC §5)
       const reason = ctx.policy.rules.readRefusal(session.clientName, frame.endpoint, frame.version, id);
       const owner = reason === null ? ctx.router.reservedByAnother(session.clientName, queue, id) : undefined;

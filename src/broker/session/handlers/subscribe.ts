@@ -20,10 +20,13 @@ function answer(session: SessionPort, req: number, work: () => Pick<ReplyFrame, 
   }
 }
 
-/** `allowEmpty`: a subscribe may start with no ids, for addIds to fill (SPEC §2, reference K59) */
-function wireIds(ids: readonly string[], allowEmpty = false): string[] {
+/**
+ * `allowEmpty`: a subscribe may start with no ids, for addIds to fill (SPEC §2, reference K59).
+ * `strict`: new ids may not hold control characters; removing one is always allowed.
+ */
+function wireIds(ids: readonly string[], allowEmpty = false, strict = true): string[] {
   if (ids.length === 0 && !allowEmpty) throw new WhiskerError('E_BAD_CHANNEL', 'Bad id');
-  return [...new Set(ids.map(canonicalIdSegment))];
+  return [...new Set(ids.map((id) => canonicalIdSegment(id, strict)))];
 }
 
 function subscriptionOf(session: SessionPort, sub: number): Subscription {
@@ -67,7 +70,7 @@ export function handleAddIds(session: SessionPort, frame: AddIdsFrame): void {
 
 export function handleRemoveIds(session: SessionPort, frame: RemoveIdsFrame): void {
   answer(session, frame.req, () => {
-    session.ctx.router.unsubscribe(subscriptionOf(session, frame.sub), wireIds(frame.ids));
+    session.ctx.router.unsubscribe(subscriptionOf(session, frame.sub), wireIds(frame.ids, false, false));
   });
 }
 

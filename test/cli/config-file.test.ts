@@ -1,0 +1,116 @@
+import '../support/uncaught.js'; // first: its afterEach check must run after every other cleanup
+import { createServer, type Server } from 'node:net';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import { startProcess, whisker, writeConfig } from '../support/broker-process.js';
+import { tempDir } from '../support/harness.js';
+
+/**
+ * Issue 29, items 2 and 6: the broker's file as Kitten-MQ migrants and newcomers write it
+ * (SPEC §10, docs/configuration.md): comments and trailing commas, Kitten's `serverId`, every
+ * problem of a file at once with a "did you mean", a port in use named by its key.
+ */
+const held: Server[] = [];
+afterEach(async () => {
+  await Promise.all(held.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
+});
+
+/** a port another process holds */
+async function takenPort(): Promise<number> {
+  const server = createServer();
+  held.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as { port: number }).port;
+}
+
+const write = (dir: string, text: string): string => {
+  const path = join(dir, 'whisker.config.json');
+  writeFileSync(path, text);
+  return path;
+};
+
+describe('the file', () => {
+  test('JSON with // and /* */ comments and trailing commas starts, and reloads the same way', async () => {
+    const dir = tempDir();
+    const path = write(dir, `{
+  // where the broker keeps its data
+  "dataDirectory": "data", "registeredClientsPath": "clients", "keysDirectory": "keys",
+  /* the socket */
+  "socketServer": { "port": 0, },
+  "logLevel": "info", // trailing comma next
+}
+`);
+    const broker = await startProcess(path);
+    write(dir, `{
+  "dataDirectory": "data", "registeredClientsPath": "clients", "keysDirectory": "keys",
+  "socketServer": { "port": 0 },
+  "requeueLimit": 3, // a live key
+  "logLevel": "info",
+}`);
+    const reload = await whisker(['reload', '-c', path]);
+    expect(reload.stderr).toBe('');
+    expect(reload.code).toBe(0);
+    expect((await whisker(['status', '-c', path])).code).toBe(0);
+    broker.child.kill('SIGKILL');
+  }, 30_000);
+
+  test('a syntax error names its line and column', async () => {
+    const dir = tempDir();
+    const path = write(dir, '{\n  "logLevel": "info"\n  "socketServer": {}\n}\n');
+    const result = await whisker(['start', '-c', path]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/not valid JSON: CommaExpected at line 3 column 3/);
+  });
+
+  test('every problem of the file at once, each with its key, unknown keys with a "did you mean"', async () => {
+    const dir = tempDir();
+    const path = writeConfig(dir, { logLevl: 'debug', socketServer: { port: 0, hots: 'localhost' }, limits: { maxConections: 5, maxQueues: 0 }, channels: { 'orders/v1': { requeueLimt: 2 } }, frobnicate: true });
+    const result = await whisker(['start', '-c', path]);
+    console.log(`config problems: whisker start says:\n${result.stderr}`);
+    expect(result.code).toBe(2);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines[0]).toBe('whisker: config: 6 problems:');
+    expect(result.stderr).toContain('config key "logLevl": unknown key; did you mean "logLevel"?');
+    expect(result.stderr).toContain('config key "socketServer.hots": unknown key; did you mean "socketServer.host"?');
+    expect(result.stderr).toContain('config key "limits.maxConections": unknown key; did you mean "limits.maxConnections"?');
+    expect(result.stderr).toContain('config key "limits.maxQueues": must be >= 1');
+    expect(result.stderr).toContain('config key "channels.orders/v1.requeueLimt": unknown key; did you mean "channels.orders/v1.requeueLimit"?');
+    expect(result.stderr).toMatch(/config key "frobnicate": unknown key\n/);
+  });
+
+  test('Kitten\'s serverId is the broker\'s serviceId when serviceId is absent, with a warning naming the new key', async () => {
+    const dir = tempDir();
+    const path = writeConfig(dir, { serverId: 'mybroker-service-1', socketServer: { port: 0 } });
+    const broker = await startProcess(path);
+    expect(broker.hostSpec).toMatch(/@mybroker-service-1$/);
+    expect(broker.output()).toContain('whisker: warning: Kitten-MQ\'s "serverId" is used as this broker\'s "serviceId" (mybroker-service-1): rename the key to "serviceId"');
+    broker.child.kill('SIGKILL');
+  }, 20_000);
+
+  test('keysName written as a path (as in Kitten\'s README) is refused with one sentence saying what to write', async () => {
+    const dir = tempDir();
+    const path = writeConfig(dir, { keysName: '/var/www/kitten-mq/logs', socketServer: { port: 0 } });
+    const result = await whisker(['start', '-c', path]);
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split('\n')).toEqual([
+      'whisker: config key "keysName": "/var/www/kitten-mq/logs" is a path, but keysName is the key pair\'s file name: put the folder in "keysDirectory" and write only the name here, e.g. "keysName": "logs"',
+    ]);
+  });
+});
+
+describe('ports', () => {
+  test.each([
+    ['socketServer.port', (port: number) => ({ socketServer: { port } })],
+    ['management.port', (port: number) => ({ socketServer: { port: 0 }, management: { port } })],
+  ])('%s in use: exit 1 naming the key, and no role was claimed first', async (key, config) => {
+    const port = await takenPort();
+    const dir = tempDir();
+    const path = writeConfig(dir, config(port));
+    const result = await whisker(['start', '-c', path]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`whisker: config key "${key}": 127.0.0.1:${port} is in use by another process (EADDRINUSE)`);
+    expect(result.stdout).not.toContain('acts as master');
+    expect(result.stdout).not.toContain('broker started');
+  }, 20_000);
+});
