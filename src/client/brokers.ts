@@ -35,6 +35,9 @@ export class Brokers {
   #newestEpoch = 0;
   /** replays under way, by sub: the one broker each was asked of */
   readonly #replays = new Map<number, Connection>();
+  /** replays asked for while no broker was connected, by sub */
+  readonly #waitingReplays = new Map<number, { build: (req: number) => ClientFrame; onReply: (reply: ReplyFrame | null) => void; timer: NodeJS.Timeout }>();
+  readonly #sendTimeoutMs: number;
   #wasConnected = false;
   /** connect() has not reported yet: a budget refusal is retried, not reported (SPEC §4) */
   #starting = false;
@@ -47,6 +50,7 @@ export class Brokers {
     this.#owner = owner;
     this.#connectTimeoutMs = options.connectTimeoutMs;
     this.#authRetryMs = options.reconnect.authRetryMs;
+    this.#sendTimeoutMs = options.sendTimeoutMs;
     const connectionOwner: ConnectionOwner = {
       clientId: options.clientId,
       keys,
@@ -122,13 +126,25 @@ export class Brokers {
   /** a replay goes to one broker: the master, else any connected one (every mirror holds the history) */
   replay(sub: number, build: (req: number) => ClientFrame, onReply: (reply: ReplyFrame | null) => void): void {
     const connection = this.#master ?? this.#connections.find((c) => c.isReady);
-    if (!connection) return onReply(null);
+    if (!connection) {
+      // made before a broker is up (SPEC §3: such calls wait): sent when one is, E_NO_MASTER at sendTimeout
+      const timer = setTimeout(() => (this.#waitingReplays.delete(sub), onReply(null)), this.#sendTimeoutMs);
+      timer.unref();
+      this.#waitingReplays.set(sub, { build, onReply, timer });
+      return;
+    }
     this.#replays.set(sub, connection);
     connection.request(build, onReply);
   }
 
   /** stops a replay on its broker (an `unsubscribe` of its sub); its `replayEnd` follows with the count so far */
   cancelReplay(sub: number): void {
+    const waiting = this.#waitingReplays.get(sub);
+    if (waiting) {
+      clearTimeout(waiting.timer);
+      this.#waitingReplays.delete(sub);
+      return waiting.onReply(null);
+    }
     const connection = this.#replays.get(sub);
     if (connection?.isReady) connection.request((req) => ({ type: 'unsubscribe', req, sub }), () => {});
   }
@@ -182,6 +198,11 @@ export class Brokers {
       if (!pending.answeredBy.has(connection)) connection.queuePublish(pending.message, pending.bytes);
     }
     this.#updateMaster();
+    for (const [sub, { build, onReply, timer }] of [...this.#waitingReplays]) {
+      clearTimeout(timer);
+      this.#waitingReplays.delete(sub);
+      this.replay(sub, build, onReply);
+    }
     this.#onAnswer(connection, null);
     if (!this.#wasConnected) {
       this.#wasConnected = true;
@@ -305,9 +326,10 @@ function isNetworkError(error: WhiskerError): boolean {
 }
 
 /**
- * E_LIMIT before `welcome`: the broker's connection budgets were full (a crowd reconnecting
- * after a restart). The link redials with back-off and jitter; connect() waits till connectTimeout.
+ * E_LIMIT before `welcome` (connection budgets full), or the broker's 5 s handshake ran out (a
+ * swamped broker, not a verdict on the key). The link redials with back-off and jitter; connect()
+ * waits till connectTimeout. The timeout's message is fixed by docs/protocol.md#handshake.
  */
 function isBudgetRefusal(error: WhiskerError | null): boolean {
-  return error?.code === 'E_LIMIT';
+  return error?.code === 'E_LIMIT' || (error?.code === 'E_AUTH' && error.message === 'Handshake timeout');
 }

@@ -100,6 +100,23 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     return super.off(event as 'connect', listener as () => void);
   }
 
+  // the other Node names Kitten-MQ code uses: the same readable error on a misspelt name
+  override addListener<E extends ClientEventName>(event: E, listener: (...args: ClientEvents[E]) => void): this {
+    return super.addListener(event as 'connect', listener as () => void);
+  }
+
+  override removeListener<E extends ClientEventName>(event: E, listener: (...args: ClientEvents[E]) => void): this {
+    return super.removeListener(event as 'connect', listener as () => void);
+  }
+
+  override prependListener<E extends ClientEventName>(event: E, listener: (...args: ClientEvents[E]) => void): this {
+    return super.prependListener(event as 'connect', listener as () => void);
+  }
+
+  override prependOnceListener<E extends ClientEventName>(event: E, listener: (...args: ClientEvents[E]) => void): this {
+    return super.prependOnceListener(event as 'connect', listener as () => void);
+  }
+
   /** true while at least one broker is connected */
   isConnected(): boolean {
     return this.#brokers?.isConnected() ?? false;

@@ -49,6 +49,16 @@ describe('control characters in ids', () => {
     expect(b.router.queues.get('t/v1')?.size ?? 0).toBe(0);
   });
 
+  test('the broker refuses them in replay too, on a retained channel, before looking at history', async () => {
+    const b = await broker({ channels: { 't/v1': { retention: { seconds: 60, maxBytes: 1_000_000 } } } });
+    const peer = await RawPeer.open(b.port);
+    await peer.login('raw', newKeyPair());
+    for (const [n, id] of [...BAD, 'c1\u009f', 'nul\u0000', 'alm\u061c'].entries()) {
+      peer.sendJson({ type: 'replay', req: 100 + n, sub: 100 + n, endpoint: 't', version: 'v1', ids: [id], since: 0 });
+      expect((await peer.next('reply', (f) => f.req === 100 + n)).error?.code, JSON.stringify(id)).toBe('E_BAD_CHANNEL');
+    }
+  });
+
   test('a message stored with such an id before still loads at restart and reaches a listener on *', async () => {
     const port = await freePort();
     const dir = tempDir();

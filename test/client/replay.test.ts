@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import type { WhiskerError } from '../../src/protocol/errors.js';
-import { broker, connect, until } from '../support/harness.js';
+import { broker, clientConfig, connect, unconnected, until } from '../support/harness.js';
 
 /** The client's side of issue 19: replay(), listen({ since }), publish() (docs/client.md#replay). */
 const config = { defaultPolicy: 'allow', channels: { 'ev/v1': { retention: { seconds: 3600 } }, 'plain/v1': {}, 'shaped/v1': { map: { n: ['int'] } } } };
@@ -156,5 +156,26 @@ describe('client replay', () => {
     expect(errors[0]!.code).toBe('E_SCHEMA');
     expect((errors[0] as WhiskerError & { info: { messageId: string } }).info.messageId).toMatch(/./);
     await producer.disconnect();
+  });
+  test('a replay asked right after connect(), before a broker is up, waits for it (SPEC §3) instead of failing E_NO_MASTER', async () => {
+    // found by the atk-kclient check: Kitten style `mq.connect(config); mq.replay(...)` failed at once with E_NO_MASTER
+    const b = await broker(config);
+    const producer = await connect('producer', b.hostSpec);
+    for (let n = 0; n < 3; n++) await producer.send('ev/v1/a', { n });
+    const reader = unconnected();
+    const connected = reader.connect(clientConfig('reader', b.hostSpec));
+    const got: number[] = [];
+    const done = reader.replay('ev/v1/*', {}, (_err, msg) => void got.push((msg as { n: number }).n)).done;
+    await expect(done).resolves.toBe(3);
+    expect(got).toEqual([0, 1, 2]);
+    await connected;
+    // and one to a host that never answers ends with E_DISCONNECTED at disconnect(), not later
+    const lonely = unconnected();
+    lonely.on('error', () => {});
+    void lonely.connect(clientConfig('lonely', '127.0.0.1:1@whisker', { connectTimeout: 200 })).catch(() => {});
+    const waiting = lonely.replay('ev/v1/*', {}, () => {}).done;
+    await lonely.disconnect();
+    await expect(waiting).rejects.toMatchObject({ code: 'E_DISCONNECTED' });
+    await Promise.all([producer.disconnect(), reader.disconnect()]);
   });
 });

@@ -22,6 +22,8 @@ export class Intake {
   readonly #lifecycle: Lifecycle;
   /** strict: no control characters in the ids clients send to (SPEC §2) */
   readonly #channels = new ChannelCache(1024, true);
+  /** per queue, sends checked and not yet queued (being stored): `overflow: reject` counts them */
+  readonly #pending = new Map<string, number>();
 
   constructor(router: Router, lifecycle: Lifecycle) {
     this.#router = router;
@@ -65,6 +67,8 @@ export class Intake {
         router.log.error('store append failed', { error: (error as Error).message, messages: accepted.length });
         const payload = new WhiskerError('E_STORE', 'Message could not be stored').toJSON();
         for (const { index } of accepted) results[index] = { messageId: results[index]!.messageId, error: payload };
+      } finally {
+        for (const { message } of accepted) this.#unpend(message.queue);
       }
     }
     if (waits.length > 0) await Promise.all(waits);
@@ -90,13 +94,24 @@ export class Intake {
       data = result.value;
     }
     const held = router.queues.get(queue);
-    held?.checkCapacity();
+    const pending = this.#pending.get(queue) ?? 0;
+    if (held) held.checkCapacity(pending);
+    else {
+      const settings = policy.queueSettings(queue);
+      if (settings.overflow === 'reject' && pending >= settings.maxItems) throw new WhiskerError('E_QUEUE_FULL', 'Queue is full');
+    }
     if (!held && !creates.has(queue)) {
       router.checkQueueLimit(creates.size);
       creates.add(queue);
     }
+    this.#pending.set(queue, pending + 1);
     // the queue's own name string, not one more copy per waiting message
     return makeStoredMessage(router.nextSeq(), { messageId: m.messageId, queue: held?.name ?? queue, id: channel.id, data, created: m.created, acceptedAt: now, from: clientName });
+  }
+  #unpend(queue: string): void {
+    const left = (this.#pending.get(queue) ?? 1) - 1;
+    if (left > 0) this.#pending.set(queue, left);
+    else this.#pending.delete(queue);
   }
 }
 

@@ -40,9 +40,12 @@ export class Reservations {
   #changed: ReservationsChanged | null = null;
   #isMaster = false;
   #timer: NodeJS.Timeout | null = null;
+  /** the reservationHold the running holds were given, so a reload can move their ends */
+  #holdMsApplied: number;
 
   constructor(options: ReservationsOptions) {
     this.#options = options;
+    this.#holdMsApplied = this.#holdMs();
   }
 
   /** what was stored: a reservation nobody subscribes to now runs out a hold from now */
@@ -102,6 +105,7 @@ export class Reservations {
     const entry = this.#entries.get(channel);
     if (!this.#isMaster || !entry || entry.owner !== subscription.clientName || entry.releaseAt !== null) return;
     if (this.#ownerUses(channel, entry.owner)) return;
+    this.#applyHoldChange(); // a reload not swept yet must not move this new hold too
     const holdMs = this.#holdMs();
     if (holdMs === 0) this.#remove([channel]);
     else this.#set(channel, { ...entry, releaseAt: this.#options.now() + holdMs });
@@ -141,6 +145,7 @@ export class Reservations {
     }
     this.#timer ??= setInterval(() => this.#sweep(), SWEEP_MS).unref();
     if (was) return [];
+    this.#holdMsApplied = this.#holdMs();
     const now = this.#options.now();
     const evicted: Array<{ subscription: Subscription; channel: string }> = [];
     this.#sweep();
@@ -197,10 +202,28 @@ export class Reservations {
   }
 
   #sweep(): void {
+    if (this.#isMaster) this.#applyHoldChange();
     const now = this.#options.now();
     const expired: string[] = [];
     for (const [channel, entry] of this.#entries) if (entry.releaseAt !== null && entry.releaseAt <= now) expired.push(channel);
     if (expired.length > 0 && this.#isMaster) this.#remove(expired);
+  }
+
+  /** a reload changed reservationHold: every running hold ends that much sooner or later */
+  #applyHoldChange(): void {
+    const holdMs = this.#holdMs();
+    const shift = holdMs - this.#holdMsApplied;
+    this.#holdMsApplied = holdMs;
+    if (shift === 0) return;
+    const moved: ReservationRecord[] = [];
+    for (const [channel, entry] of this.#entries) {
+      if (entry.releaseAt === null) continue;
+      entry.releaseAt += shift;
+      moved.push({ channel, owner: entry.owner, since: entry.since, releaseAt: entry.releaseAt });
+    }
+    if (moved.length === 0) return;
+    this.#persist();
+    this.#changed?.(moved, []);
   }
 
   #set(channel: string, entry: Entry): void {

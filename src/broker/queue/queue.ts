@@ -204,9 +204,9 @@ export class Queue {
     if (delivering) this.#pumpAll();
   }
 
-  /** E_QUEUE_FULL when the queue is full and its overflow policy is `reject` */
-  checkCapacity(): void {
-    if (this.#settings.overflow === 'reject' && this.#depth >= this.#settings.maxItems) {
+  /** E_QUEUE_FULL when the queue is full and its overflow policy is `reject`; `pending`: accepted sends still being stored */
+  checkCapacity(pending = 0): void {
+    if (this.#settings.overflow === 'reject' && this.#depth + pending >= this.#settings.maxItems) {
       throw new WhiskerError('E_QUEUE_FULL', 'Queue is full');
     }
   }

@@ -91,6 +91,18 @@ describe('a reservation belongs to the client name', () => {
     await second.listen('room/v1/x', () => {}).ready;
   });
 
+  test('a reload of reservationHold moves the end of holds already running (the key is live)', async () => {
+    const b = await broker({ rules, reservationHold: 600 });
+    const [owner, other] = await Promise.all([connect('holder', b.hostSpec), connect('other', b.hostSpec)]);
+    await owner.listen('room/v1/r', () => {}).ready;
+    await owner.disconnect();
+    await until(() => b.sessions.size === 1);
+    await expectReserved(other, 'room/v1/r', 'holder');
+    b.reload(brokerConfig({ rules, reservationHold: 0 }, b.dir)); // the hold began long enough ago
+    await until(() => b.router.reservations.ownerOf('room/v1/r') === undefined, 3000, 'the hold to end with the new value');
+    await other.listen('room/v1/r', () => {}).ready;
+  });
+
   test('the reservation survives its queue being forgotten (idleQueueTimeout)', async () => {
     const b = await broker({ rules, idleQueueTimeout: 0.5 });
     const [owner, other] = await Promise.all([connect('keeper', b.hostSpec), connect('other', b.hostSpec)]);

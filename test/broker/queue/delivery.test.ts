@@ -290,6 +290,23 @@ describe('limits and expiry', () => {
     expect(b.router.queues.get('jobs/v1')!.depth).toBe(2);
   });
 
+  test('overflow reject holds for pipelined sends, unawaited ones too: the bound counts sends still being stored', async () => {
+    // found by the atk-kclient check: five pipelined sends to a fresh queue with maxItemsInQueue 1
+    // were all accepted (depth 5), each checked against the depth before any was stored
+    const b = await broker({ channels: { 'jobs/v1': { maxItemsInQueue: 2, overflow: 'reject' }, 'logs/v1': { maxItemsInQueue: 2, overflow: 'reject' } } });
+    const p = await connect('prod', b.hostSpec);
+    const results = await Promise.allSettled([1, 2, 3, 4, 5].map((i) => p.send('jobs/v1/1', i)));
+    expect(results.map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as { code: string }).code))).toEqual(['ok', 'ok', 'E_QUEUE_FULL', 'E_QUEUE_FULL', 'E_QUEUE_FULL']);
+    expect(b.router.queues.get('jobs/v1')!.depth).toBe(2);
+    // Kitten style: no callback, no await; each refusal reaches `error` once, with its message id
+    const errors: Array<{ code: string; messageId?: string }> = [];
+    p.on('error', (e) => errors.push({ code: e.code, messageId: (e as { info?: { messageId?: string } }).info?.messageId }));
+    for (let i = 0; i < 4; i++) void p.send('logs/v1/a', i);
+    await until(() => errors.length === 2 && b.router.queues.get('logs/v1')?.depth === 2);
+    expect(errors.map((e) => e.code)).toEqual(['E_QUEUE_FULL', 'E_QUEUE_FULL']);
+    expect(errors.every((e) => typeof e.messageId === 'string' && e.messageId.length === 32)).toBe(true);
+  });
+
   test('a refused operation creates no queue', async () => {
     const b = await broker({ rules: [{ client: 'prod', write: ['ok/v1/*'] }] });
     const p = await connect('prod', b.hostSpec);

@@ -33,7 +33,8 @@ describe('a crowd from one address', () => {
     const outcomes = await Promise.all(Array.from({ length: 500 }, (_, i) => settled(connect(`crowd-${i % 10}`, broker.hostSpec, { connectTimeout: 30_000 }))));
     const failed = outcomes.filter((o) => !o.ok);
     console.log(`crowd: 500 connect() from 127.0.0.1 in ${Math.round(performance.now() - started)} ms, ${failed.length} failed ${JSON.stringify(failed.slice(0, 3))}`);
-    // on a machine loaded past ~30 a few handshakes may not finish in their 5 s (E_AUTH, not a budget)
+    // a handshake the broker timed out is redialled (handshake-timeout-retry.test.ts); only a
+    // machine loaded past ~30 may still leave one past connectTimeout
     expect(failed.filter((o) => o.code !== 'E_AUTH' || o.message !== 'Handshake timeout')).toEqual([]);
     expect(failed.length).toBeLessThan(10);
   }, 60_000);
