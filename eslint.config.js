@@ -37,7 +37,8 @@ export default tseslint.config(
   layer(['src/client/**/*.ts'], [[['**/broker/**', '**/ops/**', '**/cli/**'], 'the client library never imports the broker']]),
   layer(['src/broker/**/*.ts'], [[['**/client/**', '**/cli/**'], 'the broker never imports the client library or the CLI']]),
   layer(['src/ops/**/*.ts'], [[['**/broker/*/**', '!**/broker/api.js'], 'ops/ reads the broker through src/broker/api.ts only']]),
-  layer(['src/config/**/*.ts'], [[['**/broker/**', '**/client/**', '**/ops/**', '**/cli/**'], 'config/ builds on protocol/ only']]),
+  layer(['src/config/**/*.ts'], [[['**/broker/**', '**/client/**', '**/ops/**', '**/cli/**', '**/runtime/**'], 'config/ builds on protocol/ only']]),
+  layer(['src/runtime/**/*.ts'], [[['**/broker/**', '**/client/**', '**/ops/**', '**/cli/**', '**/link/**'], 'runtime/ (logger, notify, secret) builds on config/ types only']]),
   {
     files: ['**/*.js', '**/*.mjs', 'bin/*'],
     languageOptions: {

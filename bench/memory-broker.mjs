@@ -5,7 +5,7 @@
 // Usage: node bench/memory-broker.mjs CONFIG.json
 import { loadConfigFile, startBroker } from '../dist/index.js';
 import { MemoryStore } from '../dist/broker/store/memory.js';
-import { createLogger } from '../dist/ops/logger.js';
+import { createLogger } from '../dist/runtime/logger.js';
 
 const config = loadConfigFile(process.argv[2]);
 const broker = await startBroker(config, { store: new MemoryStore(), logger: createLogger(config.logLevel), watch: false });

@@ -20,7 +20,7 @@ import { Router } from '../dist/broker/messages/router.js';
 import { Subscription } from '../dist/broker/queue/subscription.js';
 import { LogStore } from '../dist/broker/store/log.js';
 import { buildConfig } from '../dist/config/load.js';
-import { createLogger } from '../dist/ops/logger.js';
+import { createLogger } from '../dist/runtime/logger.js';
 import { makeMessage } from './lib.mjs';
 
 const gc = globalThis.gc;

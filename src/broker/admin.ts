@@ -3,9 +3,8 @@ import { ControlError, type ControlHandler, type ControlRequest, type ControlRes
 import { canonicalIdSegment, checkQueueParts } from '../protocol/channel.js';
 import { WhiskerError } from '../protocol/errors.js';
 import { healthView } from '../ops/api.js';
-import type { Logger } from '../ops/logger.js';
-import type { Broker } from './api.js';
-import type { Queue } from './queue/queue.js';
+import type { Logger } from '../runtime/logger.js';
+import type { Broker, QueueView } from './api.js';
 import type { KeySync } from './mirror/key-sync.js';
 import { CLIENT_NAME, type KeyRegistry } from './session/keys.js';
 
@@ -34,10 +33,10 @@ export function controlHandler(broker: Broker, keys: KeyRegistry, keySync: KeySy
         setImmediate(() => (soft ? broker.softStop() : broker.stop()).catch(() => undefined)); // failures: logged, and in `closed`
         if (soft) {
           // progress for `whisker soft-stop`: what is still in flight, twice a second, until the socket closes
-          const progress = setInterval(() => stream.write({ inFlight: broker.router.inFlightCount }), 500).unref();
+          const progress = setInterval(() => stream.write({ inFlight: broker.inFlightCount }), 500).unref();
           stream.onClose(() => clearInterval(progress));
         }
-        return ok({ stopping: soft ? 'soft' : 'now', inFlight: broker.router.inFlightCount, softStopTimeout: broker.config.softStopTimeout });
+        return ok({ stopping: soft ? 'soft' : 'now', inFlight: broker.inFlightCount, softStopTimeout: broker.config.softStopTimeout });
       }
       case 'step-down':
         // answers once the lease is given up: deliveries in flight acked first (docs/operations.md#automatic-failover)
@@ -69,13 +68,13 @@ export function controlHandler(broker: Broker, keys: KeyRegistry, keySync: KeySy
 
 export function statusView(broker: Broker) {
   let waiting = 0;
-  for (const queue of broker.router.queues.values()) waiting += queue.depth;
+  for (const queue of broker.queues.values()) waiting += queue.depth;
   const config = broker.config;
   // what /health says, reason included (docs/management.md#health)
   const health = healthView(broker, Date.now());
   return {
     serviceId: config.serviceId,
-    role: broker.router.isMaster ? 'master' : 'slave',
+    role: broker.isMaster ? 'master' : 'slave',
     state: broker.isStopping ? 'stopping' : 'running',
     health: health.status,
     ...(health.reason ? { reason: health.reason } : {}),
@@ -84,9 +83,9 @@ export function statusView(broker: Broker) {
     url: broker.url,
     connections: broker.sessions.size,
     clients: [...broker.sessions].filter((s) => s.isReady).length,
-    queues: broker.router.queues.size,
+    queues: broker.queues.size,
     waiting,
-    inFlight: broker.router.inFlightCount,
+    inFlight: broker.inFlightCount,
     configPath: config.configPath,
     dataDirectory: config.dataDirectory,
     reloadFailures: broker.reloadFailures,
@@ -95,7 +94,7 @@ export function statusView(broker: Broker) {
     conflict: broker.peers.conflict,
     peers: broker.peers.status(),
     // without an election block the configured master rules (SPEC §9)
-    election: broker.election ?? { mode: 'configured', reason: config.isMaster ? (broker.router.isMaster ? 'isMaster: true in the config' : 'isMaster: true, but another configured master with a lower serviceId delivers') : 'isMaster: false in the config' },
+    election: broker.election ?? { mode: 'configured', reason: config.isMaster ? (broker.isMaster ? 'isMaster: true in the config' : 'isMaster: true, but another configured master with a lower serviceId delivers') : 'isMaster: false in the config' },
   };
 }
 
@@ -126,9 +125,9 @@ function idArgument(value: unknown): string {
   }
 }
 
-function selectedQueues(broker: Broker, request: ControlRequest): Queue[] {
-  if (request.queue === undefined) return [...broker.router.queues.values()].sort((a, b) => a.name.localeCompare(b.name));
-  const queue = broker.router.queues.get(queueArgument(request.queue));
+function selectedQueues(broker: Broker, request: ControlRequest): QueueView[] {
+  if (request.queue === undefined) return [...broker.queues.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const queue = broker.queues.get(queueArgument(request.queue));
   return queue ? [queue] : [];
 }
 
@@ -162,7 +161,7 @@ function deleteIds(broker: Broker, request: ControlRequest) {
   const name = queueArgument(request.queue);
   if (request.history === true) return broker.history.clear(name).then((freedBytes) => ({ queue: name, history: true, freedBytes }));
   const id = request.id === undefined ? undefined : idArgument(request.id);
-  const deleted = broker.router.queues.get(name)?.purge(id) ?? 0;
+  const deleted = broker.purgeQueue(name, id);
   return { queue: name, ...(id !== undefined ? { id } : {}), deleted };
 }
 
@@ -190,7 +189,7 @@ async function revokeKey(broker: Broker, keySync: KeySync, request: ControlReque
 /** reserved ids with their owners (`whisker reservations list`, docs/operations.md#commands) */
 function reservationsView(broker: Broker) {
   const reservations = broker.router.reservations.list().sort((a, b) => a.channel.localeCompare(b.channel));
-  return { reservations, limit: broker.config.limits.maxReservations, hold: broker.config.reservationHold, role: broker.router.isMaster ? 'master' : 'slave' };
+  return { reservations, limit: broker.config.limits.maxReservations, hold: broker.config.reservationHold, role: broker.isMaster ? 'master' : 'slave' };
 }
 
 /** `whisker reservations release CHANNEL`: the id is free for the next subscriber, of any name */
@@ -199,7 +198,7 @@ function releaseReservation(broker: Broker, log: Logger, request: ControlRequest
   const [endpoint, version, ...rest] = channel.split('/');
   const id = idArgument(rest.join('/'));
   const canonical = `${queueArgument(`${endpoint}/${version}`)}/${id}`;
-  if (!broker.router.isMaster) throw new ControlError('E_NOT_MASTER', 'reservations are released on the master (a slave follows its table)');
+  if (!broker.isMaster) throw new ControlError('E_NOT_MASTER', 'reservations are released on the master (a slave follows its table)');
   const released = broker.router.reservations.release(canonical);
   if (!released) throw new ControlError('E_NOT_FOUND', `no reservation of "${canonical}"`);
   log.warn('reservation released by the operator', { channel: canonical, owner: released.owner });

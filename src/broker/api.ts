@@ -7,9 +7,11 @@ import type { EmbeddedBroker } from './embedded.js';
 import type { BrokerState } from './lifecycle.js';
 import type { Router } from './messages/router.js';
 import type { Peers } from './mirror/peers.js';
+import type { Queue } from './queue/queue.js';
 import type { ElectionView } from './mirror/types.js';
 import type { ConnectedSession } from './session/ports.js';
 import type { PublishedMessage, PublishResult } from '../protocol/frames.js';
+import type { StoredMessage } from './store/store.js';
 
 export type { BrokerState } from './lifecycle.js';
 export type { ElectionView, MasterConflict, PeerStatus } from './mirror/types.js';
@@ -33,15 +35,39 @@ export interface HistoryView {
 
 export type { BrokerOptions, ReloadOutcome, ReloadResult } from './embedded.js';
 
+/** one queue as admin.ts and ops/ read it: counters, settings and listings; nothing that changes it */
+export type QueueView = Pick<
+  Queue,
+  'name' | 'depth' | 'size' | 'coldSize' | 'inFlightCount' | 'counters' | 'settings' | 'oldestWaitingAcceptedAt' | 'inFlightByGroup' | 'listIds' | 'idCounts' | 'inFlightFor' | 'messages' | 'message'
+>;
+
+/** the mirror brokers as admin.ts and ops/ read them (SPEC §9) */
+export type PeerView = Pick<Peers, 'conflict' | 'offeredToMaster' | 'status' | 'degradedReason'>;
+
 /** the embedder's view, and what admin, ops and the tests read of the parts */
 export interface Broker extends EmbeddedBroker {
+  /** the parts, for the tests and the reservations commands; ops/ reads the views below */
   readonly router: Router;
+  /** every queue by name, read-only */
+  readonly queues: ReadonlyMap<string, QueueView>;
+  /** delivers now (master), or holds what its master feeds it (slave) */
+  readonly isMaster: boolean;
+  /** deliveries in flight, every queue */
+  readonly inFlightCount: number;
+  /** bodies the queues left on disk, in the order asked (undefined: gone) */
+  readBodies(messageIds: readonly string[]): Promise<unknown[]>;
+  /** every message stored from now on, until the returned function is called (`whisker tail`) */
+  tap(listener: (message: StoredMessage) => void): () => void;
+  /** one waiting message settled away by the operator (dead-letter purge); false when not waiting */
+  removeMessage(queue: string, messageId: string): boolean;
+  /** the queue's waiting messages (of one id, when given) settled away; how many */
+  purgeQueue(queue: string, id?: string): number;
   readonly sessions: ReadonlySet<ConnectedSession>;
   /** running, draining (soft-stop), stopping, stopped (src/broker/lifecycle.ts) */
   readonly state: BrokerState;
   readonly history: HistoryView;
   /** the mirror brokers in `peers`, and the role this broker acts in because of them */
-  readonly peers: Peers;
+  readonly peers: PeerView;
   /** with an `election` block: the election as this broker sees it, else null */
   readonly election: ElectionView | null;
   /** elected master: stop delivering, let deliveries in flight be acked, give the lease up */

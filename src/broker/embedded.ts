@@ -3,8 +3,8 @@
  * src/broker/api.ts extends. Nothing here may reach a type that needs `@types/ws`.
  */
 import type { Config } from '../config/types.js';
-import type { Logger } from '../ops/logger.js';
-import type { ServiceNotifier } from '../ops/notify.js';
+import type { Logger } from '../runtime/logger.js';
+import type { ServiceNotifier } from '../runtime/notify.js';
 import type { MessageStore } from './store/store.js';
 
 export interface BrokerOptions {
@@ -12,7 +12,7 @@ export interface BrokerOptions {
   store?: MessageStore;
   logger?: Logger;
   now?: () => number;
-  /** systemd notifications (src/ops/notify.ts); none by default */
+  /** systemd notifications (src/runtime/notify.ts); none by default */
   notify?: ServiceNotifier;
   /** the control socket in `dataDirectory` (default true) */
   control?: boolean;

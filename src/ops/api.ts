@@ -1,4 +1,4 @@
-import type { ElectionView, HistoryStats, MasterConflict, PeerStatus, QueueSettings } from '../broker/api.js';
+import type { ElectionView, HistoryStats, MasterConflict, PeerStatus, PeerView, QueueSettings } from '../broker/api.js';
 import type { Config } from '../config/types.js';
 import type { SubscriptionMode } from '../protocol/frames.js';
 import { unescapeId } from '../protocol/channel.js';
@@ -48,7 +48,8 @@ export interface ManagedSession {
  */
 export interface ManagedBroker {
   readonly config: Config;
-  readonly router: { readonly queues: ReadonlyMap<string, ManagedQueue>; readonly isMaster: boolean };
+  readonly queues: ReadonlyMap<string, ManagedQueue>;
+  readonly isMaster: boolean;
   readonly sessions: ReadonlySet<ManagedSession>;
   /** ms since the epoch, from the broker's clock */
   readonly startedAt: number;
@@ -57,7 +58,7 @@ export interface ManagedBroker {
   /** reloads refused since start, when the broker counts them */
   readonly reloadFailures?: number;
   /** the mirror brokers it knows (SPEC §9) */
-  readonly peers?: { readonly conflict: MasterConflict | null; readonly offeredToMaster?: number; status(): PeerStatus[]; degradedReason?(): string | null };
+  readonly peers?: PeerView;
   /** with an `election` block (docs/operations.md#automatic-failover) */
   readonly election?: ElectionView | null;
   /** retained channels' histories and the replays served (docs/configuration.md#retention) */
@@ -86,7 +87,7 @@ export interface HealthView {
   election?: ElectionView;
 }
 
-export const roleOf = (broker: ManagedBroker): Role => (broker.router.isMaster ? 'master' : 'slave');
+export const roleOf = (broker: ManagedBroker): Role => (broker.isMaster ? 'master' : 'slave');
 
 export const uptimeSeconds = (broker: ManagedBroker, now: number): number => Math.max(0, Math.floor((now - broker.startedAt) / 1000));
 
@@ -147,7 +148,7 @@ function queueView(queue: ManagedQueue, rates: RateWindow, now: number, counts: 
 }
 
 export function queuesView(broker: ManagedBroker, rates: RateWindow, now: number): { queues: QueueView[] } {
-  const queues = [...broker.router.queues.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const queues = [...broker.queues.values()].sort((a, b) => a.name.localeCompare(b.name));
   const counts = subscriberCounts(broker);
   return { queues: queues.map((q) => queueView(q, rates, now, counts)) };
 }
@@ -194,7 +195,7 @@ export interface QueueDetailView extends QueueView {
 
 /** null for an unknown queue; at most `limit` ids */
 export function queueDetailView(broker: ManagedBroker, name: string, rates: RateWindow, now: number, limit: number, handlerRates: HandlerRates): QueueDetailView | null {
-  const queue = broker.router.queues.get(name);
+  const queue = broker.queues.get(name);
   if (!queue) return null;
   const all = [...queue.listIds()].map(([id, count]) => ({ id, count })).sort((a, b) => b.count - a.count || a.id.localeCompare(b.id));
   const consumers: ConsumerView[] = [];

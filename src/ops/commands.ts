@@ -6,7 +6,7 @@ import { type InspectedBroker, listDeadLetters, OperatorError, peek, purgeDeadLe
 
 /** What the operator's commands read of a broker: the management views, peek, and a tap. */
 export type OperatedBroker = ManagedBroker & InspectedBroker & {
-  readonly router: { tap(listener: (message: StoredMessage) => void): () => void };
+  tap(listener: (message: StoredMessage) => void): () => void;
 };
 
 const ok = (result: unknown): ControlResponse => ({ ok: true, result });
@@ -37,7 +37,7 @@ export function operatorCommand(broker: OperatedBroker, request: ControlRequest,
 const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
 
 function allIds(broker: InspectedBroker, queue: unknown): string[] {
-  const q = typeof queue === 'string' ? broker.router.queues.get(queue) : undefined;
+  const q = typeof queue === 'string' ? broker.queues.get(queue) : undefined;
   return q ? q.messages().map((m) => m.messageId) : [];
 }
 
@@ -59,7 +59,7 @@ export interface StatsView {
 /** counters and counts of every queue (or one) at this instant: `whisker stat` makes rates of two */
 export function statsView(broker: OperatedBroker, queue: unknown, at: number): StatsView {
   const subs = subscriberCounts(broker);
-  const queues = [...broker.router.queues.values()].filter((q) => queue === undefined || q.name === queue).sort((a, b) => (a.name < b.name ? -1 : 1));
+  const queues = [...broker.queues.values()].filter((q) => queue === undefined || q.name === queue).sort((a, b) => (a.name < b.name ? -1 : 1));
   return {
     at,
     queues: queues.map((q) => {
@@ -92,7 +92,7 @@ function tail(broker: OperatedBroker, request: ControlRequest, stream: ControlSt
   }
   const bodies = broker.config.showBodies;
   let dropped = 0;
-  const untap = broker.router.tap((m) => {
+  const untap = broker.tap((m) => {
     if (m.queue !== queue || (id !== null && m.id !== id)) return;
     if (dropped > 0 && stream.write({ dropped })) dropped = 0;
     const event = { messageId: m.messageId, queue: m.queue, id: unescapeId(m.id), from: m.from, created: m.created, acceptedAt: m.acceptedAt, ...(bodies ? { data: m.data ?? null } : {}) };

@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
-import { sameSecret } from './secret.js';
+import { sameSecret } from '../runtime/secret.js';
 import { portError } from '../config/ports.js';
 import type { Config } from '../config/types.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../runtime/logger.js';
 import { HandlerRates, type ManagedBroker, subscriberCounts, uptimeSeconds } from './api.js';
 import { RateHistory } from './history.js';
 import type { InspectedBroker } from './messages.js';
@@ -61,16 +61,16 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
   const rates = new RateWindow();
   const history = new RateHistory();
   const sample = () => {
-    rates.record(now(), broker.router.queues.values());
-    history.record(now(), broker.router.queues.values());
+    rates.record(now(), broker.queues.values());
+    history.record(now(), broker.queues.values());
   };
   metrics.bind({
-    queues: () => broker.router.queues.values(),
+    queues: () => broker.queues.values(),
     subscriberCounts: () => subscriberCounts(broker),
     peers: () => broker.peers?.status() ?? [],
     now,
     get connections() { return broker.sessions.size; },
-    get isMaster() { return broker.router.isMaster; },
+    get isMaster() { return broker.isMaster; },
     get reloadFailures() { return broker.reloadFailures ?? 0; },
     get isStoreHealthy() { return broker.isStoreHealthy; },
     get uptimeSeconds() { return uptimeSeconds(broker, now()); },

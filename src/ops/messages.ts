@@ -11,19 +11,18 @@ export interface InspectedQueue {
   readonly settings: { readonly deadLetter: string | null };
   messages(id?: string, limit?: number): MessageSummary[];
   message(messageId: string): StoredMessage | undefined;
-  remove(messageId: string): boolean;
-  purge(id?: string): number;
 }
 
 /** What peek and the dead-letter actions need of a broker (docs/management.md#peek). */
 export interface InspectedBroker {
   readonly config: { readonly showBodies: boolean; readonly channels: Readonly<Record<string, { readonly deadLetter?: string }>> };
-  readonly router: {
-    readonly isMaster: boolean;
-    readonly queues: ReadonlyMap<string, InspectedQueue>;
-    /** bodies the queues left on disk, in the order asked (undefined: gone) */
-    readBodies(messageIds: readonly string[]): Promise<unknown[]>;
-  };
+  readonly isMaster: boolean;
+  readonly queues: ReadonlyMap<string, InspectedQueue>;
+  /** bodies the queues left on disk, in the order asked (undefined: gone) */
+  readBodies(messageIds: readonly string[]): Promise<unknown[]>;
+  /** the broker settles a waiting message away; ops/ never changes a queue itself */
+  removeMessage(queue: string, messageId: string): boolean;
+  purgeQueue(queue: string, id?: string): number;
   publish(clientName: string, messages: readonly PublishedMessage[]): Promise<PublishResult[]>;
 }
 
@@ -67,7 +66,7 @@ export const peekLimit = (asked: unknown): number => {
 };
 
 function queueOf(broker: InspectedBroker, name: unknown): InspectedQueue {
-  const queue = typeof name === 'string' ? broker.router.queues.get(name) : undefined;
+  const queue = typeof name === 'string' ? broker.queues.get(name) : undefined;
   if (!queue) throw new OperatorError('E_NOT_FOUND', `no queue ${typeof name === 'string' ? name : ''} on this broker`);
   return queue;
 }
@@ -105,7 +104,7 @@ async function bodiesOf(broker: InspectedBroker, queue: InspectedQueue, messageI
   const held = messageIds.map((id) => queue.message(id)).filter((m): m is StoredMessage => m !== undefined);
   const bodies = new Map<string, unknown>(held.filter((m) => m.data !== undefined).map((m) => [m.messageId, m.data]));
   const cold = held.filter((m) => m.data === undefined).map((m) => m.messageId);
-  if (cold.length > 0) (await broker.router.readBodies(cold)).forEach((data, i) => data !== undefined && bodies.set(cold[i]!, data));
+  if (cold.length > 0) (await broker.readBodies(cold)).forEach((data, i) => data !== undefined && bodies.set(cold[i]!, data));
   return bodies;
 }
 
@@ -123,7 +122,7 @@ export function deadLetterQueues(broker: InspectedBroker): string[] {
     }
   };
   for (const channel of Object.values(broker.config.channels)) add(channel.deadLetter);
-  for (const queue of broker.router.queues.values()) add(queue.settings.deadLetter);
+  for (const queue of broker.queues.values()) add(queue.settings.deadLetter);
   return [...names].sort();
 }
 
@@ -165,12 +164,12 @@ export interface DeadLettersView {
 
 function deadLetterQueue(broker: InspectedBroker, name: unknown): InspectedQueue | null {
   if (typeof name !== 'string' || !deadLetterQueues(broker).includes(name)) throw new OperatorError('E_NOT_FOUND', `${typeof name === 'string' ? name : 'that'} is not a dead-letter queue of this broker`);
-  return broker.router.queues.get(name) ?? null;
+  return broker.queues.get(name) ?? null;
 }
 
 /** the dead-letter queues with their sizes, and the oldest dead letters of one of them */
 export async function listDeadLetters(broker: InspectedBroker, name?: unknown, limitAsked?: unknown): Promise<DeadLettersView> {
-  const queues = deadLetterQueues(broker).map((queue) => ({ queue, size: broker.router.queues.get(queue)?.size ?? 0 }));
+  const queues = deadLetterQueues(broker).map((queue) => ({ queue, size: broker.queues.get(queue)?.size ?? 0 }));
   const chosen = name ?? queues.find((q) => q.size > 0)?.queue ?? queues[0]?.queue;
   if (chosen === undefined) return { queues, queue: null, bodies: broker.config.showBodies, messages: [], truncated: false };
   const queue = deadLetterQueue(broker, chosen);
@@ -194,7 +193,7 @@ export async function listDeadLetters(broker: InspectedBroker, name?: unknown, l
  * slaves answer no sends (SPEC §9). One refused message leaves its dead letter in place.
  */
 export async function replayDeadLetters(broker: InspectedBroker, name: unknown, messageIds: readonly unknown[]): Promise<{ replayed: Array<{ messageId: string; newMessageId: string; channel: string }>; failed: Array<{ messageId: string; code: string; reason: string }> }> {
-  if (!broker.router.isMaster) throw new OperatorError('E_NOT_MASTER', 'only the master replays dead letters (a slave answers no sends)');
+  if (!broker.isMaster) throw new OperatorError('E_NOT_MASTER', 'only the master replays dead letters (a slave answers no sends)');
   const queue = deadLetterQueue(broker, name);
   const replayed: Array<{ messageId: string; newMessageId: string; channel: string }> = [];
   const failed: Array<{ messageId: string; code: string; reason: string }> = [];
@@ -215,7 +214,7 @@ export async function replayDeadLetters(broker: InspectedBroker, name: unknown, 
       failed.push({ messageId: held.messageId, code: result.error.code, reason: result.error.message });
       continue;
     }
-    queue!.remove(held.messageId);
+    broker.removeMessage(queue!.name, held.messageId);
     replayed.push({ messageId: held.messageId, newMessageId, channel: envelope.channel });
   }
   return { replayed, failed };
@@ -223,12 +222,12 @@ export async function replayDeadLetters(broker: InspectedBroker, name: unknown, 
 
 /** drops dead letters: the given ones, or every one of the queue with `all` */
 export function purgeDeadLetters(broker: InspectedBroker, name: unknown, messageIds: readonly unknown[] | 'all'): { purged: number } {
-  if (!broker.router.isMaster) throw new OperatorError('E_NOT_MASTER', 'purge dead letters on the master: it settles them on its mirrors too');
+  if (!broker.isMaster) throw new OperatorError('E_NOT_MASTER', 'purge dead letters on the master: it settles them on its mirrors too');
   const queue = deadLetterQueue(broker, name);
   if (!queue) return { purged: 0 };
-  if (messageIds === 'all') return { purged: queue.purge() };
+  if (messageIds === 'all') return { purged: broker.purgeQueue(queue.name) };
   let purged = 0;
-  for (const messageId of messageIds) if (typeof messageId === 'string' && queue.remove(messageId)) purged++;
+  for (const messageId of messageIds) if (typeof messageId === 'string' && broker.removeMessage(queue.name, messageId)) purged++;
   return { purged };
 }
 

@@ -55,7 +55,7 @@ export function getRoutes(ctx: RouteContext): Record<string, Route> {
     // the total, and one queue's line when `?queue=` names it (the page shows one at a time)
     '/api/history': (url) => {
       const only = url.searchParams.get('queue');
-      const points = history.points(now(), broker.router.queues.values()).map((p) => ({ at: p.at, total: p.total, queues: only !== null && Object.hasOwn(p.queues, only) ? { [only]: p.queues[only] } : {} }));
+      const points = history.points(now(), broker.queues.values()).map((p) => ({ at: p.at, total: p.total, queues: only !== null && Object.hasOwn(p.queues, only) ? { [only]: p.queues[only] } : {} }));
       return json(200, { stepMs: history.stepMs, points });
     },
     '/api/dead-letters': async (url) => {

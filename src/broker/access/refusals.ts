@@ -1,5 +1,5 @@
 import { WhiskerError } from '../../protocol/errors.js';
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../runtime/logger.js';
 
 /** the reason codes of E_FORBIDDEN's `details.reason` (docs/protocol.md#errors) */
 export type RefusalReason = 'no-rule' | 'reserved' | 'star-under-reserve';

@@ -1,7 +1,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Retention } from '../../config/types.js';
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../runtime/logger.js';
 import type { StoredMessage } from '../store/store.js';
 import { ChannelHistory, type ReadRange } from './channel-history.js';
 import type { HistoryRecord, ReadRecord } from './segment.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { parseChannel, queueName } from '../../protocol/channel.js';
-import type { Logger } from '../../ops/logger.js';
-import type { StoredMessage } from '../store/store.js';
+import type { Logger } from '../../runtime/logger.js';
+import { makeStoredMessage, type StoredMessage } from '../store/store.js';
 
 /** what dead letters need of the broker's messages (the Router is one) */
 export interface DeadLetterPort {
@@ -37,8 +37,7 @@ export class DeadLetters {
       return;
     }
     const channel = parseChannel(target); // checked when the config was compiled
-    const message: StoredMessage = {
-      seq: port.nextSeq(),
+    const message = makeStoredMessage(port.nextSeq(), {
       // the same id on every mirror, one per failed group, within the wire's 128 characters
       messageId: createHash('sha256').update(`${original.messageId}\n${group}`).digest('hex').slice(0, 32),
       queue: queueName(channel),
@@ -47,7 +46,7 @@ export class DeadLetters {
       created: original.created,
       acceptedAt: port.now(),
       from: original.from,
-    };
+    });
     port.log.warn('message dead-lettered', { queue: original.queue, messageId: original.messageId, group, target, nbDeliveries, reason });
     this.#store(message, 0);
   }

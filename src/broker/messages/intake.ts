@@ -2,7 +2,7 @@ import { ChannelCache } from '../../protocol/channel.js';
 import { type ErrorPayload, WhiskerError } from '../../protocol/errors.js';
 import type { PublishedMessage, PublishResult } from '../../protocol/frames.js';
 import type { Lifecycle } from '../lifecycle.js';
-import type { StoredMessage } from '../store/store.js';
+import { makeStoredMessage, type StoredMessage } from '../store/store.js';
 import type { Router } from './router.js';
 
 interface Candidate {
@@ -106,7 +106,7 @@ export class Intake {
     }
     this.#pending.set(queue, pending + 1);
     // the queue's own name string, not one more copy per waiting message
-    return { seq: router.nextSeq(), messageId: m.messageId, queue: held?.name ?? queue, id: channel.id, data, created: m.created, acceptedAt: now, from: clientName, json: JSON.stringify(data) };
+    return makeStoredMessage(router.nextSeq(), { messageId: m.messageId, queue: held?.name ?? queue, id: channel.id, data, created: m.created, acceptedAt: now, from: clientName });
   }
   #unpend(queue: string): void {
     const left = (this.#pending.get(queue) ?? 1) - 1;

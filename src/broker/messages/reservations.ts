@@ -1,5 +1,5 @@
 import { WhiskerError } from '../../protocol/errors.js';
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../runtime/logger.js';
 import type { Subscription } from '../queue/subscription.js';
 import type { ReservationFile, ReservationRecord } from '../store/reservation-file.js';
 

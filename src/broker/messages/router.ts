@@ -1,7 +1,7 @@
 import { WhiskerError } from '../../protocol/errors.js';
 import type { RefusedId } from '../../protocol/frames.js';
 import { DedupeWindow } from '../../protocol/dedupe.js';
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../runtime/logger.js';
 import type { Policy } from '../access/policy.js';
 import type { History } from '../history/history.js';
 import type { Lifecycle } from '../lifecycle.js';
@@ -76,8 +76,6 @@ export class Router {
   readonly refusals: Refusals;
   readonly #deadLetters: DeadLetters;
   readonly #idleQueues: IdleQueues;
-  /** what the queues see of the store: every state change also reaches the mirrors */
-  readonly #queueStore: MessageStore;
   readonly #history: History | undefined;
   #hooks: MirrorHooks | null = null;
   #isMaster: boolean;
@@ -100,18 +98,6 @@ export class Router {
     this.#history = history;
     this.#append = history ? async (messages) => void (await Promise.all([store.append(messages), history.append(messages)])) : (messages) => store.append(messages);
     this.#dedupe = new DedupeWindow(policy.config.dedupeWindow * 1000, options.now);
-    this.#queueStore = {
-      load: () => store.load(),
-      append: (messages) => store.append(messages),
-      record: (events) => {
-        store.record(events);
-        this.#hooks?.settled(events);
-      },
-      readsBodies: store.readsBodies,
-      readBodies: (messageIds) => store.readBodies(messageIds),
-      isHealthy: () => store.isHealthy(),
-      close: () => store.close(),
-    };
     this.#deadLetters = new DeadLetters({
       append: this.#append,
       readBodies: (ids) => store.readBodies(ids),
@@ -422,7 +408,8 @@ export class Router {
     if (!queue) {
       queue = new Queue(name, this.#policy.queueSettings(name), {
         now: this.now,
-        store: this.#queueStore,
+        store: this.#store,
+        recorded: (events) => this.#hooks?.settled(events),
         warn: (msg, fields) => this.log.warn(msg, fields),
         discard: (target, message, group, nbDeliveries, reason) => {
           if (target) this.#deadLetters.send(target, message, group, nbDeliveries, reason);

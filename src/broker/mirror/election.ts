@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { IKeyValue, Etcd3, Lease } from 'etcd3';
 import { ConfigError } from '../../config/text.js';
 import type { ElectionConfig } from '../../config/types.js';
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../runtime/logger.js';
 import type { ElectionPhase, ElectionView } from './types.js';
 
 /** a master stops delivering when its last renewal was sent this share of the lease TTL ago */

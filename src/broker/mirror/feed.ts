@@ -1,5 +1,5 @@
 import type { BrokerFrame, PeerMessage, PeerReservation, PeerSettlement } from '../../protocol/frames.js';
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../runtime/logger.js';
 import { type Replica, toPeerMessage } from './replica.js';
 import type { StoreEvent, StoredMessage } from '../store/store.js';
 

@@ -1,5 +1,5 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../runtime/logger.js';
 import { type KeyBinding, KEYS_PER_FRAME, type KeysFrame } from '../../protocol/frames.js';
 import { CLIENT_NAME, fingerprint, type KeyRegistry, type NamedKey } from '../session/keys.js';
 

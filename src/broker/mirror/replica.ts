@@ -1,6 +1,6 @@
 import type { PeerMessage, PeerReservation, PeerSettlement, ReservationsFrame } from '../../protocol/frames.js';
 import type { Router } from '../messages/router.js';
-import type { StoredMessage } from '../store/store.js';
+import { makeStoredMessage, type StoredMessage } from '../store/store.js';
 import { Unconfirmed } from './unconfirmed.js';
 
 /** how far two mirrors' clocks may disagree on when a message was accepted */
@@ -75,7 +75,7 @@ export class Replica {
       this.#unconfirmed.confirm(m.messageId);
       if (seen.has(m.messageId) || router.isKnown(m.messageId) || router.appendUnderWay(m.messageId) || router.holding(m.messageId)) continue;
       seen.add(m.messageId);
-      fresh.push({ seq: router.nextSeq(), messageId: m.messageId, queue: m.queue, id: m.id, data: m.data, created: m.created, acceptedAt: m.acceptedAt, from: m.from, json: JSON.stringify(m.data) });
+      fresh.push(makeStoredMessage(router.nextSeq(), m));
     }
     if (fresh.length > 0) await router.store(fresh, false);
   }

@@ -1,6 +1,6 @@
 import type { ClientKeys } from '../../link/keys.js';
 import type { PeerStateFrame } from '../../protocol/frames.js';
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../runtime/logger.js';
 import type { KeySync } from './key-sync.js';
 import type { Replica } from './replica.js';
 

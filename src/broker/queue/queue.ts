@@ -89,7 +89,7 @@ export class Queue {
         : new ColdTier({
             name,
             backlog: this.#backlog,
-            record: (events) => this.#env.store.record(events),
+            record: (events) => this.#record(events),
             group: (key) => this.#groups.get(key),
             forgotten: (messageId, acceptedAt) => this.#env.forgotten?.(messageId, acceptedAt),
             depthChanged: (delta) => {
@@ -112,6 +112,12 @@ export class Queue {
       env.bodyWindow,
     );
     this.#timer = new WakeTimer(env.now, () => this.#wake());
+  }
+
+  /** every state change goes to the store, then to the `recorded` hook (the mirrors' feed) */
+  #record(events: StoreEvent[]): void {
+    this.#env.store.record(events);
+    this.#env.recorded?.(events);
   }
 
   get settings(): QueueSettings {
@@ -216,7 +222,7 @@ export class Queue {
     if (this.#goesCold()) {
       const keys = groups.map((g) => g.key);
       this.#cold!.add(message, groups, keys);
-      if (groups.length > 0) this.#env.store.record([{ kind: 'assign', messageId: message.messageId, groups: keys }]);
+      if (groups.length > 0) this.#record([{ kind: 'assign', messageId: message.messageId, groups: keys }]);
       this.#armTtlAt(message.acceptedAt);
       for (const group of groups) if (group.freshListed === 0) this.#pump(group);
       return;
@@ -226,7 +232,7 @@ export class Queue {
       this.#markUnassigned(entry);
     } else {
       for (const group of groups) this.#addRecord(entry, group, 0, 0);
-      this.#env.store.record([{ kind: 'assign', messageId: message.messageId, groups: groups.map((g) => g.key) }]);
+      this.#record([{ kind: 'assign', messageId: message.messageId, groups: groups.map((g) => g.key) }]);
       for (const group of groups) this.#pump(group);
     }
     this.#armTtl(entry);
@@ -248,7 +254,7 @@ export class Queue {
     if (entry.records.length === 0 && !entry.unassigned) {
       // every record named a group this version cannot read: nothing can deliver it
       this.#forget(entry);
-      this.#env.store.record([{ kind: 'remove', messageId: message.messageId }]);
+      this.#record([{ kind: 'remove', messageId: message.messageId }]);
     } else {
       this.#armTtl(entry);
     }
@@ -276,7 +282,7 @@ export class Queue {
       for (const group of groups) this.#addRecord(entry, group, 0, 0);
       assigned.push({ kind: 'assign', messageId: entry.message.messageId, groups: groups.map((g) => g.key) });
     }
-    if (assigned.length > 0) this.#env.store.record(assigned);
+    if (assigned.length > 0) this.#record(assigned);
   }
 
   subscribe(subscriber: Subscriber, pattern: string): void {
@@ -550,7 +556,7 @@ export class Queue {
     if (listed) record.group.unlisted();
     removeRecordFrom(entry, record);
     record.group.recordCount--;
-    this.#env.store.record([{ kind: 'settle', messageId: entry.message.messageId, group: record.group.key, outcome }]);
+    this.#record([{ kind: 'settle', messageId: entry.message.messageId, group: record.group.key, outcome }]);
     this.#dropGroupIfEmpty(record.group);
     this.#forgetIfDone(entry);
   }
@@ -558,7 +564,7 @@ export class Queue {
   #forgetIfDone(entry: Entry): void {
     if (entry.records.length === 0 && !entry.unassigned && this.#isHeld(entry)) {
       this.#forget(entry);
-      this.#env.store.record([{ kind: 'remove', messageId: entry.message.messageId }]);
+      this.#record([{ kind: 'remove', messageId: entry.message.messageId }]);
     }
   }
 
@@ -624,7 +630,7 @@ export class Queue {
     this.counters.requeued++;
     record.nbRequeues = nbDeliveries;
     record.notBefore = delayMs > 0 ? now + delayMs : 0;
-    this.#env.store.record([{ kind: 'requeue', messageId: entry.message.messageId, group: record.group.key, nbRequeues: record.nbRequeues, notBefore: record.notBefore }]);
+    this.#record([{ kind: 'requeue', messageId: entry.message.messageId, group: record.group.key, nbRequeues: record.nbRequeues, notBefore: record.notBefore }]);
     if (delayMs > 0) {
       this.#delay(record);
     } else {
@@ -646,7 +652,7 @@ export class Queue {
     const groups = keys.map((key) => this.#groupFor(key)).filter((g): g is Group => g !== undefined);
     if (keys.length > 0 && groups.length === 0) {
       // every record named a group this version cannot read: nothing can deliver it
-      this.#env.store.record([{ kind: 'remove', messageId: message.messageId }]);
+      this.#record([{ kind: 'remove', messageId: message.messageId }]);
       this.#env.forgotten?.(message.messageId, message.acceptedAt);
       return;
     }
@@ -794,7 +800,7 @@ export class Queue {
       for (const group of groups) this.#addRecord(entry, group, 0, 0);
       events.push({ kind: 'assign', messageId: entry.message.messageId, groups: keys });
     }
-    if (events.length > 0) this.#env.store.record(events);
+    if (events.length > 0) this.#record(events);
     if (done) {
       this.#adoptCursor = null;
       this.#adoptColdAt = null;
@@ -871,7 +877,7 @@ export class Queue {
     this.#timer.armAt(record.deadline);
     this.counters.delivered++;
     const m = entry.message;
-    this.#env.store.record([{ kind: 'deliver', messageId: m.messageId, group: record.group.key, nbRequeues: record.nbRequeues }]);
+    this.#record([{ kind: 'deliver', messageId: m.messageId, group: record.group.key, nbRequeues: record.nbRequeues }]);
     subscriber.deliver({
       sub: 0,
       messageId: m.messageId,

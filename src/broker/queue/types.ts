@@ -1,5 +1,5 @@
 import type { Overflow } from '../../config/types.js';
-import type { MessageStore, StoredMessage } from '../store/store.js';
+import type { MessageStore, StoredMessage, StoreEvent } from '../store/store.js';
 import type { Backlog } from './backlog.js';
 import type { Entry } from './group.js';
 
@@ -40,6 +40,8 @@ export interface QueueEnvironment {
   readonly index?: Map<string, Entry>;
   /** rows of cold messages (backlog.ts) with their own id index, shared by every queue of a router as the index is */
   readonly backlog?: Backlog;
+  /** state changes the queue recorded in the store (assign, deliver, settle, requeue, remove): the mirrors' feed follows them */
+  recorded?(events: StoreEvent[]): void;
   /** the queue no longer holds this message (the router's message index and dedupe window follow) */
   forgotten?(messageId: string, acceptedAt: number): void;
   /** a delivery in flight ended (acked, nacked, timed out): soft-stop waits on these */

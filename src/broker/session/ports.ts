@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { WhiskerError } from '../../protocol/errors.js';
 import type { BrokerFrame, PublishResult } from '../../protocol/frames.js';
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../runtime/logger.js';
 import type { Policy } from '../access/policy.js';
 import type { History } from '../history/history.js';
 import type { Intake } from '../messages/intake.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { Logger } from '../../ops/logger.js';
+import type { Logger } from '../../runtime/logger.js';
 
 /** one reserved id as stored, mirrored and listed (docs/protocol.md#peers, `whisker reservations list`) */
 export interface ReservationRecord {

@@ -80,3 +80,11 @@ export interface MessageStore {
   isHealthy(): boolean;
   close(): Promise<void>;
 }
+
+/** what a stored message is made of, before this broker numbers it */
+export type MessageFields = Pick<StoredMessage, 'messageId' | 'queue' | 'id' | 'data' | 'created' | 'acceptedAt' | 'from'>;
+
+/** the one maker of a stored message (intake, a mirror's feed, dead letters): one shape, `json` made once here */
+export function makeStoredMessage(seq: number, m: MessageFields): StoredMessage {
+  return { seq, messageId: m.messageId, queue: m.queue, id: m.id, data: m.data, created: m.created, acceptedAt: m.acceptedAt, from: m.from, json: JSON.stringify(m.data) };
+}

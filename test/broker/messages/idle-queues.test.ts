@@ -5,7 +5,7 @@ import { Intake } from '../../../src/broker/messages/intake.js';
 import { Router } from '../../../src/broker/messages/router.js';
 import { Subscription, type SubscriptionOwner } from '../../../src/broker/queue/subscription.js';
 import { MemoryStore } from '../../../src/broker/store/memory.js';
-import { createLogger } from '../../../src/ops/logger.js';
+import { createLogger } from '../../../src/runtime/logger.js';
 import type { Delivery } from '../../../src/protocol/frames.js';
 import { brokerConfig } from '../../support/harness.js';
 

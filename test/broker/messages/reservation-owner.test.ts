@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import type { WhiskerClient } from '../../../src/client/client.js';
 import type { ChannelString } from '../../../src/client/types.js';
-import { createLogger } from '../../../src/ops/logger.js';
+import { createLogger } from '../../../src/runtime/logger.js';
 import type { WhiskerError } from '../../../src/protocol/errors.js';
 import { start } from '../../support/cli-process.js';
 import { broker, brokerConfig, connect, freePort, Inbox, once, until } from '../../support/harness.js';

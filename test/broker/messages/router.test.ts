@@ -7,7 +7,7 @@ import { Replica } from '../../../src/broker/mirror/replica.js';
 import { Subscription, type SubscriptionOwner } from '../../../src/broker/queue/subscription.js';
 import { MemoryStore } from '../../../src/broker/store/memory.js';
 import type { StoredMessage, StoreEvent } from '../../../src/broker/store/store.js';
-import { createLogger } from '../../../src/ops/logger.js';
+import { createLogger } from '../../../src/runtime/logger.js';
 import type { Delivery } from '../../../src/protocol/frames.js';
 import { brokerConfig } from '../../support/harness.js';
 

@@ -1,5 +1,4 @@
 import { describe, expect, test } from 'vitest';
-import { buildConfig } from '../../../src/config/load.js';
 import { startProcess } from '../../support/broker-process.js';
 import { electionCluster, held, LEASE_TTL, nextMaster, offsets, status } from '../../support/election-cluster.js';
 import { startEtcd, startEtcdCluster } from '../../support/etcd.js';
@@ -15,24 +14,6 @@ const PREFETCH = 10;
 const PER_TICK = 5; // every 5 ms: about 1,000 messages/s
 /** a new master delivers within the lease TTL (the old key expires) + 2 s (issue 14) */
 const FAILOVER_BOUND_MS = LEASE_TTL * 1000 + 2000;
-
-describe('election config', () => {
-  test.each([
-    [{ election: { prefix: '/w' } }, 'election.etcd'],
-    [{ election: { etcd: { hosts: [] }, prefix: '/w' } }, 'election.etcd.hosts'],
-    [{ election: { etcd: { hosts: ['127.0.0.1:2379'] }, prefix: '/w' } }, 'election.etcd.hosts.0'],
-    [{ election: { etcd: { hosts: ['http://127.0.0.1:2379'] }, prefix: 'w' } }, 'election.prefix'],
-    [{ election: { etcd: { hosts: ['http://127.0.0.1:2379'] }, prefix: '/w', leaseTtl: 1 } }, 'election.leaseTtl'],
-    [{ election: { etcd: { hosts: ['http://127.0.0.1:2379'] }, prefix: '/w', ttl: 5 } }, 'election.ttl'],
-  ])('%j is refused naming %s', (raw, key) => {
-    expect(() => buildConfig(raw, '/tmp', null)).toThrow(expect.objectContaining({ key }) as Error);
-  });
-
-  test('defaults: a 10 s lease; TLS paths resolved against the file', () => {
-    const config = buildConfig({ election: { etcd: { hosts: ['https://10.0.0.1:2379'], tls: { ca: 'ca.pem' } }, prefix: '/whisker/prod' } }, '/etc/whisker', null);
-    expect(config.election).toEqual({ etcd: { hosts: ['https://10.0.0.1:2379'], tls: { ca: '/etc/whisker/ca.pem' } }, prefix: '/whisker/prod', leaseTtl: 10 });
-  });
-});
 
 describe('automatic failover (real etcd, real broker processes)', () => {
   test('kill -9 of the master, five times in a row: the others elect a new one, nothing lost', async () => {

@@ -11,7 +11,7 @@ import { Replica } from '../../../src/broker/mirror/replica.js';
 import { Subscription, type SubscriptionOwner } from '../../../src/broker/queue/subscription.js';
 import { MemoryStore } from '../../../src/broker/store/memory.js';
 import { loadOrCreateKeys } from '../../../src/link/keys.js';
-import { createLogger } from '../../../src/ops/logger.js';
+import { createLogger } from '../../../src/runtime/logger.js';
 import { type BrokerFrame, decodeBrokerFrame, type FeedFrame, type PeerStateFrame, type SyncFrame } from '../../../src/protocol/frames.js';
 import { brokerConfig, tempDir } from '../../support/harness.js';
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { startBroker, type Broker } from '../../../src/broker/broker.js';
-import { createLogger } from '../../../src/ops/logger.js';
+import { createLogger } from '../../../src/runtime/logger.js';
 import { brokerConfig, connect, freePort, Inbox, tempDir, until } from '../../support/harness.js';
 
 /**

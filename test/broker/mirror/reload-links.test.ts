@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { type BrokerProcess, freePort, startProcess, writeConfig } from '../../support/broker-process.js';
 import { startBroker } from '../../../src/broker/broker.js';
-import { createLogger } from '../../../src/ops/logger.js';
+import { createLogger } from '../../../src/runtime/logger.js';
 import { brokerConfig, connect, tempDir, until } from '../../support/harness.js';
 
 /**

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
-import { type BrokerProcess, freePort, startProcess, writeConfig } from '../../support/broker-process.js';
-import { connect, Inbox, tempDir } from '../../support/harness.js';
+import { type BrokerProcess, freePort, startProcess, writeConfig } from '../support/broker-process.js';
+import { connect, Inbox, tempDir } from '../support/harness.js';
 
 /**
  * Issue 13 fault 6, with real broker processes: SIGSTOP freezes the master without closing a

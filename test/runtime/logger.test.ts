@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, fstatSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { createLogger, stdoutIsJournal } from '../../src/ops/logger.js';
+import { createLogger, stdoutIsJournal } from '../../src/runtime/logger.js';
 import { bin, writeConfig } from '../support/broker-process.js';
 import { tempDir, until } from '../support/harness.js';
 

@@ -1,0 +1,169 @@
+/**
+ * The parts of one broker started in order (SPEC §10): control socket (the data directory's
+ * lock), store, history, router, peers, election, socket server; all closed again if one fails.
+ * src/broker/broker.ts owns them once started.
+ */
+import { mkdirSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { Config } from '../config/types.js';
+import { ControlServer, controlSocketPath } from '../ops/control.js';
+import { bindManagement } from '../ops/http.js';
+import { BrokerMetrics } from '../ops/metrics.js';
+import { createLogger, type Logger } from '../runtime/logger.js';
+import { type ServiceNotifier, silentNotifier } from '../runtime/notify.js';
+import { loadOrCreateKeys } from '../link/keys.js';
+import { compilePolicy } from './access/policy.js';
+import type { BrokerOptions } from './embedded.js';
+import { History } from './history/history.js';
+import { Lifecycle } from './lifecycle.js';
+import { Intake } from './messages/intake.js';
+import { Router } from './messages/router.js';
+import { peerDialOptions } from './mirror/dial.js';
+import { PeerFeed } from './mirror/feed.js';
+import { Election } from './mirror/election.js';
+import { Peers } from './mirror/peers.js';
+import { KeySync } from './mirror/key-sync.js';
+import { Replica } from './mirror/replica.js';
+import { authError, KeyRegistry } from './session/keys.js';
+import type { BrokerContext } from './session/ports.js';
+import { SocketServer } from './session/server.js';
+import { LogStore } from './store/log.js';
+import { ReservationFile } from './store/reservation-file.js';
+import type { MessageStore } from './store/store.js';
+
+/** the parts `Broker.start` made, each handed to its one owner */
+export interface Parts {
+  readonly config: Config;
+  readonly address: AddressInfo;
+  readonly startedAt: number;
+  readonly ctx: BrokerContext;
+  readonly store: MessageStore;
+  readonly lifecycle: Lifecycle;
+  readonly server: SocketServer;
+  readonly election: Election | null;
+  readonly control: ControlServer | null;
+  readonly metrics: BrokerMetrics | null;
+  /** the management port, bound before the store opened (null without a `management` block) */
+  readonly managementPort: Server | null;
+  readonly log: Logger;
+  readonly notify: ServiceNotifier;
+  readonly restored: number; // messages the store gave back, for the `broker started` line
+}
+
+/** the store opened, queues rebuilt, peers and election wired, the socket listening; all closed again if one fails */
+export async function startParts(config: Config, options: BrokerOptions): Promise<Parts> {
+  const policy = compilePolicy(config);
+  const log = options.logger ?? createLogger(config.logLevel);
+  const now = options.now ?? Date.now;
+  const startedAt = now();
+  const notify = options.notify ?? silentNotifier;
+  mkdirSync(config.dataDirectory, { recursive: true, mode: 0o700 });
+  // before the store opens: a second broker on the same data directory stops here
+  const control = options.control === false ? null : await ControlServer.open(controlSocketPath(config.dataDirectory));
+  // the ports are bound before anything is claimed: a port in use stops the start with no role announced
+  let managementPort: Server | null = null;
+  try {
+    managementPort = config.management ? await bindManagement(config.management) : null;
+  } catch (error) {
+    await control?.close();
+    throw error;
+  }
+  const store = options.store ?? new LogStore(join(config.dataDirectory, 'store'), { dedupeWindowMs: config.dedupeWindow * 1000, log, now });
+  // appends are timed for the metrics only when something serves them
+  const metrics = config.management ? new BrokerMetrics() : null;
+  const lifecycle = new Lifecycle();
+  const history: History = new History(join(config.dataDirectory, 'history'), (queue: string) => router.policy.retention(queue), log, now);
+  const reservationFile = new ReservationFile(join(config.dataDirectory, 'reservations.json'), log);
+  const router: Router = new Router({ policy, store: metrics ? metrics.timeAppends(store) : store, log, now, lifecycle, history, reservationFile });
+  let server: SocketServer | undefined;
+  let peers: Peers | undefined;
+  let election: Election | null = null;
+  try {
+    await history.open();
+    const restored = await router.restore();
+    const replica = new Replica(router);
+    const feed = new PeerFeed(replica, log);
+    router.observe({ settled: (events) => feed.settled(events), made: (message) => feed.made(message), storedFromClient: (message) => replica.storedFromClient(message) });
+    router.reservations.observe((set, released) => feed.reservationsChanged(set, released));
+    const sessions = () => server?.sessions ?? [];
+    const keys = new KeyRegistry(config.registeredClientsPath);
+    const keySync = new KeySync({
+      registry: keys,
+      log,
+      isMaster: () => router.isMaster,
+      delivers: (serviceId) => peers?.delivers(serviceId) ?? false,
+      links: () => peers?.links() ?? [],
+      closeSessions: (name, key) => {
+        let closed = 0;
+        for (const session of [...sessions()]) {
+          if (!session.isReady || session.isPeer || session.clientName !== name || !session.key?.equals(key)) continue;
+          session.fail(authError('revoked', `The key of ${name} was revoked`));
+          closed++;
+        }
+        // a name left without a key (a mirror's revocation): its reserved ids are free (SPEC §5)
+        if (!keys.registered(name)) router.reservations.releaseName(name);
+        return closed;
+      },
+    });
+    peers = new Peers(
+      {
+        serviceId: config.serviceId,
+        keys: loadOrCreateKeys(config.keysDirectory, config.keysName),
+        dialOptions: () => peerDialOptions(router.policy.config),
+        replica,
+        keySync,
+        log,
+        onRoleChange: (isMaster, epoch) => {
+          router.setMaster(isMaster);
+          if (!isMaster) feed.demoted();
+          const role = { type: 'role', isMaster, ...(epoch !== undefined ? { epoch } : {}) } as const;
+          for (const session of sessions()) if (session.isReady && !session.isPeer) session.send(role);
+        },
+        followers: () => feed.followers(),
+        onStateChange: (state) => {
+          for (const session of sessions()) if (session.isReady && session.isPeer) session.send(state);
+        },
+      },
+      lifecycle,
+    );
+    if (config.election) {
+      const mirrors = peers;
+      election = await Election.create(config.election, config.serviceId, log, {
+        inStepWith: () => mirrors.inStepEpoch,
+        mayCampaign: () => !lifecycle.isStopping,
+        onChange: () => mirrors.update(),
+      });
+      mirrors.useElection(election);
+      log.warn('election on: the master is elected through etcd, isMaster in the file is not used', { prefix: config.election.prefix, leaseTtl: config.election.leaseTtl });
+    }
+    const ctx: BrokerContext = {
+      get policy() {
+        return router.policy;
+      },
+      router,
+      intake: new Intake(router, lifecycle),
+      replica,
+      keys,
+      peerKeys: new KeyRegistry(join(config.dataDirectory, 'peers')),
+      peers,
+      keySync,
+      feed,
+      history,
+      log,
+    };
+    server = new SocketServer(config, ctx, lifecycle);
+    // nothing awaits between the bind and the role: no connection is served before peers are configured
+    const address = await server.listen(config.socketServer.host, config.socketServer.port);
+    peers.configure(config.peers, config.isMaster);
+    election?.start();
+    return { config, address, startedAt, ctx, store, lifecycle, server, election, control, metrics, managementPort, log, notify, restored };
+  } catch (error) {
+    const closeSockets = server?.close().catch(() => undefined);
+    const closeManagement = new Promise<void>((resolve) => (managementPort ? managementPort.close(() => resolve()) : resolve()));
+    await Promise.all([election?.close(), peers?.close(), store.close().catch(() => undefined), history.close(), control?.close(), closeSockets, closeManagement]);
+    throw error;
+  }
+}
+
