@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
-import { ConfigError, loadConfigFile } from '../config/load.js';
+import { ConfigError, kittenWarnings, loadConfigFile } from '../config/load.js';
 import { keepRestartKeys, restartOnlyChanges } from '../config/restart.js';
 import type { Config } from '../config/types.js';
 import { type ConfigWatcher, watchConfigFile } from '../config/watch.js';
@@ -249,7 +249,9 @@ export async function startBroker(config: Config, options: BrokerOptions = {}): 
       log.info('config reloaded', { isMaster: next.isMaster, acting: router.isMaster ? 'master' : 'slave', restartNeeded });
       if (next.election) log.warn('election on: the master is elected through etcd, isMaster in the file is not used', { prefix: next.election.prefix });
       if (restartNeeded.length > 0) log.warn('config keys changed that apply only after a restart', { keys: restartNeeded });
-      return { restartNeeded };
+      const warnings = kittenWarnings(loaded);
+      for (const warning of warnings) log.warn(warning);
+      return { restartNeeded, warnings };
     },
     reloadFromFile() {
       const path = ctx.policy.config.configPath;

@@ -21,6 +21,14 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** the warnings a loaded file earns, at start and at every reload (docs/migrating-from-kitten.md) */
+export function kittenWarnings(config: Pick<Config, 'renamedKeys' | 'ignoredKeys' | 'serviceId'>): string[] {
+  const warnings: string[] = [];
+  if (config.renamedKeys.includes('serverId')) warnings.push(`Kitten-MQ's "serverId" is used as this broker's "serviceId" (${config.serviceId}): rename the key to "serviceId" (docs/migrating-from-kitten.md)`);
+  if (config.ignoredKeys.length > 0) warnings.push(`Kitten-MQ config keys with no meaning here, ignored: ${config.ignoredKeys.join(', ')} (docs/migrating-from-kitten.md)`);
+  return warnings;
+}
+
 /** Kitten-MQ config keys that have no meaning here: accepted, named in a warning (docs/migrating-from-kitten.md) */
 const REFERENCE_KEYS = ['logsDirectory', 'packetsFilename', 'isManagementInterface'] as const;
 const REFERENCE_SOCKET_KEYS = ['logs', 'packetsFilename'] as const;

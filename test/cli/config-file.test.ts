@@ -55,6 +55,27 @@ describe('the file', () => {
     broker.child.kill('SIGKILL');
   }, 30_000);
 
+  test('Kitten keys that appear at a reload are warned about, by whisker reload and in the log of a watched save (outside check atk-kops)', async () => {
+    const dir = tempDir();
+    const path = write(dir, '{ "dataDirectory": "data", "registeredClientsPath": "clients", "keysDirectory": "keys", "socketServer": { "port": 0 } }');
+    const broker = await startProcess(path);
+    const kitten = `{
+  "serverId": "mybroker-service-1", // Kitten's README name
+  "dataDirectory": "data", "registeredClientsPath": "clients", "keysDirectory": "keys",
+  "socketServer": { "port": 0 }, "logsDirectory": "/var/log/kitten",
+}`;
+    const from = broker.output().length;
+    write(dir, kitten);
+    // the watched save: the log names both (SPEC §10: "with a warning naming the new key")
+    await broker.waitFor(/rename the key to \\"serviceId\\"/, from, 15_000);
+    await broker.waitFor(/no meaning here, ignored: logsDirectory/, from, 15_000);
+    const reload = await whisker(['reload', '-c', path]);
+    expect(reload.code).toBe(0);
+    expect(reload.stderr).toMatch(/whisker: warning: Kitten-MQ's "serverId" is used as this broker's "serviceId" \(mybroker-service-1\): rename the key to "serviceId"/);
+    expect(reload.stderr).toMatch(/whisker: warning: Kitten-MQ config keys with no meaning here, ignored: logsDirectory/);
+    broker.child.kill('SIGKILL');
+  }, 45_000);
+
   test('a syntax error names its line and column', async () => {
     const dir = tempDir();
     const path = write(dir, '{\n  "logLevel": "info"\n  "socketServer": {}\n}\n');
