@@ -93,6 +93,7 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
   if (keysName) problems.unshift(keysName);
   const config = copy as Record<string, unknown> & Omit<Config, 'configPath' | 'ignoredKeys' | 'renamedKeys'>;
   if (Array.isArray(config.peers)) problems.push(...peerProblems(config.peers ?? [], config.serviceId));
+  if (problems.length === 0) problems.push(...portClash(config));
   if (problems.length > 0) throw ConfigError.of(problems);
   const paths = ['dataDirectory', 'registeredClientsPath', 'keysDirectory'] as const;
   const resolved: Record<string, string> = {};
@@ -112,6 +113,18 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
   const peerTls = config.peerTls ? resolvePaths(config.peerTls, ['ca', 'cert', 'key'], baseDirectory) : undefined;
   const election = config.election?.etcd.tls ? resolveElectionTls(config.election, baseDirectory) : config.election;
   return deepFreeze({ ...config, ...resolved, socketServer, ...(peerTls ? { peerTls } : {}), ...(election ? { election } : {}), configPath, ignoredKeys, renamedKeys } as Config);
+}
+
+const WILDCARDS = new Set(['0.0.0.0', '::', '']);
+
+/** both listeners on one port: the second bind would fail as if another process held it */
+function portClash(config: Pick<Config, 'socketServer' | 'management'>): Array<{ key: string; message: string }> {
+  const management = config.management;
+  const socket = config.socketServer;
+  if (!management || management.port === 0 || management.port !== socket.port) return [];
+  const sameHost = management.host === socket.host || WILDCARDS.has(management.host ?? '') || WILDCARDS.has(socket.host ?? '');
+  if (!sameHost) return [];
+  return [{ key: 'management.port', message: `${management.port} is socketServer.port too: the management HTTP needs a port of its own` }];
 }
 
 function resolvePaths<T extends object>(block: T, keys: ReadonlyArray<keyof T & string>, baseDirectory: string): T {

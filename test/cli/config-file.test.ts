@@ -135,3 +135,15 @@ describe('ports', () => {
     expect(result.stdout).not.toContain('broker started');
   }, 20_000);
 });
+
+describe('one port for both listeners (outside check atk-kops)', () => {
+  test('management.port equal to socketServer.port is refused at start (exit 2), not blamed on "another process"', async () => {
+    const dir = tempDir();
+    const path = writeConfig(dir, { socketServer: { port: 27_871 }, management: { port: 27_871 } });
+    const result = await whisker(['start', '-c', path]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('whisker: config key "management.port": 27871 is socketServer.port too: the management HTTP needs a port of its own');
+    expect(result.stderr).not.toContain('another process');
+    expect(result.stdout).not.toContain('broker started');
+  }, 20_000);
+});
