@@ -45,3 +45,13 @@ describe('Kitten-MQ command lines', () => {
 
   }, 30_000);
 });
+
+describe('help and typos (outside check atk-kops)', () => {
+  test('a misspelt reservations gets its "did you mean"; --help lists -v with the other options', async () => {
+    const typo = await whisker(['reservatons', 'list']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr.trim()).toBe('whisker: unknown command "reservatons"; did you mean "reservations"? (whisker --help lists them)');
+    const help = await whisker(['--help']);
+    expect(help.stdout).toMatch(/ {2}-h, --help {9}this text\n {2}-v, --version {6}the version\n/);
+  }, 20_000);
+});
