@@ -54,4 +54,10 @@ describe('help and typos (outside check atk-kops)', () => {
     const help = await whisker(['--help']);
     expect(help.stdout).toMatch(/ {2}-h, --help {9}this text\n {2}-v, --version {6}the version\n/);
   }, 20_000);
+
+  test('an option left without its value (list -q -c FILE) is one line saying so', async () => {
+    const result = await whisker(['list', '-q', '-c', 'whisker.config.json']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe("whisker: option -q needs a value (whisker --help)\n");
+  }, 20_000);
 });
