@@ -23,7 +23,7 @@ export function controlHandler(broker: Broker, keys: KeyRegistry, keySync: KeySy
         return ok(statusView(broker));
       case 'reload': {
         const outcome = broker.reloadFromFile();
-        if (outcome.ok) return ok({ restartNeeded: outcome.restartNeeded });
+        if (outcome.ok) return ok({ restartNeeded: outcome.restartNeeded, warnings: outcome.warnings });
         return { ok: false, error: { code: 'E_CONFIG', message: outcome.error, ...(outcome.key !== undefined ? { key: outcome.key } : {}) } };
       }
       case 'soft-stop':

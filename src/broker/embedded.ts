@@ -23,6 +23,8 @@ export interface BrokerOptions {
 export interface ReloadResult {
   /** changed keys that apply only after a restart (docs/operations.md#what-a-reload-applies) */
   readonly restartNeeded: string[];
+  /** Kitten-MQ keys of the file: serverId used as serviceId, keys ignored (docs/migrating-from-kitten.md) */
+  readonly warnings: string[];
 }
 
 /** what `reloadFromFile()` gives SIGHUP, the watcher and `whisker reload`: it never throws */

@@ -3,7 +3,7 @@
  * policy, log level, keys, live subscriptions and peers follow it; restart-only keys wait. It
  * owns the count of refused reloads and the last reason.
  */
-import { ConfigError, loadConfigFile } from '../config/load.js';
+import { ConfigError, kittenWarnings, loadConfigFile } from '../config/load.js';
 import { keepRestartKeys, restartOnlyChanges } from '../config/restart.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../runtime/logger.js';
@@ -96,7 +96,9 @@ export class Reloader {
     log.info('config reloaded', { isMaster: next.isMaster, acting: router.isMaster ? 'master' : 'slave', restartNeeded });
     if (next.election) log.warn('election on: the master is elected through etcd, isMaster in the file is not used', { prefix: next.election.prefix });
     if (restartNeeded.length > 0) log.warn('config keys changed that apply only after a restart', { keys: restartNeeded });
-    return { restartNeeded };
+    const warnings = kittenWarnings(loaded);
+    for (const warning of warnings) log.warn(warning);
+    return { restartNeeded, warnings };
   }
 
   /** reads the config file again and applies it, or keeps the running config and counts the failure; never throws */

@@ -61,5 +61,8 @@ export function optionErrorLine(error: Error & { code?: string }, options: Reado
     const guess = unknown.startsWith('--') ? nearest(unknown, names.filter((n) => n.startsWith('--'))) : null;
     return `unknown option ${unknown}${guess ? `; did you mean ${guess}?` : ''} (whisker --help lists them)`;
   }
-  return `${error.message.split('. ')[0]!.replace(/\.$/, '')} (whisker --help)`;
+  // Node's text for `-q -c x` is three lines about dashes: say what is missing, in one
+  const needsValue = /^Option '([^']+)' argument is ambiguous/.exec(error.message)?.[1];
+  if (needsValue) return `option ${needsValue} needs a value (whisker --help)`;
+  return `${error.message.split(/\.\s/)[0]!.replace(/\.$/, '')} (whisker --help)`;
 }

@@ -18,7 +18,8 @@ export async function runReload(options: ControlOptions): Promise<void> {
     const key = response.error.key ? ` [key: ${response.error.key}]` : '';
     throw new CommandError(`config refused, the running one stays: ${response.error.message}${key}`, response.error.code === 'E_CONFIG' ? 2 : 1);
   }
-  const { restartNeeded } = response.result as { restartNeeded: string[] };
+  const { restartNeeded, warnings = [] } = response.result as { restartNeeded: string[]; warnings?: string[] };
+  for (const warning of warnings) process.stderr.write(`whisker: warning: ${safe(warning)}\n`);
   if (options.json) return printJson(response.result);
   print('config reloaded\n');
   if (restartNeeded.length > 0) print(`changed, applied only after a restart: ${restartNeeded.join(', ')}\n`);

@@ -51,14 +51,14 @@ Options:
   --json             machine-readable output (one JSON object per line for sub, tail, stat)
   --count N          sub, tail, stat: stop after N messages (lines)
   -h, --help         this text
+  -v, --version      the version
 
 Kitten-MQ spellings: --channel is -i; -p, -r, -s, -prs (list, delete) are ignored with a note.
-  -v, --version      the version
 
 Exit codes: 0 ok, 1 failure (no broker running, ...), 2 bad usage or a config refused.
 `;
 
-const COMMANDS = ['start', 'reload', 'soft-stop', 'stop', 'step-down', 'status', 'list', 'delete', 'keys', 'pub', 'sub', 'tail', 'peek', 'stat', 'dlq', 'keygen', 'init-conf'];
+const COMMANDS = ['start', 'reload', 'soft-stop', 'stop', 'step-down', 'status', 'list', 'delete', 'keys', 'reservations', 'pub', 'sub', 'tail', 'peek', 'stat', 'dlq', 'keygen', 'init-conf'];
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },

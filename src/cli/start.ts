@@ -1,13 +1,11 @@
 import { type Broker, startBroker } from '../broker/broker.js';
-import { ConfigError, defaultConfig, loadConfigFile } from '../config/load.js';
+import { ConfigError, defaultConfig, kittenWarnings, loadConfigFile } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { createLogger } from '../runtime/logger.js';
 import { systemdNotifier } from '../runtime/notify.js';
 
 function warnIgnored(config: Config): void {
-  if (config.renamedKeys.includes('serverId')) process.stderr.write(`whisker: warning: Kitten-MQ's "serverId" is used as this broker's "serviceId" (${config.serviceId}): rename the key to "serviceId" (docs/migrating-from-kitten.md)\n`);
-  if (config.ignoredKeys.length === 0) return;
-  process.stderr.write(`whisker: warning: Kitten-MQ config keys with no meaning here, ignored: ${config.ignoredKeys.join(', ')} (docs/migrating-from-kitten.md)\n`);
+  for (const warning of kittenWarnings(config)) process.stderr.write(`whisker: warning: ${warning}\n`);
 }
 
 /**

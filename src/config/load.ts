@@ -21,6 +21,14 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** the warnings a loaded file earns, at start and at every reload (docs/migrating-from-kitten.md) */
+export function kittenWarnings(config: Pick<Config, 'renamedKeys' | 'ignoredKeys' | 'serviceId'>): string[] {
+  const warnings: string[] = [];
+  if (config.renamedKeys.includes('serverId')) warnings.push(`Kitten-MQ's "serverId" is used as this broker's "serviceId" (${config.serviceId}): rename the key to "serviceId" (docs/migrating-from-kitten.md)`);
+  if (config.ignoredKeys.length > 0) warnings.push(`Kitten-MQ config keys with no meaning here, ignored: ${config.ignoredKeys.join(', ')} (docs/migrating-from-kitten.md)`);
+  return warnings;
+}
+
 /** Kitten-MQ config keys that have no meaning here: accepted, named in a warning (docs/migrating-from-kitten.md) */
 const REFERENCE_KEYS = ['logsDirectory', 'packetsFilename', 'isManagementInterface'] as const;
 const REFERENCE_SOCKET_KEYS = ['logs', 'packetsFilename'] as const;
@@ -85,6 +93,7 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
   if (keysName) problems.unshift(keysName);
   const config = copy as Record<string, unknown> & Omit<Config, 'configPath' | 'ignoredKeys' | 'renamedKeys'>;
   if (Array.isArray(config.peers)) problems.push(...peerProblems(config.peers ?? [], config.serviceId));
+  if (problems.length === 0) problems.push(...portClash(config));
   if (problems.length > 0) throw ConfigError.of(problems);
   const paths = ['dataDirectory', 'registeredClientsPath', 'keysDirectory'] as const;
   const resolved: Record<string, string> = {};
@@ -104,6 +113,18 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
   const peerTls = config.peerTls ? resolvePaths(config.peerTls, ['ca', 'cert', 'key'], baseDirectory) : undefined;
   const election = config.election?.etcd.tls ? resolveElectionTls(config.election, baseDirectory) : config.election;
   return deepFreeze({ ...config, ...resolved, socketServer, ...(peerTls ? { peerTls } : {}), ...(election ? { election } : {}), configPath, ignoredKeys, renamedKeys } as Config);
+}
+
+const WILDCARDS = new Set(['0.0.0.0', '::', '']);
+
+/** both listeners on one port: the second bind would fail as if another process held it */
+function portClash(config: Pick<Config, 'socketServer' | 'management'>): Array<{ key: string; message: string }> {
+  const management = config.management;
+  const socket = config.socketServer;
+  if (!management || management.port === 0 || management.port !== socket.port) return [];
+  const sameHost = management.host === socket.host || WILDCARDS.has(management.host ?? '') || WILDCARDS.has(socket.host ?? '');
+  if (!sameHost) return [];
+  return [{ key: 'management.port', message: `${management.port} is socketServer.port too: the management HTTP needs a port of its own` }];
 }
 
 function resolvePaths<T extends object>(block: T, keys: ReadonlyArray<keyof T & string>, baseDirectory: string): T {

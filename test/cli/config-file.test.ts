@@ -55,6 +55,27 @@ describe('the file', () => {
     broker.child.kill('SIGKILL');
   }, 30_000);
 
+  test('Kitten keys that appear at a reload are warned about, by whisker reload and in the log of a watched save (outside check atk-kops)', async () => {
+    const dir = tempDir();
+    const path = write(dir, '{ "dataDirectory": "data", "registeredClientsPath": "clients", "keysDirectory": "keys", "socketServer": { "port": 0 } }');
+    const broker = await startProcess(path);
+    const kitten = `{
+  "serverId": "mybroker-service-1", // Kitten's README name
+  "dataDirectory": "data", "registeredClientsPath": "clients", "keysDirectory": "keys",
+  "socketServer": { "port": 0 }, "logsDirectory": "/var/log/kitten",
+}`;
+    const from = broker.output().length;
+    write(dir, kitten);
+    // the watched save: the log names both (SPEC §10: "with a warning naming the new key")
+    await broker.waitFor(/rename the key to \\"serviceId\\"/, from, 15_000);
+    await broker.waitFor(/no meaning here, ignored: logsDirectory/, from, 15_000);
+    const reload = await whisker(['reload', '-c', path]);
+    expect(reload.code).toBe(0);
+    expect(reload.stderr).toMatch(/whisker: warning: Kitten-MQ's "serverId" is used as this broker's "serviceId" \(mybroker-service-1\): rename the key to "serviceId"/);
+    expect(reload.stderr).toMatch(/whisker: warning: Kitten-MQ config keys with no meaning here, ignored: logsDirectory/);
+    broker.child.kill('SIGKILL');
+  }, 45_000);
+
   test('a syntax error names its line and column', async () => {
     const dir = tempDir();
     const path = write(dir, '{\n  "logLevel": "info"\n  "socketServer": {}\n}\n');
@@ -111,6 +132,18 @@ describe('ports', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`whisker: config key "${key}": 127.0.0.1:${port} is in use by another process (EADDRINUSE)`);
     expect(result.stdout).not.toContain('acts as master');
+    expect(result.stdout).not.toContain('broker started');
+  }, 20_000);
+});
+
+describe('one port for both listeners (outside check atk-kops)', () => {
+  test('management.port equal to socketServer.port is refused at start (exit 2), not blamed on "another process"', async () => {
+    const dir = tempDir();
+    const path = writeConfig(dir, { socketServer: { port: 27_871 }, management: { port: 27_871 } });
+    const result = await whisker(['start', '-c', path]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('whisker: config key "management.port": 27871 is socketServer.port too: the management HTTP needs a port of its own');
+    expect(result.stderr).not.toContain('another process');
     expect(result.stdout).not.toContain('broker started');
   }, 20_000);
 });

@@ -45,3 +45,19 @@ describe('Kitten-MQ command lines', () => {
 
   }, 30_000);
 });
+
+describe('help and typos (outside check atk-kops)', () => {
+  test('a misspelt reservations gets its "did you mean"; --help lists -v with the other options', async () => {
+    const typo = await whisker(['reservatons', 'list']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr.trim()).toBe('whisker: unknown command "reservatons"; did you mean "reservations"? (whisker --help lists them)');
+    const help = await whisker(['--help']);
+    expect(help.stdout).toMatch(/ {2}-h, --help {9}this text\n {2}-v, --version {6}the version\n/);
+  }, 20_000);
+
+  test('an option left without its value (list -q -c FILE) is one line saying so', async () => {
+    const result = await whisker(['list', '-q', '-c', 'whisker.config.json']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe("whisker: option -q needs a value (whisker --help)\n");
+  }, 20_000);
+});

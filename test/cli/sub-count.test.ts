@@ -37,3 +37,22 @@ describe('sub --count', () => {
     await producer.disconnect();
   }, 60_000);
 });
+
+describe('sub --consume --count at requeueLimit 1 (outside check, atk-kops)', () => {
+  test('the one delivery handed back after the Nth is its last: dead-lettered (never silently dropped), the rest wait', async () => {
+    const b = await broker({ requeueLimit: 1, channels: { 'jobs/v1': { deadLetter: 'dead/v1/jobs' } } });
+    const producer = await connect('producer', b.hostSpec);
+    for (let n = 1; n <= 5; n++) await producer.send('jobs/v1/a', { n });
+    const result = await run(['sub', 'jobs/v1/*', '--consume', '--count', '2', '--json', ...as(b)]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout.trim().split('\n').map((line) => (JSON.parse(line) as { data: { n: number } }).data.n)).toEqual([1, 2]);
+    const queue = b.router.queues.get('jobs/v1')!;
+    // docs/operations.md: N acked; the one the Nth ack made room for used its only delivery
+    expect(queue.counters).toMatchObject({ acked: 2, dropped: 0 });
+    expect(queue.counters.deadLettered).toBeLessThanOrEqual(1);
+    expect(queue.size + queue.counters.deadLettered).toBe(3);
+    expect(b.router.queues.get('dead/v1')?.size ?? 0).toBe(queue.counters.deadLettered);
+    console.log(`sub --count 2 at requeueLimit 1: acked ${queue.counters.acked}, dead-lettered ${queue.counters.deadLettered}, waiting ${queue.size}`);
+    await producer.disconnect();
+  }, 60_000);
+});
