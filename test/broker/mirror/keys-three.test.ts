@@ -86,6 +86,12 @@ async function keysList(node: Node): Promise<{ keys: Array<{ name: string; finge
   return { keys: parsed.keys.map(({ name, fingerprint }) => ({ name, fingerprint })), revoked: parsed.revoked };
 }
 
+/** messages in flood/v1 on `node` (stored, not acked), all ids */
+async function stored(node: Node): Promise<number> {
+  const out = JSON.parse((await whisker(['list', '--json', '-c', node.path])).stdout) as { queues: Array<{ queue: string; messages: number }> };
+  return out.queues.find((q) => q.queue === 'flood/v1')?.messages ?? 0;
+}
+
 async function sameLists(nodes: Node[]): Promise<void> {
   const lists = await Promise.all(nodes.map(keysList));
   for (const list of lists.slice(1)) expect(list).toEqual(lists[0]);
@@ -281,4 +287,48 @@ describe('client keys on three mirrors and hostile peers (real broker processes)
     expect(errors.map((e) => [e.code, reasonOf(e)])).toEqual([['E_AUTH', 'revoked']]);
     await sameLists([a!, b!]);
   }, 60_000);
+
+  for (const where of ['b', 'a'] as const) {
+    test(`a client sending without pause while revoked on ${where}: nothing stored or delivered after the CLI returns`, async () => {
+      const { a, b } = await mirrors(['a', 'b'], [['a', 'b']], ['a']);
+      await start(a!, b!);
+      await Promise.all([peersUp(a!, 1), peersUp(b!, 1)]);
+      const listener = await tryConnect(`reader-${where}`, [a!.spec, b!.spec]);
+      expect(listener.error).toBeNull();
+      let delivered = 0;
+      const deliveredSeq = new Set<number>();
+      await listener.client.listen('flood/v1/1', (_err: unknown, msg: { seq: number }) => {
+        delivered++;
+        deliveredSeq.add(msg.seq);
+      }).ready;
+      const failedAuth = new Set<number>();
+      let seq = 0;
+      const { error, client } = await tryConnect(`flooder-${where}`, [a!.spec, b!.spec]);
+      expect(error).toBeNull();
+      let running = true;
+      let accepted = 0;
+      const loop = (async () => {
+        while (running) {
+          const batch = Array.from({ length: 20 }, () => {
+            const n = seq++;
+            return client.send('flood/v1/1', { seq: n }).then(() => void accepted++, (e: WhiskerError) => void (e.code === 'E_AUTH' && failedAuth.add(n)));
+          });
+          await Promise.all(batch);
+          if (!client.isConnected()) await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      })();
+      await until(() => accepted > 200, 20_000, '200 sends accepted');
+      const revoke = await whisker(['keys', 'revoke', `flooder-${where}`, '-c', (where === 'a' ? a : b)!.path]);
+      expect(revoke.code).toBe(0);
+      const [storedA, storedB, seen] = [await stored(a!), await stored(b!), delivered];
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      running = false;
+      await loop;
+      console.log(`flood revoked on ${where}: ${accepted} accepted; at return stored a=${storedA} b=${storedB} delivered=${seen}; 1.5 s later a=${await stored(a!)} b=${await stored(b!)} delivered=${delivered}`);
+      expect({ a: await stored(a!), b: await stored(b!) }).toEqual({ a: storedA, b: storedB });
+      expect(delivered).toBeLessThanOrEqual(seen + storedA);
+      const failedYetDelivered = [...failedAuth].filter((n) => deliveredSeq.has(n));
+      console.log(`${failedAuth.size} sends failed E_AUTH, ${failedYetDelivered.length} of them delivered`);
+    }, 90_000);
+  }
 });
