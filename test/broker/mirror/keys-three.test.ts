@@ -297,9 +297,9 @@ describe('client keys on three mirrors and hostile peers (real broker processes)
       expect(listener.error).toBeNull();
       let delivered = 0;
       const deliveredSeq = new Set<number>();
-      await listener.client.listen('flood/v1/1', (_err: unknown, msg: { seq: number }) => {
+      await listener.client.listen('flood/v1/1', (_err, msg) => {
         delivered++;
-        deliveredSeq.add(msg.seq);
+        deliveredSeq.add((msg as { seq: number }).seq);
       }).ready;
       const failedAuth = new Set<number>();
       let seq = 0;
