@@ -331,4 +331,29 @@ describe('client keys on three mirrors and hostile peers (real broker processes)
       console.log(`${failedAuth.size} sends failed E_AUTH, ${failedYetDelivered.length} of them delivered`);
     }, 90_000);
   }
+
+  test('a chain a-b-c: one name bound on a (master) and on c while apart, b links a first and c after: a\'s key wins on all three', async () => {
+    const { a, b, c } = await mirrors(['a', 'b', 'c'], [['a', 'b'], ['b', 'c']], ['a']);
+    const keys1 = freshKeys('split');
+    const keys2 = freshKeys('split');
+    await start(c!);
+    expect((await tryConnect('split', [c!.spec], keys2)).error).toBeNull();
+    await stop(c!);
+    await start(a!);
+    expect((await tryConnect('split', [a!.spec], keys1)).error).toBeNull();
+    // b learns a's key first, then c's from c, which does not deliver (before the fix: refused for good on b)
+    await start(b!);
+    await until(() => readdirSync(join(b!.dir, 'clients')).includes('split.pub'), 10_000, 'b bound a\'s key');
+    await start(c!);
+    await Promise.all([peersUp(a!, 1), peersUp(b!, 2), peersUp(c!, 1)]);
+    await until(() => /two keys/.test(a!.process.output() + b!.process.output() + c!.process.output()), 5000, 'the conflict logged');
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    for (const node of [a!, b!, c!]) {
+      const winner = await tryConnect('split', [node.spec], keys1);
+      expect({ broker: node.serviceId, error: winner.error?.code ?? null, reason: reasonOf(winner.error) ?? null }).toEqual({ broker: node.serviceId, error: null, reason: null });
+      await winner.client.disconnect();
+    }
+    await refusedBy('split', [a!, b!, c!], 'revoked', keys2);
+    await sameLists([a!, b!, c!]);
+  }, 90_000);
 });
