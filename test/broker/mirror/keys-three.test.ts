@@ -325,8 +325,11 @@ describe('client keys on three mirrors and hostile peers (real broker processes)
       running = false;
       await loop;
       console.log(`flood revoked on ${where}: ${accepted} accepted; at return stored a=${storedA} b=${storedB} delivered=${seen}; 1.5 s later a=${await stored(a!)} b=${await stored(b!)} delivered=${delivered}`);
-      expect({ a: await stored(a!), b: await stored(b!) }).toEqual({ a: storedA, b: storedB });
-      expect(delivered).toBeLessThanOrEqual(seen + storedA);
+      // nothing new stored (a slave's copies may go as the master's acks reach it); delivered after
+      // the return: at most what a broker held then (sent before the revocation, offered on by the slave)
+      expect(await stored(a!)).toBeLessThanOrEqual(storedA);
+      expect(await stored(b!)).toBeLessThanOrEqual(storedB);
+      expect(delivered).toBeLessThanOrEqual(seen + storedA + storedB);
       const failedYetDelivered = [...failedAuth].filter((n) => deliveredSeq.has(n));
       console.log(`${failedAuth.size} sends failed E_AUTH, ${failedYetDelivered.length} of them delivered`);
     }, 90_000);
