@@ -364,7 +364,8 @@ export function decodeClientFrame(text: string): ClientFrame {
   }
 }
 
-/** at most KEYS_PER_FRAME per list, names as SPEC §4 allows, keys as long as an auth frame's */
+/** at most KEYS_PER_FRAME per list, names and keys bounded in length; the name pattern and the
+ * key's parse are checked by KeySync, which skips a bad entry (docs/protocol.md#peer-keys) */
 export const KEYS_PER_FRAME = 500;
 function keyBindings(frame: Obj, key: string): KeyBinding[] {
   return array(frame, key, KEYS_PER_FRAME).map((value) => {

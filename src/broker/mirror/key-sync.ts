@@ -98,6 +98,9 @@ export class KeySync {
       const closedConnections = this.#revokeHere(item.name, key);
       log.warn('key revoked by a peer', { client: item.name, fingerprint: fingerprint(key), peer: from, closedConnections });
       onward.revoked.push(item);
+      // the name's surviving key goes along: a broker further on that held only the revoked one gets it
+      const survivor = registry.registered(item.name);
+      if (survivor) onward.bound.push(binding({ name: item.name, key: survivor }));
     }
     for (const item of lists.bound) {
       const key = parse(item);
@@ -137,9 +140,13 @@ export class KeySync {
       onward.revoked.push(binding({ name, key: ours }));
       onward.bound.push(binding({ name, key: theirs }));
       log.warn('client name bound to two keys on two mirrors: the delivering peer\'s key wins, ours is revoked', { ...detail, closedConnections });
-    } else if (!registry.isConflicted(name)) {
-      registry.setConflicted(name, true);
-      log.warn('client name bound to two keys on two mirrors while no broker delivers: refused until one does', detail);
+    } else {
+      // a delivering broker we link to (a chain: the sender does not see it) settles it: it gets theirs
+      if ([...this.#deps.links()].some((link) => link.serviceId !== from && delivers(link.serviceId))) onward.bound.push(binding({ name, key: theirs }));
+      if (!registry.isConflicted(name)) {
+        registry.setConflicted(name, true);
+        log.warn('client name bound to two keys on two mirrors while no broker delivers: refused until one does', detail);
+      }
     }
   }
 
