@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,7 +41,7 @@ export class Proc {
   readonly #listeners = new Set<() => void>();
   readonly exited: Promise<void>;
 
-  constructor(command: readonly string[], options: { stdin?: boolean; onLine?: (line: string) => void } = {}) {
+  constructor(command: readonly string[], options: { stdin?: boolean; onLine?: (line: string) => void; logFile?: string } = {}) {
     this.child = spawn(command[0]!, command.slice(1), { cwd: root, stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
     let partial = '';
     const onData = (chunk: Buffer) => {
@@ -53,6 +53,8 @@ export class Proc {
         return;
       }
       this.#text += text;
+      // the whole log beside the data, for reading a failed run after the fact
+      if (options.logFile) appendFileSync(options.logFile, text);
       if (this.#text.length > LOG_KEEP * 2) {
         this.#dropped += this.#text.length - LOG_KEEP;
         this.#text = this.#text.slice(-LOG_KEEP);
@@ -250,7 +252,7 @@ export class Cluster {
   }
 
   async startBroker(broker: BrokerNode): Promise<void> {
-    const proc = new Proc([...broker.exec, process.execPath, '--expose-gc', '--import', join(root, 'test/nemesis/gc-every.mjs'), bin, 'start', '-c', broker.configPath]);
+    const proc = new Proc([...broker.exec, process.execPath, '--expose-gc', '--import', join(root, 'test/nemesis/gc-every.mjs'), bin, 'start', '-c', broker.configPath], { logFile: join(this.dir, `${broker.name}.log`) });
     broker.process = proc;
     // a loaded 2-core machine has seen 30 s from spawn to listening
     await proc.waitFor(/"msg":"broker started"/, 0, 90_000, `broker ${broker.name} started`);

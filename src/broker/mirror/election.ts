@@ -146,7 +146,10 @@ export class Election {
   #schedule(delayMs: number): void {
     if (this.#closed) return;
     this.#timer = setTimeout(() => {
-      void this.#serialized(() => this.#round()).finally(() => this.#schedule(this.#pollMs));
+      // rounds start every pollMs, not pollMs after the last one ended: with slow etcd answers
+      // (a loaded machine) the renewals must still come well inside the fence (issue 27)
+      const startedAt = performance.now();
+      void this.#serialized(() => this.#round()).finally(() => this.#schedule(Math.max(0, this.#pollMs - (performance.now() - startedAt))));
     }, delayMs);
     this.#timer.unref();
   }
