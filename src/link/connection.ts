@@ -1,3 +1,5 @@
+// Why this file is long: one broker link owns its whole life (dial, back-off, handshake, batching,
+// close after the acks are written, holding off a refused key); split along those seams next.
 import { WebSocket } from 'ws';
 import { errorFromPayload, protocolError, WhiskerError } from '../protocol/errors.js';
 import {
