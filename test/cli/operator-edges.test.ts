@@ -22,18 +22,22 @@ describe('terminal output', () => {
     const broker = await startProcess(path);
     const peer = await RawPeer.open(Number(new URL(broker.url).port));
     await peer.login('planter', newKeyPair());
-    const messages = HOSTILE.map((id, i) => ({ messageId: `m${i}${id}`, channel: `evil/v1/${encodeURIComponent(id)}`, data: { i }, created: 1 }));
-    peer.sendJson({ type: 'publish', messages });
+    // ids with control characters are refused (SPEC §2): the hostile text rides in message ids
+    const refusedIds = HOSTILE.map((id, i) => ({ messageId: `x${i}`, channel: `evil/v1/${encodeURIComponent(id)}`, data: { i }, created: 1 }));
+    const messages = HOSTILE.map((id, i) => ({ messageId: `m${i}${id}`, channel: `evil/v1/id${i}`, data: { i }, created: 1 }));
+    peer.sendJson({ type: 'publish', messages: [...refusedIds, ...messages] });
     const { results } = await peer.next('results');
-    expect(results.filter((r) => r.error)).toEqual([]);
+    const codes = new Map(results.map((r) => [r.messageId, r.error?.code]));
+    expect(refusedIds.map((m) => codes.get(m.messageId))).toEqual(HOSTILE.map(() => 'E_BAD_CHANNEL'));
+    expect(messages.map((m) => codes.get(m.messageId))).toEqual(HOSTILE.map(() => undefined));
     const runs: Array<[string, string[]]> = [
       ['list', ['list', '-c', path]],
       ['list -q', ['list', '-q', 'evil/v1', '-c', path]],
       ['list -q -m', ['list', '-q', 'evil/v1', '-m', '-c', path]],
-      ['list -i', ['list', '-q', 'evil/v1', '-i', HOSTILE[0]!, '-c', path]],
+      ['list -i', ['list', '-q', 'evil/v1', '-i', 'id0', '-c', path]],
       ['list --json', ['list', '-q', 'evil/v1', '-m', '--json', '-c', path]],
       ['status', ['status', '-c', path]],
-      ['delete', ['delete', '-q', 'evil/v1', '-i', HOSTILE[1]!, '--yes', '-c', path]],
+      ['delete', ['delete', '-q', 'evil/v1', '-i', 'id1', '--yes', '-c', path]],
     ];
     for (const [verb, args] of runs) {
       const result = await whisker(args);
