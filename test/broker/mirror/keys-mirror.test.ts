@@ -1,10 +1,7 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { type BrokerProcess, freePort, startProcess, whisker, writeConfig } from '../../support/broker-process.js';
-import { clientConfig, tempDir, unconnected, until } from '../../support/harness.js';
-import { loadOrCreateKeys } from '../../../src/link/keys.js';
+import { tempDir, until } from '../../support/harness.js';
+import { freshKeys, reasonOf, tryConnect } from '../../support/key-clients.js';
 import type { WhiskerError } from '../../../src/protocol/errors.js';
 
 /**
@@ -41,29 +38,6 @@ async function pair(): Promise<{ a: Node; b: Node; hosts: string[]; restart: (no
 /** both links up: each broker logged the other's link */
 async function linked(a: Node, b: Node, fromA = 0, fromB = 0): Promise<void> {
   await Promise.all([a.process.waitFor(/"msg":"peer connected"/, fromA), b.process.waitFor(/"msg":"peer connected"/, fromB)]);
-}
-
-/** a client of `name` with its own key pair (a fresh folder: a rebuilt client) */
-function freshKeys(name: string): string {
-  const dir = mkdtempSync(join(tmpdir(), `whisker-keys-${name}-`));
-  loadOrCreateKeys(dir, 'client');
-  return dir;
-}
-
-/** connect() to `hosts`: null when connected, else the refusal */
-async function tryConnect(name: string, hosts: string[], keysDirectory?: string): Promise<{ error: WhiskerError | null; client: ReturnType<typeof unconnected> }> {
-  const client = unconnected();
-  client.on('error', () => undefined);
-  const config = clientConfig(name, hosts, { connectTimeout: 3000, ...(keysDirectory ? { keysDirectory } : {}) });
-  const error = await client.connect(config).then(
-    () => null,
-    (e: WhiskerError) => e,
-  );
-  return { error, client };
-}
-
-function reasonOf(error: WhiskerError | null): unknown {
-  return (error?.details as { reason?: unknown } | undefined)?.reason;
 }
 
 async function keysList(node: Node): Promise<{ keys: Array<{ name: string; fingerprint: string | null }>; revoked: number }> {

@@ -1,11 +1,10 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { type BrokerProcess, freePort, startProcess, whisker, writeConfig } from '../../support/broker-process.js';
-import { clientConfig, tempDir, unconnected, until } from '../../support/harness.js';
+import { tempDir, until } from '../../support/harness.js';
 import { newKeyPair, RawPeer, signToken } from '../../support/raw-peer.js';
-import { loadOrCreateKeys } from '../../../src/link/keys.js';
+import { freshKeys, reasonOf, tryConnect } from '../../support/key-clients.js';
 import { PROTOCOL_VERSION } from '../../../src/protocol/frames.js';
 import type { WhiskerError } from '../../../src/protocol/errors.js';
 
@@ -48,27 +47,6 @@ async function stop(node: Node): Promise<void> {
 /** `node` logged `count` peer links since `from` */
 async function peersUp(node: Node, count: number, from = 0): Promise<void> {
   await until(() => (node.process.output().slice(from).match(/"msg":"peer connected"/g) ?? []).length >= count, 10_000, `${node.serviceId}: ${count} peer links`);
-}
-
-function freshKeys(name: string): string {
-  const dir = mkdtempSync(join(tmpdir(), `whisker-keys3-${name}-`));
-  loadOrCreateKeys(dir, 'client');
-  return dir;
-}
-
-async function tryConnect(name: string, hosts: string[], keysDirectory?: string): Promise<{ error: WhiskerError | null; client: ReturnType<typeof unconnected> }> {
-  const client = unconnected();
-  client.on('error', () => undefined);
-  const config = clientConfig(name, hosts, { connectTimeout: 3000, ...(keysDirectory ? { keysDirectory } : {}) });
-  const error = await client.connect(config).then(
-    () => null,
-    (e: WhiskerError) => e,
-  );
-  return { error, client };
-}
-
-function reasonOf(error: WhiskerError | null | undefined): unknown {
-  return (error?.details as { reason?: unknown } | undefined)?.reason;
 }
 
 /** refused everywhere in `nodes`, each alone, with `reason` */
