@@ -3,8 +3,8 @@ import { describe, expect, test } from 'vitest';
 import type { WhiskerClient } from '../../../src/client/client.js';
 import type { ChannelString } from '../../../src/client/types.js';
 import type { WhiskerError } from '../../../src/protocol/errors.js';
-import { type BrokerProcess, freePort, startProcess, whisker, writeConfig } from '../../support/broker-process.js';
-import { electionCluster, nextMaster, offsets } from '../../support/election-cluster.js';
+import { freePort, startProcess, whisker, writeConfig } from '../../support/broker-process.js';
+import { type ElectedNode, electionCluster, nextMaster, offsets } from '../../support/election-cluster.js';
 import { startEtcd } from '../../support/etcd.js';
 import { connect, Inbox, tempDir } from '../../support/harness.js';
 
@@ -15,14 +15,8 @@ import { connect, Inbox, tempDir } from '../../support/harness.js';
  */
 const rules = [{ client: '*', read: ['!room/v1/*'], write: ['room/v1/*'] }];
 
-interface Node {
-  readonly serviceId: string;
-  readonly port: number;
-  readonly dir: string;
-  readonly spec: string;
-  readonly configPath: string;
-  process: BrokerProcess | null;
-}
+/** a broker of these tests: the same shape as the election cluster's */
+type Node = ElectedNode;
 
 async function nodes(serviceIds: readonly string[]): Promise<Node[]> {
   const made: Node[] = [];
