@@ -273,12 +273,18 @@ export class ChannelHistory {
   /** from now on this broker's own writes go after whatever a catch-up will put before them */
   beginSide(): Promise<void> {
     return this.#queue(async () => {
-      if (this.#side || this.#closed) return;
-      await this.#closeCurrent();
-      this.#side = { from: this.#nextSeq + SIDE_GAP, gapNext: this.#nextSeq, catchUpFrom: null };
-      this.#nextSeq = this.#side.from;
-      await writeSide(this.#dir, this.#side);
+      if (!this.#closed) await this.#openSide();
     });
+  }
+
+  async #openSide(): Promise<SideLine> {
+    if (this.#side) return this.#side;
+    await this.#closeCurrent();
+    const side: SideLine = { from: this.#nextSeq + SIDE_GAP, gapNext: this.#nextSeq, catchUpFrom: null };
+    this.#side = side;
+    this.#nextSeq = side.from;
+    await writeSide(this.#dir, side);
+    return side;
   }
 
   /** the ids of the newest `count` records written before this broker fell out of step, oldest first */
@@ -295,12 +301,7 @@ export class ChannelHistory {
   catchUpBegin(after: string | null, tail: number): Promise<void> {
     return this.#queue(async () => {
       if (this.#closed) throw new Error('history closed');
-      if (!this.#side) {
-        await this.#closeCurrent();
-        this.#side = { from: this.#nextSeq + SIDE_GAP, gapNext: this.#nextSeq, catchUpFrom: null };
-        this.#nextSeq = this.#side.from;
-        await writeSide(this.#dir, this.#side);
-      }
+      await this.#openSide();
       await this.#endCatchUp();
       if (after === null) {
         for (const segment of this.#main()) await this.#drop(segment);
@@ -314,43 +315,67 @@ export class ChannelHistory {
   catchUpWrite(records: readonly HistoryRecord[], retention: Retention, now: () => number): Promise<void> {
     return this.#queue(async () => {
       const catchUp = this.#catchUp;
-      const side = this.#side;
-      if (!catchUp || !side) return;
+      if (!catchUp || !this.#side) return;
       const limit = segmentLimit(retention);
       const maxBytes = retention.maxBytes ?? Infinity;
+      // runs that fit the open catch-up segment, each written at once (one O_DSYNC write)
+      let run: Buffer[] = [];
+      let runBytes = 0;
+      let firstAt = 0;
+      let lastAt = 0;
+      const flush = async () => {
+        if (run.length === 0) return;
+        await this.#writeCatchUp(Buffer.concat(run, runBytes), run.length, firstAt, lastAt, limit, maxBytes);
+        run = [];
+        runBytes = 0;
+      };
       for (const record of records) {
         if (catchUp.skip.has(record.messageId)) continue;
         const buffer = encodeRecord(record);
         if (buffer.length > maxBytes) continue;
-        // room first, as for an append: the files never add up to more than maxBytes
-        await this.#trim({ maxBytes: maxBytes - buffer.length }, -Infinity);
-        let segment = catchUp.segment;
-        if (!segment || !catchUp.handle || !this.#segments.includes(segment) || (segment.bytes > 0 && segment.bytes + buffer.length > limit)) {
-          await this.#endCatchUpSegment();
-          const seq = side.gapNext++;
-          if (side.catchUpFrom === null) {
-            side.catchUpFrom = seq;
-            await writeSide(this.#dir, side);
-          }
-          const path = segmentPath(this.#dir, seq);
-          segment = { path, seq, count: 0, bytes: 0, firstAt: record.acceptedAt, lastAt: record.acceptedAt };
-          catchUp.handle = await openForAppend(path);
-          catchUp.segment = segment;
-          const at = this.#segments.findIndex((s) => s.seq > seq);
-          this.#segments.splice(at < 0 ? this.#segments.length : at, 0, segment);
-        }
-        await catchUp.handle!.write(buffer);
-        segment.bytes += buffer.length;
-        segment.count++;
-        segment.lastAt = record.acceptedAt;
+        const open = catchUp.handle && catchUp.segment && this.#segments.includes(catchUp.segment) ? catchUp.segment.bytes : 0;
+        if (run.length > 0 && open + runBytes + buffer.length > limit) await flush();
+        if (run.length === 0) firstAt = record.acceptedAt;
+        run.push(buffer);
+        runBytes += buffer.length;
+        lastAt = record.acceptedAt;
       }
+      await flush();
       await this.#trim(retention, now());
     });
   }
 
-  /** the catch-up of this channel is complete (or cut short: what came is kept) */
+  /** records that fit one segment: the open catch-up segment if they fit, else a new one in the gap */
+  async #writeCatchUp(buffer: Buffer, count: number, firstAt: number, lastAt: number, limit: number, maxBytes: number): Promise<void> {
+    const catchUp = this.#catchUp!;
+    const side = this.#side!;
+    // room first, as for an append: the files never add up to more than maxBytes
+    await this.#trim({ maxBytes: maxBytes - buffer.length }, -Infinity);
+    let segment = catchUp.segment;
+    if (!segment || !catchUp.handle || !this.#segments.includes(segment) || (segment.bytes > 0 && segment.bytes + buffer.length > limit)) {
+      await this.#endCatchUpSegment();
+      const seq = side.gapNext++;
+      if (side.catchUpFrom === null) side.catchUpFrom = seq;
+      await writeSide(this.#dir, side);
+      const path = segmentPath(this.#dir, seq);
+      segment = { path, seq, count: 0, bytes: 0, firstAt, lastAt };
+      catchUp.handle = await openForAppend(path);
+      catchUp.segment = segment;
+      const at = this.#segments.findIndex((s) => s.seq > seq);
+      this.#segments.splice(at < 0 ? this.#segments.length : at, 0, segment);
+    }
+    await catchUp.handle!.write(buffer);
+    segment.bytes += buffer.length;
+    segment.count += count;
+    segment.lastAt = lastAt;
+  }
+
+  /**
+   * The master's catch-up of this channel is complete: its file is closed. What the master's
+   * feed names before the sync is done still goes after it (`catchUpWrite`), until `joinSide`.
+   */
   catchUpEnd(): Promise<void> {
-    return this.#queue(() => this.#endCatchUp());
+    return this.#queue(() => this.#endCatchUpSegment());
   }
 
   async #endCatchUpSegment(): Promise<void> {
@@ -441,22 +466,40 @@ export class HistoryView {
     this.#notBefore = notBefore;
   }
 
-  /** the last record (in this history's order) whose id is one of `ids`, or null: none is here */
-  async find(ids: ReadonlySet<string>): Promise<ViewPosition | null> {
+  /**
+   * The earliest record (in this history's order) whose id is one of `ids`, looking back at most
+   * `lookBack` records from the newest such record; null when none is here. The earliest, not
+   * the newest: a record this history took late (offered by a mirror) must not hide the ones
+   * before it that the follower lacks.
+   */
+  async find(ids: ReadonlySet<string>, lookBack: number): Promise<ViewPosition | null> {
+    let best: ViewPosition | null = null;
+    let bestDistance = -1;
+    let newestDistance = -1;
+    let after = 0; // records in the segments already read (newer ones)
+    const seen = new Set<string>();
     for (let segment = this.#segments.length - 1; segment >= 0; segment--) {
       const { path, bytes } = this.#segments[segment]!;
-      let index = -1;
-      let found = -1;
-      let messageId = '';
+      const matches: Array<{ index: number; messageId: string }> = [];
+      let count = 0;
       await forEachRecord(path, bytes, (record) => {
-        index++;
-        if (!ids.has(record.messageId)) return;
-        found = index;
-        messageId = record.messageId;
+        if (ids.has(record.messageId)) matches.push({ index: count, messageId: record.messageId });
+        count++;
       });
-      if (found >= 0) return { segment, record: found, messageId };
+      for (const { index, messageId } of matches.reverse()) {
+        const distance = after + count - 1 - index;
+        if (newestDistance < 0) newestDistance = distance;
+        if (distance - newestDistance > lookBack) break;
+        seen.add(messageId);
+        if (distance > bestDistance) {
+          bestDistance = distance;
+          best = { segment, record: index, messageId };
+        }
+      }
+      after += count;
+      if (seen.size === ids.size || (newestDistance >= 0 && after - newestDistance > lookBack)) break;
     }
-    return null;
+    return best;
   }
 
   /** every record after `after` (null: all), in order; `each` may wait (a promise) or stop (false) */

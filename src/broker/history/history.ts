@@ -15,6 +15,17 @@ const RECOVER_BYTES = 16 * 1_048_576;
 /** how often retention by time is applied when nothing is appended */
 const TRIM_INTERVAL_MS = 5_000;
 
+/** a message as a peer names it (protocol PeerMessage), what a history record is made of */
+interface PeerMessageLike {
+  readonly messageId: string;
+  readonly queue: string;
+  readonly id: string;
+  readonly acceptedAt: number;
+  readonly created: number;
+  readonly from: string;
+  readonly data: unknown;
+}
+
 export interface HistoryStats {
   readonly bytes: number;
   readonly count: number;
@@ -230,6 +241,22 @@ export class History {
     const retention = this.#retention(queue);
     if (retention === null) return Promise.resolve(); // not retained here: kept nowhere
     return this.#channel(queue).catchUpWrite(records, retention, this.#now);
+  }
+
+  /**
+   * Messages the master's feed named during a sync (its backlog, sent before `done`): written
+   * after that channel's catch-up, in the feed's order; a channel without one ignores them
+   */
+  catchUpFeed(messages: readonly PeerMessageLike[]): Promise<void> {
+    const byQueue = new Map<string, HistoryRecord[]>();
+    for (const m of messages) {
+      const channel = this.#channels.get(m.queue);
+      if (!channel || this.#retention(m.queue) === null || m.data === undefined) continue;
+      let records = byQueue.get(m.queue);
+      if (!records) byQueue.set(m.queue, (records = []));
+      records.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
+    }
+    return Promise.all([...byQueue].map(([queue, records]) => this.#channels.get(queue)!.catchUpWrite(records, this.#retention(queue)!, this.#now))).then(() => undefined);
   }
 
   catchUpEnd(queue: string): Promise<void> {

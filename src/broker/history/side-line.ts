@@ -44,12 +44,15 @@ export async function newestIds(segments: readonly SegmentMeta[], count: number)
   const ids: string[] = [];
   for (let i = segments.length - 1; i >= 0 && ids.length < count; i--) {
     const segment = segments[i]!;
-    const here: string[] = [];
+    // the last `want` ids of this segment, in a ring
+    const want = count - ids.length;
+    const ring: string[] = [];
+    let seen = 0;
     await forEachRecord(segment.path, segment.bytes, (record) => {
-      here.push(record.messageId);
-      if (here.length > count) here.shift();
+      ring[seen++ % want] = record.messageId;
     });
-    ids.unshift(...here.slice(Math.max(0, here.length - (count - ids.length))));
+    const here = seen <= want ? ring : [...ring.slice(seen % want), ...ring.slice(0, seen % want)];
+    ids.unshift(...here);
   }
   return ids;
 }

@@ -103,12 +103,15 @@ export class PeerFeed {
       chunk = [];
     }
     if (plan && !(await this.#catchUp(follower, backlog, plan))) return;
-    follower.send({ type: 'sync', messages: chunk, removed: [], done: true });
+    // with a catch-up, the feed of what happened meanwhile comes before `done`: the follower
+    // writes its history after the catch-up's (docs/protocol.md#history-catch-up)
+    if (!plan) follower.send({ type: 'sync', messages: chunk, removed: [], done: true });
     this.#syncing.delete(follower);
     for (const frame of backlog) {
       if (typeof frame === 'string') follower.sendText(frame);
       else follower.send(frame);
     }
+    if (plan) follower.send({ type: 'sync', messages: chunk, removed: [], done: true });
     this.#followers.add(follower);
   }
 

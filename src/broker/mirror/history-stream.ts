@@ -7,6 +7,8 @@ export const HISTORY_CHUNK_RECORDS = 1_000;
 export const HISTORY_CHUNK_BYTES = 1_048_576;
 /** `history` frames a follower has not answered with `historyAck`, at most: bounded memory on both sides */
 export const HISTORY_WINDOW = 4;
+/** the follower's named ids are looked for this many records back from the newest one found */
+export const HISTORY_LOOK_BACK = 10_000;
 
 /** what one follower's catch-up reads: every retained channel as it was when it asked */
 export interface HistoryPlan {
@@ -25,8 +27,8 @@ export interface HistoryFollower {
 
 /**
  * A master's side of the history catch-up (docs/protocol.md#history-catch-up): for each
- * retained channel, the records after the newest one the follower named (all of them when it
- * named none this master has), in frames of at most 1,000 records or about 1 MiB, never more
+ * retained channel, the records after the earliest one the follower named (all of them when it
+ * named none this master has; the follower does not write again what it has), in frames of at most 1,000 records or about 1 MiB, never more
  * than HISTORY_WINDOW of them unanswered, and only while the follower's link drains.
  */
 export class HistoryStream {
@@ -61,7 +63,7 @@ export class HistoryStream {
   async run(plan: HistoryPlan): Promise<boolean> {
     for (const { queue, view } of plan.views) {
       const anchors = plan.anchors.get(queue);
-      const at = anchors && anchors.length > 0 ? await view.find(new Set(anchors)) : null;
+      const at = anchors && anchors.length > 0 ? await view.find(new Set(anchors), HISTORY_LOOK_BACK) : null;
       // the follower's records continue after this one; null: it has none this master has
       let after: string | null | undefined = at === null ? null : at.messageId;
       let chunk: string[] = [];

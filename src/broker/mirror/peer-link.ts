@@ -143,6 +143,7 @@ export class PeerLink implements KeyLink {
       log.error('could not read the history to follow the master: it sends all it keeps', { master: this.target.serviceId, error: (error as Error).message });
     }
     if (follow !== this.#follows || !this.#following || !this.#connection.isReady) return;
+    this.#named = new Set(); // what the sync names, its feed included
     this.#connection.send({ type: 'follow', history });
   }
 
@@ -204,6 +205,12 @@ export class PeerLink implements KeyLink {
             log.info('in step with the master', { master: this.target.serviceId, epoch: this.view?.epoch });
           }
         } else {
+          if (this.#named && frame.messages.length > 0) {
+            // the master's feed of its sync (sent before `done` with a catch-up): named, and
+            // written in the history after the catch-up, in its order
+            for (const m of frame.messages) this.#named.add(m.messageId);
+            await replica.historyFromFeed(frame.messages);
+          }
           if (frame.messages.length > 0) await replica.applyMessages(frame.messages);
           replica.applySettled(frame.settled, frame.removed);
         }

@@ -93,6 +93,11 @@ export class Replica {
     return (await this.#router.history?.anchors(count)) ?? [];
   }
 
+  /** a master's feed during its sync: the history of those messages follows the catch-up */
+  async historyFromFeed(messages: readonly PeerMessage[]): Promise<void> {
+    await this.#router.history?.catchUpFeed(messages);
+  }
+
   /** a master's `history` frame: written before this broker's own writes since it fell out of step */
   async applyHistory(frame: HistoryFrame): Promise<void> {
     const history = this.#router.history;

@@ -32,13 +32,13 @@ function configure(node: Node, all: readonly Node[], isMaster: boolean, retentio
   });
 }
 
-async function nodes(prefix: string): Promise<[Node, Node]> {
+async function nodes(prefix: string, names = ['a', 'b']): Promise<[Node, Node, ...Node[]]> {
   const made: Node[] = [];
-  for (const serviceId of ['a', 'b']) {
+  for (const serviceId of names) {
     const port = await freePort();
     made.push({ serviceId, port, dir: tempDir(`whisker-${prefix}-${serviceId}-`), spec: `127.0.0.1:${port}@${serviceId}`, process: null });
   }
-  return made as [Node, Node];
+  return made as [Node, Node, ...Node[]];
 }
 
 /** the retained channel's replay from this broker alone: the `k` of every record, in order */
@@ -163,5 +163,56 @@ describe('history catch-up in the mirror sync (real broker processes)', () => {
     const start = fromMaster.indexOf(fromSlave[0]!);
     if (start >= 0) expect(fromSlave).toEqual(fromMaster.slice(start));
     else expect(fromSlave.slice(fromSlave.indexOf(fromMaster[0]!))).toEqual(fromMaster);
+  }, 120_000);
+
+  test('a slave whose master dies follows the promoted slave under traffic: in step again, and it replays what the new master does', async () => {
+    const [a, b, c] = (await nodes('catch-up-three', ['a', 'b', 'c'])) as [Node, Node, Node];
+    const all = [a, b, c];
+    const retention = { seconds: 3600 };
+    a.process = await startProcess(configure(a, all, true, retention));
+    b.process = await startProcess(configure(b, all, false, retention));
+    c.process = await startProcess(configure(c, all, false, retention));
+    await Promise.all([b.process.waitFor(/in step with the master/), c.process.waitFor(/in step with the master/)]);
+    const hosts = all.map((n) => n.spec);
+    const consumed = new Set<number>();
+    const consumer = await connect('three-worker', hosts);
+    await consumer.consume(CHANNEL, { prefetch: 50 }, (err, msg, done) => {
+      if (err) throw err;
+      consumed.add((msg as { k: number }).k);
+      done!();
+    }).ready;
+    const producer = await connect('three-producer', hosts, { sendTimeout: 20_000 });
+    const answered: number[] = [];
+    let k = 0;
+    let sending = true;
+    const pacer = (async () => {
+      while (sending) {
+        const batch = Array.from({ length: 20 }, () => k++);
+        const outcomes = await Promise.allSettled(batch.map((n) => producer.send(CHANNEL, { k: n })));
+        outcomes.forEach((o, i) => o.status === 'fulfilled' && answered.push(batch[i]!));
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    })();
+    await until(() => answered.length >= 3_000, 30_000, '3,000 answered');
+    const fromC = c.process.output().length;
+    a.process.child.kill('SIGKILL');
+    await a.process.exited;
+    configure(b, all, true, retention);
+    await b.process.waitFor(/delivering: this broker acts as master/);
+    await c.process.waitFor(/in step with the master/, fromC, 30_000);
+    await until(() => answered.length >= 6_000, 30_000, '6,000 answered');
+    sending = false;
+    await pacer;
+    await until(() => answered.every((n) => consumed.has(n)), 30_000, 'every send consumed');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await Promise.all([producer.disconnect(), consumer.disconnect()]);
+    const [fromMaster, fromSlave] = [await replayOf(b), await replayOf(c)];
+    const seen = new Set(fromSlave);
+    const missing = answered.filter((n) => !seen.has(n));
+    const outOfOrder = fromSlave.filter((n, i) => i > 0 && n < fromSlave[i - 1]!).length;
+    console.log(`three mirrors: ${answered.length} answered OK, new master replayed ${fromMaster.length}, its slave ${fromSlave.length}: ${missing.length} missing, ${fromSlave.length - seen.size} twice, ${outOfOrder} out of order`);
+    expect(missing.length).toBe(0);
+    expect(fromSlave.length - seen.size).toBe(0);
+    expect(outOfOrder).toBe(0);
   }, 120_000);
 });

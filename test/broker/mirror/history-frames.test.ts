@@ -6,7 +6,7 @@ import { newKeyPair, RawPeer, signToken } from '../../support/raw-peer.js';
 /**
  * The history catch-up as a broker of another make sees it on the wire (docs/protocol.md#history-catch-up):
  * `follow` with `history`, `history` frames of at most 1,000 records, never more than 4 unanswered,
- * records after the newest id the follower named (all of them when the master has none of those).
+ * records after the earliest id the follower named (all of them when the master has none of those).
  */
 const N = 5_000;
 /** the follower's key pair: its first connection registers it */
@@ -57,7 +57,7 @@ describe('history frames of a sync', () => {
     const done = peer.frames.findIndex((f) => f.type === 'sync' && (f as SyncFrame).done);
     expect(done).toBeGreaterThan(peer.frames.indexOf(all.at(-1)!));
 
-    // a follower that names records it has: it gets what follows the newest of them the master has
+    // a follower that names records it has: it gets what follows the earliest of them the master has
     const ids = all.flatMap((f) => f.records.map((r) => r.messageId));
     await peer.terminate();
     const second = await follower(master.port, 'm');
@@ -65,8 +65,8 @@ describe('history frames of a sync', () => {
     second.sendJson({ type: 'follow', history: [{ queue: 'ev/v1', after: [ids[3_999]!, ids[2_999]!, 'unknown'] }] });
     await second.next('sync', (f) => f.done, 10_000);
     const rest = second.frames.filter((f): f is HistoryFrame => f.type === 'history');
-    expect(rest[0]!.after).toBe(ids[3_999]);
-    expect(rest.flatMap((f) => f.records.map((r) => (r.data as { k: number }).k))).toEqual(Array.from({ length: N - 4_000 }, (_, i) => 4_000 + i));
+    expect(rest[0]!.after).toBe(ids[2_999]);
+    expect(rest.flatMap((f) => f.records.map((r) => (r.data as { k: number }).k))).toEqual(Array.from({ length: N - 3_000 }, (_, i) => 3_000 + i));
 
     // a follower that asks without `history` (an older broker) gets no history frame
     await second.terminate();
