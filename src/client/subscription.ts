@@ -115,10 +115,8 @@ export class ClientSubscription {
   /** `limit` null lifts it; `paused` true holds the subscription at 0 until resumed */
   flow(change: { limit?: number | null; paused?: boolean }): boolean {
     if (this.#broken || this.#closed) return false;
-    const before = this.#wireLimit;
     if (change.limit !== undefined) this.#limit = change.limit;
     if (change.paused !== undefined) this.#paused = change.paused;
-    if (this.#wireLimit === before) return true;
     return this.#host.flow(this.sub, this.#wireLimit);
   }
 
