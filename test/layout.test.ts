@@ -20,7 +20,7 @@ const files = sources(SRC);
 const graph = new Map<string, string[]>();
 for (const file of files) {
   const text = readFileSync(file, 'utf8');
-  const targets = [...text.matchAll(/(?:from|import)\s+'(\.{1,2}\/[^']+)'/g)].map((m) => resolve(dirname(file), m[1]!.replace(/\.js$/, '.ts')));
+  const targets = [...text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)].map((m) => resolve(dirname(file), m[1]!.replace(/\.js$/, '.ts')));
   graph.set(file, targets.filter((t) => graph.has(t) || files.includes(t)));
 }
 
