@@ -1,6 +1,6 @@
 import '../../support/uncaught.js'; // first: its afterEach check must run after every other cleanup
 import { afterEach, describe, expect, test } from 'vitest';
-import { type Broker, startBroker } from '../../../src/broker/broker.js';
+import { type Broker, startBroker } from '../../../src/server/start.js';
 import { brokerConfig, connect, freePort, Inbox, tempDir, until } from '../../support/harness.js';
 
 /**
