@@ -189,6 +189,13 @@ export function epochChanges(samples: ReadonlyMap<string, readonly Sample[]>): n
   return Math.max(0, epochs.size - 1);
 }
 
+/** a slave that cannot keep up holds what its master sent and it has not applied (~1.2 KB of heap a message): that is in its floor */
+function backlog(maxLag: number): string {
+  if (maxLag < BACKLOG_SAID) return `peer lag at most ${maxLag} messages`;
+  return `the floor includes a backlog: up to ${maxLag} messages from the master not applied yet (this broker could not keep up)`;
+}
+const BACKLOG_SAID = 1_000;
+
 /** how a broker's heap is judged (docs/operations.md#the-nemesis) */
 export interface HeapRule {
   /** floor growth past which a broker is said to grow, MiB a minute */
@@ -235,7 +242,7 @@ export function checkHeap(samples: ReadonlyMap<string, readonly Sample[]>, from:
     return {
       check,
       ok: slope <= rule.boundMiBPerMin,
-      detail: `heap floor ${slope.toFixed(2)} MiB/min over ${((to - measureFrom) / 60_000).toFixed(1)} min (bound ${rule.boundMiBPerMin}), ${warm}; floors per ${WINDOW / 1000} s: ${points.map(([, y]) => y.toFixed(1)).join(' ')} MiB; peer lag at most ${Math.max(0, ...lags)} messages`,
+      detail: `heap floor ${slope.toFixed(2)} MiB/min over ${((to - measureFrom) / 60_000).toFixed(1)} min (bound ${rule.boundMiBPerMin}), ${warm}; floors per ${WINDOW / 1000} s: ${points.map(([, y]) => y.toFixed(1)).join(' ')} MiB; ${backlog(Math.max(0, ...lags))}`,
     };
   });
 }

@@ -21,6 +21,9 @@ const dir = arg('dir', '/tmp/heap-probe');
 /** with an LD_PRELOAD shim (--slowio PATH.so): each synced write of the restarted slave waits this long */
 const slowUs = Number(arg('slow-us', '0'));
 const slowio = arg('slowio', '/tmp/slowio/slowio.so');
+/** for this many seconds after the restart the slave runs `--run-ms` in each 100 ms (SIGSTOP/SIGCONT): a starved CPU */
+const starveS = Number(arg('starve', '0'));
+const runMs = Number(arg('run-ms', '40'));
 mkdirSync(dir, { recursive: true });
 if (snapS > 0) process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${dir}`.trim();
 
@@ -51,6 +54,14 @@ try {
   delete process.env.LD_PRELOAD;
   await starting;
   const restarted = Date.now();
+  if (starveS > 0) {
+    const pid = slave.process!.child.pid!;
+    const starve = setInterval(() => {
+      process.kill(pid, 'SIGSTOP');
+      setTimeout(() => process.kill(pid, 'SIGCONT'), 100 - runMs);
+    }, 100);
+    setTimeout(() => clearInterval(starve), starveS * 1000);
+  }
   const end = restarted + minutes * 60_000;
   let nextSnap = restarted + snapS * 1000;
   while (Date.now() < end) {

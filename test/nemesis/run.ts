@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkHeap, checkMessages, checkOneDeliverer, epochChanges, type HeapRule, type Recorded, type Verdict } from './checker.js';
 import { Cluster, DEDUPE_WINDOW_S, HEARTBEAT_S, type LinkMode, PREFETCH, Proc, root } from './cluster.js';
@@ -125,6 +125,8 @@ export async function runNemesis(options: NemesisOptions): Promise<NemesisResult
     }
 
     log('queues read; checking');
+    // every sample beside the data, for reading a failed check afterwards (heap, lag, roles)
+    writeFileSync(join(cluster.dir, 'samples.json'), JSON.stringify({ heapFrom, heapTo, startedAt: Object.fromEntries(cluster.brokers.map((b) => [b.name, b.startedAt])), samples: Object.fromEntries(cluster.samples) }));
     const verdicts: Verdict[] = [
       ...checkMessages(recorded, faults, epochChanges(cluster.samples), 2 * PREFETCH),
       ...checkOneDeliverer(cluster.samples, SAMPLE_MS),
