@@ -7,7 +7,9 @@ import { Cluster, HEARTBEAT_S, PREFETCH, Proc, root } from './cluster.js';
  * A heap probe (issue 27, the nemesis's heap check): the nemesis's cluster and traffic, no fault
  * but one `kill -9` of a slave after `--warm` s, restarted at once; then the heap floors of every
  * broker per 10 s for `--minutes`, and a heap snapshot of the restarted slave every `--snap` s
- * (SIGUSR2, written to --dir). `vite-node test/nemesis/heap-probe.ts -- --minutes 6`.
+ * (SIGUSR2, written to --dir). `npx vite-node test/nemesis/heap-probe.ts -- --minutes 6 --warm 40 --snap 90`;
+ * a slave short of CPU: `-- --minutes 4 --warm 30 --starve 100 --run-ms 12 --snap 50`. Floors are
+ * judged as the nemesis does, without its warm-up rule, over spans from the restart.
  */
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: string) => {
@@ -18,7 +20,7 @@ const minutes = Number(arg('minutes', '6'));
 const warmS = Number(arg('warm', '30'));
 const snapS = Number(arg('snap', '0'));
 const dir = arg('dir', '/tmp/heap-probe');
-/** with an LD_PRELOAD shim (--slowio PATH.so): each synced write of the restarted slave waits this long */
+/** with an LD_PRELOAD shim (test/nemesis/slowio.c, built to --slowio PATH.so): each synced write of the restarted slave waits this long, µs */
 const slowUs = Number(arg('slow-us', '0'));
 const slowio = arg('slowio', '/tmp/slowio/slowio.so');
 /** for this many seconds after the restart the slave runs `--run-ms` in each 100 ms (SIGSTOP/SIGCONT): a starved CPU */
