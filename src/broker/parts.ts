@@ -65,7 +65,7 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
     await history.open();
     const restored = await router.restore();
     const replica = new Replica(router);
-    const feed = new PeerFeed(replica, log);
+    const feed = new PeerFeed(replica, log, () => router.policy.config.limits.maxMirrorLinkBytes);
     router.observe({ settled: (events) => feed.settled(events), made: (message) => feed.made(message), storedFromClient: (message) => replica.storedFromClient(message) });
     router.reservations.observe((set, released) => feed.reservationsChanged(set, released));
     const sessions = () => server?.sessions ?? [];
@@ -96,6 +96,7 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
         replica,
         keySync,
         log,
+        backlogBytes: () => router.policy.config.limits.maxMirrorBacklogBytes,
         onRoleChange: (isMaster, epoch) => {
           router.setMaster(isMaster);
           if (!isMaster) feed.demoted();

@@ -150,6 +150,8 @@ export const configSchema = {
         maxRegisteredClients: { type: 'integer', minimum: 1, default: 10_000 },
         maxReservations: { type: 'integer', minimum: 1, default: 10_000 },
         maxReservationsPerClient: { type: 'integer', minimum: 1, default: 1_000 },
+        maxMirrorBacklogBytes: { type: 'integer', minimum: 65_536, default: 16_777_216 },
+        maxMirrorLinkBytes: { type: 'integer', minimum: 1_048_576, default: 67_108_864 },
       },
     },
     // docs/management.md#peek: peek, tail and dead letters show message bodies only when asked to

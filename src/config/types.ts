@@ -117,6 +117,10 @@ export interface Config {
     /** reserved ids (`!` read patterns) held at once; a new one past it is refused with E_LIMIT */
     readonly maxReservations: number;
     readonly maxReservationsPerClient: number;
+    /** a slave: bytes of frames from its master read and not applied yet; past it, its link is not read (docs/security.md#limits) */
+    readonly maxMirrorBacklogBytes: number;
+    /** a master: bytes it owes one mirror's link (socket buffer and a sync's waiting feed); past it, the link is closed */
+    readonly maxMirrorLinkBytes: number;
   };
   /** peek, tail and dead letters (dashboard, API, CLI) show message bodies; off by default: they are the users' data */
   readonly showBodies: boolean;

@@ -32,7 +32,8 @@ export interface ConnectionOwner {
   onReady(connection: Connection): void;
   /** the socket was lost or refused; `error` is the broker's refusal, when there was one */
   onDown(connection: Connection, error: WhiskerError | null): void;
-  onFrame(connection: Connection, frame: BrokerFrame): void;
+  /** `bytes`: the frame's size as read (a mirror's link bounds what it has not applied yet) */
+  onFrame(connection: Connection, frame: BrokerFrame, bytes: number): void;
 }
 
 const STABLE_MS = 60_000;
@@ -92,6 +93,9 @@ export class Connection {
   #publishBytes = 0;
   #acks: Ack[] = [];
   #flushScheduled = false;
+  #heartbeat: Heartbeat | null = null;
+  /** the owner asked not to read (a mirror's backlog): applies to every socket until resumed */
+  #readingPaused = false;
 
   constructor(target: HostTarget, owner: ConnectionOwner) {
     this.target = target;
@@ -164,6 +168,29 @@ export class Connection {
       else if (ws.readyState === WebSocket.OPEN && acks.length > 0) ws.send(encodeFrame({ type: 'ack', acks }), () => ws.close(1000, 'client disconnect'));
       else ws.close(1000, 'client disconnect');
     });
+  }
+
+  /**
+   * Backpressure (a slave's backlog from its master, docs/security.md#limits): the socket is not
+   * read, so the broker's writes wait in TCP, then in its own bound; the heartbeat blames nobody
+   * for the silence meanwhile. A redial stays paused until `resumeReading`.
+   */
+  pauseReading(): void {
+    if (this.#readingPaused) return;
+    this.#readingPaused = true;
+    this.#ws?.pause();
+    this.#heartbeat?.hold(true);
+  }
+
+  resumeReading(): void {
+    if (!this.#readingPaused) return;
+    this.#readingPaused = false;
+    this.#ws?.resume();
+    this.#heartbeat?.hold(false);
+  }
+
+  get readingPaused(): boolean {
+    return this.#readingPaused;
   }
 
   /** frames leave in the order they were made: batched publishes and acks go first */
@@ -249,11 +276,20 @@ export class Connection {
     this.#ws = ws;
     let refusal: WhiskerError | null = null;
     // the heartbeat terminates a silent socket; its 'close' below redials as for any loss
-    ws.once('open', () => new Heartbeat(ws, this.#owner.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS, () => undefined));
+    ws.once('open', () => {
+      const heartbeat = new Heartbeat(ws, this.#owner.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS, () => undefined);
+      if (this.#ws !== ws) return;
+      this.#heartbeat = heartbeat;
+      if (this.#readingPaused) {
+        ws.pause();
+        heartbeat.hold(true);
+      }
+    });
     ws.on('message', (data) => {
       let frame: BrokerFrame;
+      const text = data.toString();
       try {
-        frame = decodeBrokerFrame(data.toString());
+        frame = decodeBrokerFrame(text);
       } catch (error) {
         // the decoder's reason ("message without data"...) is what an operator needs to see
         refusal = protocolError(`broker sent a malformed frame (${(error as Error).message})`);
@@ -264,7 +300,7 @@ export class Connection {
         refusal = errorFromPayload(frame.error);
         return;
       }
-      this.#onFrame(ws, frame);
+      this.#onFrame(ws, frame, text.length);
     });
     ws.on('error', (error: NodeJS.ErrnoException) => {
       // an untrusted certificate is a refusal, not a network fault to wait out (docs/security.md#tls)
@@ -277,7 +313,7 @@ export class Connection {
     });
   }
 
-  #onFrame(ws: WebSocket, frame: BrokerFrame): void {
+  #onFrame(ws: WebSocket, frame: BrokerFrame, bytes: number): void {
     switch (frame.type) {
       case 'hello':
         this.#serviceId = this.target.serviceId ?? frame.serviceId;
@@ -314,7 +350,7 @@ export class Connection {
       case 'role':
         this.#isMaster = frame.isMaster;
         if (frame.epoch !== undefined) this.#epoch = frame.epoch;
-        this.#owner.onFrame(this, frame);
+        this.#owner.onFrame(this, frame, bytes);
         return;
       case 'error':
       case 'results':
@@ -327,7 +363,7 @@ export class Connection {
       case 'feed':
       case 'keys':
       case 'reservations':
-        this.#owner.onFrame(this, frame);
+        this.#owner.onFrame(this, frame, bytes);
         return;
       default: {
         const never: never = frame;
@@ -345,6 +381,7 @@ export class Connection {
   #down(refusal: WhiskerError | null): void {
     const wasClosed = this.#status === 'closed';
     this.#ws = null;
+    this.#heartbeat = null;
     this.#isMaster = false;
     this.#publishes = [];
     this.#acks = [];

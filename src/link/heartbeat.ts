@@ -17,6 +17,8 @@ export class Heartbeat {
   readonly #tickMs: number;
   #lastHeard: number;
   #lastTick: number;
+  /** we chose not to read the socket (backpressure): what the other side sends waits unread */
+  #held = false;
 
   constructor(ws: WebSocket, timeoutMs: number, onDead: () => void) {
     this.#ws = ws;
@@ -37,6 +39,12 @@ export class Heartbeat {
     this.#lastHeard = Date.now();
   }
 
+  /** while held, silence blames nobody; released, the window starts again */
+  hold(held: boolean): void {
+    this.#held = held;
+    this.#lastHeard = Date.now();
+  }
+
   stop(): void {
     clearInterval(this.#timer);
   }
@@ -44,7 +52,7 @@ export class Heartbeat {
   #tick(): void {
     const now = Date.now();
     // our loop stood still: what the other side sent may be waiting unread in the socket
-    if (now - this.#lastTick > this.#tickMs * 2) this.#lastHeard = now;
+    if (now - this.#lastTick > this.#tickMs * 2 || this.#held) this.#lastHeard = now;
     this.#lastTick = now;
     if (now - this.#lastHeard >= this.#timeoutMs) {
       this.stop();

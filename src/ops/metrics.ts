@@ -132,6 +132,9 @@ export class BrokerMetrics {
     perPeer('whisker_peer_in_step', 'Following the peer and past its sync: 1, else 0', (p) => Number(p.inStep));
     perPeer('whisker_peer_lag_messages', 'Messages and settlements from the peer not applied here yet', (p) => p.lagMessages);
     perPeer('whisker_peer_lag_seconds', 'Age of the oldest of those, in seconds', (p) => p.lagSeconds);
+    perPeer('whisker_peer_lag_bytes', 'Size of those frames as read: past limits.maxMirrorBacklogBytes the link to the peer is not read', (p) => p.lagBytes);
+    perPeer('whisker_peer_reading_paused', 'The link to the peer is not read (backlog past limits.maxMirrorBacklogBytes): 1, else 0', (p) => Number(p.readingPaused));
+    perPeer('whisker_peer_owed_bytes', "Bytes this master owes the peer's link (unsent, and a sync's waiting feed): past limits.maxMirrorLinkBytes it is closed", (p) => p.owedBytes);
     const single = (name: string, help: string, value: (s: MetricsSource) => number) =>
       new Gauge({
         name, help, registers,

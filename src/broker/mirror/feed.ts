@@ -3,6 +3,7 @@ import type { Logger } from '../../runtime/logger.js';
 import { type HistoryPlan, HistoryStream } from './history-stream.js';
 import { type Replica, toPeerMessage } from './replica.js';
 import type { StoreEvent, StoredMessage } from '../store/store.js';
+import type { FollowerState } from './types.js';
 
 /** what one peer session can be handed: the feed writes through it, nothing else */
 export interface Follower {
@@ -13,6 +14,10 @@ export interface Follower {
   whenWritable(): Promise<void>;
   /** the peer's serviceId, for the dashboard's view of who follows this broker */
   readonly clientName?: string;
+  /** bytes written to the link and not taken by the socket yet */
+  readonly unsentBytes: number;
+  /** owed more than limits.maxMirrorLinkBytes: the link is closed (the mirror syncs again when it is back) */
+  dropLagging(unsentBytes: number, limitBytes: number): void;
 }
 
 const CHUNK_MESSAGES = 1_000;
@@ -31,6 +36,8 @@ export class PeerFeed {
   readonly #followers = new Set<Follower>();
   /** followers still getting their sync, with the feed frames that come after it */
   readonly #syncing = new Map<Follower, Array<BrokerFrame | string>>();
+  /** the size of those feed frames (limits.maxMirrorLinkBytes bounds them with the socket's buffer) */
+  readonly #backlogBytes = new Map<Follower, number>();
   /** the history catch-up of a follower's sync, while it runs */
   readonly #catchUps = new Map<Follower, HistoryStream>();
   #settled: PeerSettlement[] = [];
@@ -40,10 +47,13 @@ export class PeerFeed {
   #scheduled = false;
 
   readonly #log: Logger;
+  /** limits.maxMirrorLinkBytes, read at each check (live) */
+  readonly #linkBytes: () => number;
 
-  constructor(replica: Replica, log: Logger) {
+  constructor(replica: Replica, log: Logger, linkBytes: () => number) {
     this.#replica = replica;
     this.#log = log;
+    this.#linkBytes = linkBytes;
   }
 
   get followerCount(): number {
@@ -68,6 +78,7 @@ export class PeerFeed {
     const plan = history ? this.#replica.historyPlan(history) : null;
     const backlog: Array<BrokerFrame | string> = [];
     this.#syncing.set(follower, backlog);
+    this.#backlogBytes.set(follower, 0);
     void this.#sync(follower, backlog, messages, removed, plan);
   }
 
@@ -92,6 +103,9 @@ export class PeerFeed {
         chunk.push(message);
         bytes += approximateBytes(message);
         if (chunk.length >= CHUNK_MESSAGES || bytes >= CHUNK_BYTES) {
+          // paced by the link: the sync never owes the mirror much more than a chunk past its soft bound
+          await follower.whenWritable();
+          if (this.#syncing.get(follower) !== backlog) return;
           follower.send({ type: 'sync', messages: chunk, removed: [], done: false });
           chunk = [];
           bytes = 0;
@@ -99,6 +113,8 @@ export class PeerFeed {
       }
     }
     for (let i = 0; i < removed.length; i += 10 * CHUNK_MESSAGES) {
+      await follower.whenWritable();
+      if (this.#syncing.get(follower) !== backlog) return;
       follower.send({ type: 'sync', messages: chunk, removed: removed.slice(i, i + 10 * CHUNK_MESSAGES), done: false });
       chunk = [];
     }
@@ -107,6 +123,7 @@ export class PeerFeed {
     // writes its history after the catch-up's (docs/protocol.md#history-catch-up)
     if (!plan) follower.send({ type: 'sync', messages: chunk, removed: [], done: true });
     this.#syncing.delete(follower);
+    this.#backlogBytes.delete(follower);
     for (const frame of backlog) {
       if (typeof frame === 'string') follower.sendText(frame);
       else follower.send(frame);
@@ -134,17 +151,18 @@ export class PeerFeed {
     return false;
   }
 
-  /** the peers that follow this broker, by serviceId: true once past their sync (in step) */
-  followers(): ReadonlyMap<string, boolean> {
-    const states = new Map<string, boolean>();
-    for (const follower of this.#syncing.keys()) if (follower.clientName) states.set(follower.clientName, false);
-    for (const follower of this.#followers) if (follower.clientName) states.set(follower.clientName, true);
+  /** the peers that follow this broker, by serviceId: in step once past their sync; the bytes owed to each */
+  followers(): ReadonlyMap<string, FollowerState> {
+    const states = new Map<string, FollowerState>();
+    for (const follower of this.#syncing.keys()) if (follower.clientName) states.set(follower.clientName, { inStep: false, owedBytes: this.#owed(follower) });
+    for (const follower of this.#followers) if (follower.clientName) states.set(follower.clientName, { inStep: true, owedBytes: this.#owed(follower) });
     return states;
   }
 
   unfollow(follower: Follower): void {
     this.#followers.delete(follower);
     this.#syncing.delete(follower);
+    this.#backlogBytes.delete(follower);
     this.#catchUps.get(follower)?.cancel();
   }
 
@@ -152,6 +170,7 @@ export class PeerFeed {
   demoted(): void {
     this.#followers.clear();
     this.#syncing.clear();
+    this.#backlogBytes.clear();
     for (const stream of this.#catchUps.values()) stream.cancel();
     this.#settled = [];
     this.#removed = [];
@@ -171,7 +190,8 @@ export class PeerFeed {
   reservationsChanged(set: readonly PeerReservation[], released: readonly string[]): void {
     const frame: BrokerFrame = { type: 'reservations', full: false, set: [...set], released: [...released] };
     for (const follower of this.#followers) follower.send(frame);
-    for (const backlog of this.#syncing.values()) backlog.push(frame);
+    this.#hold(frame, JSON.stringify(frame).length);
+    this.#bound();
   }
 
   made(message: StoredMessage): void {
@@ -196,9 +216,41 @@ export class PeerFeed {
     this.#removed = [];
     this.#messages = [];
     for (const follower of this.#followers) follower.sendText(frame);
-    for (const backlog of this.#syncing.values()) backlog.push(frame);
+    this.#hold(frame, frame.length);
+    this.#bound();
+  }
+
+  /** a frame for the followers still in their sync: it waits in their backlog */
+  #hold(frame: BrokerFrame | string, bytes: number): void {
+    for (const [follower, backlog] of this.#syncing) {
+      backlog.push(frame);
+      this.#backlogBytes.set(follower, (this.#backlogBytes.get(follower) ?? 0) + bytes);
+    }
+  }
+
+  #owed(follower: Follower): number {
+    return follower.unsentBytes + (this.#backlogBytes.get(follower) ?? 0);
+  }
+
+  /**
+   * A mirror that does not read what it is sent (it applies slower than this master takes
+   * messages) is owed at most limits.maxMirrorLinkBytes: past it, its link is closed and it syncs
+   * again when it is back (docs/security.md#limits). The session checks its socket's own buffer
+   * at every write; this adds a sync's waiting feed.
+   */
+  #bound(): void {
+    if (this.#syncing.size === 0) return;
+    const limit = this.#linkBytes();
+    for (const follower of [...this.#syncing.keys()]) {
+      const owed = this.#owed(follower);
+      if (owed > limit) {
+        this.unfollow(follower);
+        follower.dropLagging(owed, limit);
+      }
+    }
   }
 }
+
 
 /** `JSON.stringify(toPeerMessage(m))`, with the body's JSON made at intake spliced in */
 export function encodePeerMessage(m: StoredMessage): string {

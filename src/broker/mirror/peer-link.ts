@@ -33,8 +33,11 @@ export class PeerLink implements KeyLink {
   #named: Set<string> | null = null;
   /** while in step with the master: offers what only we got from clients, once a second */
   #offerTimer: NodeJS.Timeout | null = null;
-  /** frames from the master received and not applied yet: when each came, how many items */
-  readonly #unapplied: Array<{ at: number; items: number }> = [];
+  /** frames from the master received and not applied yet: when each came, how many items, their size */
+  readonly #unapplied: Array<{ at: number; items: number; bytes: number }> = [];
+  /** the sum of their sizes: past limits.maxMirrorBacklogBytes the link is not read (docs/security.md#limits) */
+  #unappliedBytes = 0;
+  #pausedAt = 0;
   #offerLoggedAt = -Infinity;
   #offeredSinceLog = 0;
 
@@ -77,7 +80,7 @@ export class PeerLink implements KeyLink {
         this.#stopFollowing();
         peers.update();
       },
-      onFrame: (_connection, frame) => this.#onFrame(frame),
+      onFrame: (_connection, frame, bytes) => this.#onFrame(frame, bytes),
     };
     this.#connection = new Connection(target, owner);
   }
@@ -106,7 +109,10 @@ export class PeerLink implements KeyLink {
     const lagMessages = this.#unapplied.reduce((sum, frame) => sum + frame.items, 0);
     const lagSeconds = this.#unapplied.length > 0 ? (Date.now() - this.#unapplied[0]!.at) / 1000 : 0;
     const inStep = this.#following && this.#offerTimer !== null;
-    return { serviceId: this.target.serviceId!, spec: this.target.spec, connected: this.#connection.isReady, role, following: this.#following, inStep, lagMessages, lagSeconds };
+    return {
+      serviceId: this.target.serviceId!, spec: this.target.spec, connected: this.#connection.isReady, role, following: this.#following, inStep,
+      lagMessages, lagSeconds, lagBytes: this.#unappliedBytes, readingPaused: this.#connection.readingPaused, owedBytes: 0,
+    };
   }
 
   /** tells the peer our role when it changed, and follows it when it is the master and we are not */
@@ -151,7 +157,7 @@ export class PeerLink implements KeyLink {
     if (this.#peerTakesKeys) for (const lists of this.#deps.keySync.snapshot()) void this.sendKeys(lists);
   }
 
-  #onFrame(frame: BrokerFrame): void {
+  #onFrame(frame: BrokerFrame, bytes: number): void {
     switch (frame.type) {
       case 'peerState':
         if (frame.keys === true && !this.#peerTakesKeys) {
@@ -169,10 +175,10 @@ export class PeerLink implements KeyLink {
       case 'sync':
       case 'feed':
         // a master sends these to those that asked, also while it drains at soft-stop
-        if (!this.#peers.isMaster) this.#apply(frame);
+        if (!this.#peers.isMaster) this.#apply(frame, bytes);
         return;
       case 'history':
-        this.#applyHistory(frame);
+        this.#applyHistory(frame, bytes);
         return;
       case 'reservations':
         if (!this.#peers.isMaster && this.#following) this.#deps.replica.applyReservations(frame);
@@ -182,10 +188,33 @@ export class PeerLink implements KeyLink {
     }
   }
 
-  #apply(frame: SyncFrame | FeedFrame): void {
-    const { replica, log } = this.#deps;
-    const received = { at: Date.now(), items: frame.messages.length + frame.removed.length + (frame.type === 'feed' ? frame.settled.length : 0) };
+  /** a frame read from the master waits in the apply chain: past the bound, the link is not read */
+  #received(items: number, bytes: number): { at: number; items: number; bytes: number } {
+    const received = { at: Date.now(), items, bytes };
     this.#unapplied.push(received);
+    this.#unappliedBytes += bytes;
+    const bound = this.#deps.backlogBytes();
+    if (this.#unappliedBytes > bound && !this.#connection.readingPaused) {
+      this.#connection.pauseReading();
+      this.#pausedAt = Date.now();
+      this.#deps.log.info('not reading the master until what it sent is applied (limits.maxMirrorBacklogBytes)', { master: this.target.serviceId, backlogBytes: this.#unappliedBytes, limitBytes: bound });
+    }
+    return received;
+  }
+
+  /** applied: under half the bound, the link is read again */
+  #applied(received: { at: number; items: number; bytes: number }): void {
+    this.#unapplied.splice(this.#unapplied.indexOf(received), 1);
+    this.#unappliedBytes -= received.bytes;
+    if (this.#connection.readingPaused && this.#unappliedBytes <= this.#deps.backlogBytes() / 2) {
+      this.#connection.resumeReading();
+      this.#deps.log.debug('reading the master again', { master: this.target.serviceId, pausedMs: Date.now() - this.#pausedAt });
+    }
+  }
+
+  #apply(frame: SyncFrame | FeedFrame, bytes: number): void {
+    const { replica, log } = this.#deps;
+    const received = this.#received(frame.messages.length + frame.removed.length + (frame.type === 'feed' ? frame.settled.length : 0), bytes);
     this.#applying = this.#applying
       .then(async () => {
         if (frame.type === 'sync') {
@@ -216,19 +245,18 @@ export class PeerLink implements KeyLink {
         }
       })
       .catch((error: unknown) => log.error('could not apply what the master sent', { master: this.target.serviceId, error: (error as Error).message }))
-      .finally(() => this.#unapplied.splice(this.#unapplied.indexOf(received), 1));
+      .finally(() => this.#applied(received));
   }
 
   /** records of a retained channel we lack, part of the sync: written, then answered (the master waits) */
-  #applyHistory(frame: HistoryFrame): void {
+  #applyHistory(frame: HistoryFrame, bytes: number): void {
     const { replica, log } = this.#deps;
-    const received = { at: Date.now(), items: frame.records.length };
-    this.#unapplied.push(received);
+    const received = this.#received(frame.records.length, bytes);
     this.#applying = this.#applying
       .then(() => (this.#peers.isMaster ? undefined : replica.applyHistory(frame)))
       .catch((error: unknown) => log.error('could not write the history the master sent', { master: this.target.serviceId, queue: frame.queue, error: (error as Error).message }))
       .finally(() => {
-        this.#unapplied.splice(this.#unapplied.indexOf(received), 1);
+        this.#applied(received);
         if (this.#connection.isReady) this.#connection.send({ type: 'historyAck', n: frame.n });
       });
   }

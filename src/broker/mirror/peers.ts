@@ -2,7 +2,7 @@ import { type HostTarget, parseHost } from '../../link/hosts.js';
 import type { PeerStateFrame } from '../../protocol/frames.js';
 import type { Lifecycle } from '../lifecycle.js';
 import { PeerLink } from './peer-link.js';
-import type { ElectedRole, LinkDeps, LinkOwner, MasterConflict, PeersOptions, PeerStatus, PeerView } from './types.js';
+import type { ElectedRole, FollowerState, LinkDeps, LinkOwner, MasterConflict, PeersOptions, PeerStatus, PeerView } from './types.js';
 
 export type { MasterConflict, PeerStatus } from './types.js';
 
@@ -32,8 +32,8 @@ export class Peers implements LinkOwner {
 
   constructor(options: PeersOptions, lifecycle: Lifecycle) {
     this.#options = options;
-    const { serviceId, keys, log, replica, dialOptions, keySync } = options;
-    this.#deps = { serviceId, keys, log, replica, dialOptions, keySync };
+    const { serviceId, keys, log, replica, dialOptions, keySync, backlogBytes } = options;
+    this.#deps = { serviceId, keys, log, replica, dialOptions, keySync, backlogBytes };
     // soft-stop: this broker delivers nothing new, so its peers no longer count it as a master
     // (a slave promoted meanwhile does not yield to it); its in-flight deliveries still finish here
     lifecycle.observe(() => {
@@ -137,11 +137,11 @@ export class Peers implements LinkOwner {
   }
 
   status(): PeerStatus[] {
-    const followers = this.#options.followers?.() ?? new Map<string, boolean>();
+    const followers = this.#options.followers?.() ?? new Map<string, FollowerState>();
     return [...this.#links.values()].map((link) => {
       const status = link.status();
       const follows = followers.get(status.serviceId);
-      return { ...status, followsUs: follows === undefined ? null : follows ? 'in step' : 'syncing' };
+      return { ...status, followsUs: follows === undefined ? null : follows.inStep ? 'in step' : 'syncing', owedBytes: follows?.owedBytes ?? 0 };
     });
   }
 

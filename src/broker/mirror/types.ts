@@ -23,8 +23,14 @@ export interface PeerStatus {
   readonly lagMessages: number;
   /** how long the oldest of those has waited, in seconds (0 when none waits) */
   readonly lagSeconds: number;
+  /** the size of those frames as read: past limits.maxMirrorBacklogBytes the link is not read */
+  readonly lagBytes: number;
+  /** this broker does not read the peer's link now (its backlog is past the bound) */
+  readonly readingPaused: boolean;
   /** this broker is its master: the peer follows us (`syncing` until its sync is done), else null */
   readonly followsUs: 'in step' | 'syncing' | null;
+  /** bytes this broker owes the peer's link as its master (socket buffer, a sync's waiting feed): past limits.maxMirrorLinkBytes it is closed */
+  readonly owedBytes: number;
 }
 
 /** a peer's role as last heard, over our link to it or its link to us */
@@ -76,6 +82,8 @@ export interface LinkDeps {
   readonly replica: Replica;
   /** client keys, alike on every mirror (SPEC §4) */
   readonly keySync: KeySync;
+  /** limits.maxMirrorBacklogBytes, read at each frame (live) */
+  readonly backlogBytes: () => number;
 }
 
 export interface PeersOptions extends LinkDeps {
@@ -83,8 +91,15 @@ export interface PeersOptions extends LinkDeps {
   readonly onRoleChange: (isMaster: boolean, epoch: number | undefined) => void;
   /** what this broker tells its peers changed: tell the peers that dialed us */
   readonly onStateChange: (state: PeerStateFrame) => void;
-  /** peers following this broker (the master's feed), true once in step */
-  readonly followers?: () => ReadonlyMap<string, boolean>;
+  /** peers following this broker (the master's feed): in step or syncing, and what it owes each */
+  readonly followers?: () => ReadonlyMap<string, FollowerState>;
+}
+
+/** one peer following this broker, as the dashboard and the metrics see it */
+export interface FollowerState {
+  readonly inStep: boolean;
+  /** bytes this broker owes its link: unsent on the socket, and a sync's waiting feed */
+  readonly owedBytes: number;
 }
 
 /** what a link needs of the mirror set it belongs to (`Peers`) */

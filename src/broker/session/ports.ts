@@ -45,6 +45,10 @@ export interface SessionPort extends SubscriptionOwner {
   sendAfterDeliveries(frame: BrokerFrame): void;
   /** resolves once the connection can take more (or closed) */
   whenWritable(): Promise<void>;
+  /** bytes owed to the connection: encoded, not taken by the socket yet */
+  readonly unsentBytes: number;
+  /** a mirror's link owed more than limits.maxMirrorLinkBytes: closed with a warn line */
+  dropLagging(unsentBytes: number, limitBytes: number): void;
   /** an error frame, then close (1002 for E_PROTOCOL, else 1008, unless given) */
   fail(error: WhiskerError, closeCode?: number): void;
   authenticated(clientName: string, key: KeyObject, isPeer?: boolean): void;

@@ -159,6 +159,15 @@ export class Session implements ConnectedSession {
     this.#onClose();
   }
 
+  get unsentBytes(): number {
+    return this.#outbound.unsentBytes;
+  }
+
+  /** a mirror owed more than limits.maxMirrorLinkBytes (mirror/feed.ts): closed, it syncs again when back */
+  dropLagging(unsentBytes: number, limitBytes: number): void {
+    this.#overflowed(unsentBytes, limitBytes);
+  }
+
   isWritable(): boolean {
     return this.#state === 'ready' && !this.#outbound.isFull;
   }
@@ -243,9 +252,10 @@ export class Session implements ConnectedSession {
   readonly #heard = (): void => this.#heartbeat.heard();
 
   #bounds(): OutboundLimits {
-    const { maxBufferedBytesPerConnection: softBytes, maxPayloadBytes } = this.ctx.policy.config.limits;
-    // mirrors are configured brokers: their link is neither paused nor closed for a long sync
-    if (this.#isPeer) return { softBytes, hardBytes: null, pausesReading: false };
+    const { maxBufferedBytesPerConnection: softBytes, maxPayloadBytes, maxMirrorLinkBytes } = this.ctx.policy.config.limits;
+    // a mirror's link is not paused (its pongs and historyAcks must be read); its sync is paced
+    // by the soft bound, and past maxMirrorLinkBytes it is closed: it syncs again when back
+    if (this.#isPeer) return { softBytes, hardBytes: Math.max(maxMirrorLinkBytes, 2 * maxPayloadBytes), pausesReading: false };
     // the answers to one frame may exceed the soft bound by a frame's worth
     return { softBytes, hardBytes: HARD_BOUND_FACTOR * Math.max(softBytes, maxPayloadBytes), pausesReading: true };
   }
@@ -259,7 +269,11 @@ export class Session implements ConnectedSession {
   /** it reads nothing while it is owed more than the hard bound: closed, so it costs no more */
   #overflowed(unsentBytes: number, limitBytes: number): void {
     if (this.#state === 'closed') return;
-    this.ctx.log.warn('connection closed: it does not read what it is sent', { client: this.label, code: 'E_LIMIT', unsentBytes, limitBytes });
+    if (this.#isPeer) {
+      this.ctx.log.warn('mirror link closed: the mirror does not keep up with what this master sends it (limits.maxMirrorLinkBytes); it syncs again when it reconnects', { peer: this.#clientName, code: 'E_LIMIT', unsentBytes, limitBytes });
+    } else {
+      this.ctx.log.warn('connection closed: it does not read what it is sent', { client: this.label, code: 'E_LIMIT', unsentBytes, limitBytes });
+    }
     this.#ws.close(1008, 'E_LIMIT: not reading');
     setTimeout(() => this.#ws.terminate(), CLOSE_GRACE_MS).unref();
     this.#onClose();

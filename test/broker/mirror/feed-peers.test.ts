@@ -21,7 +21,7 @@ function master(overrides: Record<string, unknown> = {}) {
   const log = createLogger('silent');
   const router = new Router({ policy: compilePolicy(brokerConfig({ defaultPolicy: 'allow', ...overrides })), store: new MemoryStore(), log, now: Date.now, lifecycle });
   const replica = new Replica(router);
-  const feed = new PeerFeed(replica, log);
+  const feed = new PeerFeed(replica, log, () => 64 * 1_048_576);
   router.observe({ settled: (e) => feed.settled(e), made: (m) => feed.made(m), storedFromClient: (m) => replica.storedFromClient(m) });
   return { lifecycle, router, replica, feed, intake: new Intake(router, lifecycle), log };
 }
@@ -29,7 +29,7 @@ function master(overrides: Record<string, unknown> = {}) {
 function follower() {
   const frames: BrokerFrame[] = [];
   // an encoded frame is read back as the mirror reads it: the protocol's own decoder
-  return { frames, send: (frame: BrokerFrame) => void frames.push(frame), sendText: (text: string) => void frames.push(decodeBrokerFrame(text)), whenWritable: () => Promise.resolve() };
+  return { frames, send: (frame: BrokerFrame) => void frames.push(frame), sendText: (text: string) => void frames.push(decodeBrokerFrame(text)), whenWritable: () => Promise.resolve(), unsentBytes: 0, dropLagging: () => undefined };
 }
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
@@ -86,7 +86,7 @@ describe('peers', () => {
     const roles: boolean[] = [];
     const states: PeerStateFrame[] = [];
     const keySync = new KeySync({ registry: new KeyRegistry(tempDir()), log, isMaster: () => false, delivers: () => false, links: () => [], closeSessions: () => 0 });
-    const set = new Peers({ serviceId, dialOptions: () => ({ tls: undefined, heartbeatTimeoutMs: 5000 }), keys: loadOrCreateKeys(tempDir(), serviceId), log, replica, keySync, onRoleChange: (isMaster) => void roles.push(isMaster), onStateChange: (s) => void states.push(s) }, lifecycle);
+    const set = new Peers({ serviceId, dialOptions: () => ({ tls: undefined, heartbeatTimeoutMs: 5000 }), keys: loadOrCreateKeys(tempDir(), serviceId), log, replica, keySync, backlogBytes: () => 16 * 1_048_576, onRoleChange: (isMaster) => void roles.push(isMaster), onStateChange: (s) => void states.push(s) }, lifecycle);
     return { set, roles, states, lifecycle };
   }
 
