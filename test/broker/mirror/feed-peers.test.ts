@@ -16,12 +16,12 @@ import { type BrokerFrame, decodeBrokerFrame, type FeedFrame, type PeerStateFram
 import { brokerConfig, tempDir } from '../../support/harness.js';
 
 /** The master's feed and the role among mirrors, without sockets: what a follower is sent, and when. */
-function master(overrides: Record<string, unknown> = {}) {
+function master(overrides: Record<string, unknown> = {}, linkBytes = 64 * 1_048_576) {
   const lifecycle = new Lifecycle();
   const log = createLogger('silent');
   const router = new Router({ policy: compilePolicy(brokerConfig({ defaultPolicy: 'allow', ...overrides })), store: new MemoryStore(), log, now: Date.now, lifecycle });
   const replica = new Replica(router);
-  const feed = new PeerFeed(replica, log, () => 64 * 1_048_576);
+  const feed = new PeerFeed(replica, log, () => linkBytes);
   router.observe({ settled: (e) => feed.settled(e), made: (m) => feed.made(m), storedFromClient: (m) => replica.storedFromClient(m) });
   return { lifecycle, router, replica, feed, intake: new Intake(router, lifecycle), log };
 }
@@ -77,6 +77,31 @@ describe('feed', () => {
     await m.intake.publish('p', [msg('after')]);
     await tick();
     expect(g.frames.filter((frame) => frame.type === 'feed')).toEqual([]);
+  });
+});
+
+describe('a follower that does not read (limits.maxMirrorLinkBytes)', () => {
+  test('its sync waits for the link to drain; the feed waiting behind it past the bound drops the follower, once', async () => {
+    const { intake, feed } = master({ maxItemsInQueue: 10_000 }, 65_536);
+    await intake.publish('p', Array.from({ length: 1_500 }, (_, i) => msg(`held-${i}`)));
+    const drops: Array<[number, number]> = [];
+    // a link that never drains: whenWritable never resolves
+    const f = { ...follower(), whenWritable: () => new Promise<void>(() => undefined), clientName: 'b', dropLagging: (owed: number, limit: number) => void drops.push([owed, limit]) };
+    feed.follow(f);
+    await tick();
+    expect(f.frames.filter((frame) => frame.type === 'sync')).toEqual([]); // the first chunk waits
+    expect(feed.followers().get('b')).toEqual({ inStep: false, owedBytes: 0 });
+    for (let i = 0; i < 200 && drops.length === 0; i++) {
+      await intake.publish('p', Array.from({ length: 10 }, (_, j) => msg(`new-${i}-${j}`)));
+      await tick();
+    }
+    expect(drops).toHaveLength(1);
+    expect(drops[0]![0]).toBeGreaterThan(65_536);
+    expect(drops[0]![1]).toBe(65_536);
+    expect(feed.followers().has('b')).toBe(false);
+    await intake.publish('p', [msg('after')]);
+    await tick();
+    expect(drops).toHaveLength(1);
   });
 });
 
