@@ -18,7 +18,7 @@ import { Lifecycle } from './lifecycle.js';
 import { Intake } from './messages/intake.js';
 import { Router } from './messages/router.js';
 import { peerDialOptions } from './mirror/dial.js';
-import { PeerFeed } from './mirror/feed.js';
+import { mirrorLinkBound, PeerFeed } from './mirror/feed.js';
 import { Election } from './mirror/election.js';
 import { Peers } from './mirror/peers.js';
 import { KeySync } from './mirror/key-sync.js';
@@ -65,7 +65,7 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
     await history.open();
     const restored = await router.restore();
     const replica = new Replica(router);
-    const feed = new PeerFeed(replica, log, () => router.policy.config.limits.maxMirrorLinkBytes);
+    const feed = new PeerFeed(replica, log, () => mirrorLinkBound(router.policy.config.limits));
     router.observe({ settled: (events) => feed.settled(events), made: (message) => feed.made(message), storedFromClient: (message) => replica.storedFromClient(message) });
     router.reservations.observe((set, released) => feed.reservationsChanged(set, released));
     const sessions = () => server?.sessions ?? [];

@@ -22,6 +22,15 @@ export interface Follower {
 
 const CHUNK_MESSAGES = 1_000;
 const CHUNK_BYTES = 4 * 1_048_576;
+
+/**
+ * What a master may owe one mirror's link before it closes it: limits.maxMirrorLinkBytes, but
+ * never less than a paced sync can owe by itself (the soft bound, one chunk, one large message
+ * and a frame), or a sync would be cut every time.
+ */
+export function mirrorLinkBound(limits: { readonly maxMirrorLinkBytes: number; readonly maxBufferedBytesPerConnection: number; readonly maxPayloadBytes: number }): number {
+  return Math.max(limits.maxMirrorLinkBytes, limits.maxBufferedBytesPerConnection + CHUNK_BYTES + 2 * limits.maxPayloadBytes);
+}
 /** reserved ids per `reservations` frame of a sync (the frame decoder takes up to 10,000) */
 const CHUNK_RESERVATIONS = 1_000;
 

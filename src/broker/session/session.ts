@@ -21,6 +21,7 @@ import { handleAddIds, handleRemoveIds, handleSubscribe, handleUnsubscribe } fro
 import type { Subscription } from '../queue/subscription.js';
 import { DeliverFrames } from './deliver-frames.js';
 import { Outbound, type OutboundLimits } from './outbound.js';
+import { mirrorLinkBound } from '../mirror/feed.js';
 
 type SessionState = 'handshake' | 'authenticating' | 'ready' | 'closed';
 
@@ -252,10 +253,11 @@ export class Session implements ConnectedSession {
   readonly #heard = (): void => this.#heartbeat.heard();
 
   #bounds(): OutboundLimits {
-    const { maxBufferedBytesPerConnection: softBytes, maxPayloadBytes, maxMirrorLinkBytes } = this.ctx.policy.config.limits;
+    const { limits } = this.ctx.policy.config;
+    const { maxBufferedBytesPerConnection: softBytes, maxPayloadBytes } = limits;
     // a mirror's link is not paused (its pongs and historyAcks must be read); its sync is paced
     // by the soft bound, and past maxMirrorLinkBytes it is closed: it syncs again when back
-    if (this.#isPeer) return { softBytes, hardBytes: Math.max(maxMirrorLinkBytes, 2 * maxPayloadBytes), pausesReading: false };
+    if (this.#isPeer) return { softBytes, hardBytes: mirrorLinkBound(limits), pausesReading: false };
     // the answers to one frame may exceed the soft bound by a frame's worth
     return { softBytes, hardBytes: HARD_BOUND_FACTOR * Math.max(softBytes, maxPayloadBytes), pausesReading: true };
   }
