@@ -162,6 +162,23 @@ export class QueueModel {
     record.order = this.#order++;
   }
 
+  /** the operator drops one message, in flight or not (`whisker delete`, a dead letter replayed) */
+  remove(messageId: string): boolean {
+    const message = this.messages.find((m) => m.messageId === messageId);
+    if (!message) return false;
+    this.#drop(message, true);
+    return true;
+  }
+
+  /** the operator empties the queue, or one id of it: answers how many messages went */
+  purge(id?: string): number {
+    const victims = this.messages.filter((m) => id === undefined || m.id === id);
+    this.#batched(() => {
+      for (const message of victims) this.#drop(message, true);
+    });
+    return victims.length;
+  }
+
   /** the subscriber can take more (a stalled connection drained) */
   resume(sub: ModelSubscriber): void {
     for (const group of [...this.groups.values()]) if (group.members.includes(sub)) this.#pump(group);
@@ -320,12 +337,15 @@ export class QueueModel {
       message.unassigned = false;
       waited = true;
     }
+    const freed: ModelGroup[] = [];
     for (const record of [...message.records]) {
       if (record.state === 'inflight' && !inFlightToo) continue;
+      if (record.state === 'inflight') freed.push(record.group);
       this.#settle(record);
       waited = true;
     }
     this.#forgetIfDone(message);
+    for (const group of freed) this.#pump(group);
     return waited;
   }
 

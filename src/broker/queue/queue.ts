@@ -429,11 +429,16 @@ export class Queue {
 
   /** empties the queue (or one id) without touching subscriptions (`whisker delete`) */
   purge(id?: string): number {
-    const victims = id === undefined ? [...this.#held] : [...(this.#byId.get(id) ?? [])];
-    for (const entry of victims) this.#drop(entry, 'dropped', true);
-    const rows = this.#cold === null ? [] : id === undefined ? [...this.#cold.rows()] : [...this.#cold.rowsOf(id)];
-    for (const row of rows) this.#dropCold(row, 'dropped');
-    return victims.length + rows.length;
+    // no group delivers before the end: a pump would promote rows not listed yet, and they would stay
+    let count = 0;
+    this.#batched(() => {
+      const victims = id === undefined ? [...this.#held] : [...(this.#byId.get(id) ?? [])];
+      for (const entry of victims) this.#drop(entry, 'dropped', true);
+      const rows = this.#cold === null ? [] : id === undefined ? [...this.#cold.rows()] : [...this.#cold.rowsOf(id)];
+      for (const row of rows) this.#dropCold(row, 'dropped');
+      count = victims.length + rows.length;
+    });
+    return count;
   }
 
   /** drops one held message, in flight or not (a dead letter replayed or purged by the operator) */
@@ -587,12 +592,17 @@ export class Queue {
       this.#unmarkUnassigned(entry);
       waited = true;
     }
+    const freed: Group[] = [];
     for (const record of [...entry.records]) {
       if (record.state === 'inflight' && !inFlightToo) continue;
+      if (record.state === 'inflight') freed.push(record.group);
       this.#settle(record, outcome);
       waited = true;
     }
     this.#forgetIfDone(entry);
+    // a delivery dropped in flight (remove, purge) freed its subscriber's prefetch: the group's
+    // next messages go now, not at the next send or ack (differential test, seed 10)
+    for (const group of freed) this.#pump(group);
     return waited;
   }
 

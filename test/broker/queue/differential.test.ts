@@ -164,6 +164,16 @@ async function run(seed: number): Promise<{ deliveries: number; discards: number
         model.ack(pair.model, f.messageId, f.pattern, ok, delay);
         queue.ack(pair.real, f.messageId, f.pattern, ok, delay);
       }
+    } else if (r < 0.93 && seq > 0) {
+      const messageId = `m${1 + Math.floor(random() * seq)}`;
+      op = `remove ${messageId}`;
+      const [want, got] = [model.remove(messageId), queue.remove(messageId)];
+      if (want !== got) problems.push(`${where(step, op)}: queue answered ${got}, model ${want}`);
+    } else if (r < 0.94) {
+      const id = random() < 0.5 ? undefined : pick(IDS);
+      op = `purge ${id ?? 'all'}`;
+      const [want, got] = [model.purge(id), queue.purge(id)];
+      if (want !== got) problems.push(`${where(step, op)}: queue purged ${got}, model ${want}`);
     } else {
       op = 'wait';
     }
