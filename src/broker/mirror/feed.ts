@@ -1,6 +1,6 @@
 import type { BrokerFrame, PeerMessage, PeerReservation, PeerSettlement } from '../../protocol/frames.js';
 import type { Logger } from '../../runtime/logger.js';
-import { type Replica, toPeerMessage } from './replica.js';
+import { type HeldMessages, type Replica, toPeerMessage } from './replica.js';
 import type { StoreEvent, StoredMessage } from '../store/store.js';
 
 /** what one peer session can be handed: the feed writes through it, nothing else */
@@ -63,7 +63,7 @@ export class PeerFeed {
     void this.#sync(follower, backlog, messages, removed);
   }
 
-  async #sync(follower: Follower, backlog: Array<BrokerFrame | string>, messages: readonly StoredMessage[], removed: readonly string[]): Promise<void> {
+  async #sync(follower: Follower, backlog: Array<BrokerFrame | string>, messages: HeldMessages, removed: readonly string[]): Promise<void> {
     let chunk: PeerMessage[] = [];
     let bytes = 0;
     for (let i = 0; i < messages.length; i += CHUNK_MESSAGES) {

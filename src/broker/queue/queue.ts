@@ -414,7 +414,13 @@ export class Queue {
     if (entry) this.#drop(entry, 'acked', true);
   }
 
-  /** every message held, in acceptance order (a sync to a mirror) */
+  /** the ids of every message held, in acceptance order, pushed onto `into` (a sync to a mirror: no object per row) */
+  heldIds(into: string[]): void {
+    for (const entry of this.#held) into.push(entry.message.messageId);
+    for (const row of this.#cold?.rows() ?? []) into.push(this.#backlog.messageId(row));
+  }
+
+  /** every message held, in acceptance order (offers to a master) */
   heldMessages(): IterableIterator<StoredMessage> {
     return (function* (entries: EntryList, cold: ColdTier | null, backlog: Backlog) {
       for (const entry of entries) yield entry.message;
