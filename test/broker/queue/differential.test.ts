@@ -34,6 +34,8 @@ function rng(seed: number): () => number {
 interface Pair {
   readonly model: ModelSubscriber;
   readonly real: Subscriber & { writable: boolean };
+  /** the same handler's subscription on the slave */
+  readonly onSlave: Subscriber;
   readonly pattern: string;
 }
 
@@ -64,10 +66,21 @@ async function run(seed: number): Promise<{ deliveries: number; discards: number
   const bodyWindow = pick([1, 3, 10, 1_000]);
   const store = new BodyStore();
   const realDiscards: ModelDiscard[] = [];
+  // a slave beside it (SPEC §9): it delivers nothing, hears every client's acks and the master's
+  // settlements (feed.ts), and must hold what the master holds; its own ttl and maxItems are off
+  // here (it follows the master's expiries and drops through the settlements)
+  const slave = new Queue('q/v1', { ...settings, ttlMs: null, maxItems: Number.MAX_SAFE_INTEGER }, { now: () => Date.now(), store: new BodyStore(), bodyWindow, discard: () => undefined });
+  slave.setDelivering(false);
   const queue = new Queue('q/v1', settings, {
     now: () => Date.now(),
     store,
     bodyWindow,
+    recorded: (events) => {
+      for (const e of events) {
+        if (e.kind === 'settle') slave.settleFromPeer(e.messageId, e.group);
+        else if (e.kind === 'remove') slave.forgetFromPeer(e.messageId);
+      }
+    },
     discard: (target, m, group, nbDeliveries, reason) => void realDiscards.push({ target, messageId: m.messageId, group, nbDeliveries, reason }),
   });
   queue.setDelivering(true);
@@ -105,6 +118,7 @@ async function run(seed: number): Promise<{ deliveries: number; discards: number
       if (!refused) {
         await store.append([m]);
         queue.accept(m);
+        slave.accept({ ...m });
       }
     } else if (r < 0.4 && pairs.length < 7) {
       const consume = random() < 0.5;
@@ -124,16 +138,19 @@ async function run(seed: number): Promise<{ deliveries: number; discards: number
           if (JSON.stringify(d.data) !== JSON.stringify(bodies.get(d.messageId))) problems.push(`${name} got ${d.messageId} with body ${JSON.stringify(d.data)}`);
         },
       };
-      pairs.push({ model: modelSub, real, pattern });
+      const onSlave: Subscriber = { clientName, mode: real.mode, prefetch, isWritable: () => true, deliver: (d) => void problems.push(`the slave delivered ${d.messageId}`) };
+      pairs.push({ model: modelSub, real, onSlave, pattern });
       op = `${name} ${modelSub.mode}s ${pattern} as ${clientName}, prefetch ${prefetch}`;
       model.subscribe(modelSub, pattern);
       queue.subscribe(real, pattern);
+      slave.subscribe(onSlave, pattern);
     } else if (r < 0.44 && pairs.length > 0) {
       const pair = pick(pairs);
       pairs.splice(pairs.indexOf(pair), 1);
       op = `${pair.model.name} unsubscribes`;
       model.unsubscribe(pair.model, pair.pattern);
       queue.unsubscribe(pair.real, pair.pattern);
+      slave.unsubscribe(pair.onSlave, pair.pattern);
     } else if (r < 0.5 && pairs.length > 0) {
       const pair = pick(pairs);
       const writable = !pair.real.writable;
@@ -163,6 +180,7 @@ async function run(seed: number): Promise<{ deliveries: number; discards: number
       if (pair) {
         model.ack(pair.model, f.messageId, f.pattern, ok, delay);
         queue.ack(pair.real, f.messageId, f.pattern, ok, delay);
+        slave.ack(pair.onSlave, f.messageId, f.pattern, ok, delay);
       }
     } else if (r < 0.93 && seq > 0) {
       const messageId = `m${1 + Math.floor(random() * seq)}`;
@@ -203,9 +221,14 @@ async function run(seed: number): Promise<{ deliveries: number; discards: number
     if (model.depth !== queue.depth || model.inFlightCount !== queue.inFlightCount) {
       problems.push(`${where(step, op)}: depth ${queue.depth} in flight ${queue.inFlightCount}, model ${model.depth} and ${model.inFlightCount}`);
     }
+    const [onMaster, onSlave] = [[] as string[], [] as string[]];
+    queue.heldIds(onMaster);
+    slave.heldIds(onSlave);
+    if (onMaster.sort().join() !== onSlave.sort().join()) problems.push(`${where(step, op)}: the slave holds ${onSlave.join(' ')}, the master ${onMaster.join(' ')}`);
     if (problems.length > 0) break;
   }
   queue.close();
+  slave.close();
   expect(problems).toEqual([]);
   return { deliveries: model.deliveries.length, discards: model.discards.length };
 }
