@@ -179,6 +179,33 @@ export class QueueModel {
     return victims.length;
   }
 
+  /**
+   * The broker restarts (SPEC §8): every connection is gone; each held message comes back with its
+   * records, a delivery that was in flight counted (nbRequeues + 1); a message that waited for a
+   * subscriber goes to the groups the other records brought back. ttl runs again from acceptance.
+   */
+  restart(): void {
+    this.groups.clear();
+    for (const m of this.messages) {
+      m.ttlDone = false;
+      m.records = m.records.map((r) => {
+        let group = this.groups.get(r.group.key);
+        if (!group) this.groups.set(r.group.key, (group = { key: r.group.key, pattern: r.group.pattern, members: [], cursor: 0, records: 0 }));
+        group.records++;
+        const inFlight = r.state === 'inflight';
+        return { ...r, group, state: inFlight ? 'ready' : r.state, nbRequeues: inFlight ? r.nbRequeues + 1 : r.nbRequeues, notBefore: inFlight ? 0 : r.notBefore, to: null };
+      });
+    }
+    for (const m of this.messages) {
+      if (!m.unassigned) continue;
+      const groups = this.#matching(m.id);
+      if (groups.length === 0) continue;
+      m.unassigned = false;
+      for (const group of groups) this.#addRecord(m, group);
+    }
+    this.advance(this.now);
+  }
+
   /** the subscriber can take more (a stalled connection drained) */
   resume(sub: ModelSubscriber): void {
     for (const group of [...this.groups.values()]) if (group.members.includes(sub)) this.#pump(group);
@@ -189,7 +216,8 @@ export class QueueModel {
     for (;;) {
       const due = this.#nextDue();
       if (due > to) break;
-      this.now = due;
+      // what fell due while the broker was down happens when it is back
+      this.now = Math.max(this.now, due);
       this.#batched(() => this.#wake());
     }
     this.now = to;
@@ -208,6 +236,11 @@ export class QueueModel {
 
   inFlight(): Array<{ readonly to: ModelSubscriber; readonly messageId: string; readonly pattern: string }> {
     return this.#inFlightInOrder().map((r) => ({ to: r.to!, messageId: r.message.messageId, pattern: r.group.pattern }));
+  }
+
+  /** each held message as the queue lists it: `id?:group=state nbRequeues,...` (`?`: waits for a subscriber) */
+  summaries(): string[] {
+    return this.messages.map((m) => `${m.messageId}${m.unassigned ? '?' : ''}:${m.records.map((r) => `${r.group.key}=${r.state}${r.nbRequeues}`).sort().join(',')}`);
   }
 
   /** times at which a delayed requeue is due (the generator avoids two at one instant: their order is not defined) */

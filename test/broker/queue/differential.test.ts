@@ -9,11 +9,13 @@ import { type ModelDelivery, type ModelDiscard, type ModelSubscriber, QueueModel
 /**
  * One seeded random sequence of what users do (sends to ids and to `*`, listeners and consumers
  * coming and going, acks, nacks with and without a delay, touches, a listener's connection
- * stalling and draining, time passing through ack timeouts, delays and ttl) run against the real
- * Queue (a fake clock, a store that keeps bodies so the queue keeps only a window of them) and
- * against a plain reference model (test/support/queue-model.ts). They must agree on every
- * delivery (who got which message, in which order, with which nbRequeues), every dead letter
- * and drop past requeueLimit, every refusal for a full queue, and the depth after each step.
+ * stalling and draining, removes and purges, restarts of the broker on what its store recorded,
+ * time passing through ack timeouts, delays and ttl) run against the real Queue (a fake clock, a
+ * store that keeps bodies so the queue keeps only a window of them) and against a plain reference
+ * model (test/support/queue-model.ts). After every step they must agree on every delivery (who
+ * got which message, in which order, with which nbRequeues), every dead letter and drop past
+ * requeueLimit, every refusal for a full queue, depth, and each held message's records (state,
+ * nbRequeues per group); and a slave queue beside the master must hold what the master holds.
  */
 const SEEDS = Number(process.env.DIFF_SEEDS ?? 100);
 const STEPS = Number(process.env.DIFF_STEPS ?? 300);
@@ -71,18 +73,20 @@ async function run(seed: number): Promise<{ deliveries: number; discards: number
   // here (it follows the master's expiries and drops through the settlements)
   const slave = new Queue('q/v1', { ...settings, ttlMs: null, maxItems: Number.MAX_SAFE_INTEGER }, { now: () => Date.now(), store: new BodyStore(), bodyWindow, discard: () => undefined });
   slave.setDelivering(false);
-  const queue = new Queue('q/v1', settings, {
-    now: () => Date.now(),
-    store,
-    bodyWindow,
-    recorded: (events) => {
-      for (const e of events) {
-        if (e.kind === 'settle') slave.settleFromPeer(e.messageId, e.group);
-        else if (e.kind === 'remove') slave.forgetFromPeer(e.messageId);
-      }
-    },
-    discard: (target, m, group, nbDeliveries, reason) => void realDiscards.push({ target, messageId: m.messageId, group, nbDeliveries, reason }),
-  });
+  const open = () =>
+    new Queue('q/v1', settings, {
+      now: () => Date.now(),
+      store,
+      bodyWindow,
+      recorded: (events) => {
+        for (const e of events) {
+          if (e.kind === 'settle') slave.settleFromPeer(e.messageId, e.group);
+          else if (e.kind === 'remove') slave.forgetFromPeer(e.messageId);
+        }
+      },
+      discard: (target, m, group, nbDeliveries, reason) => void realDiscards.push({ target, messageId: m.messageId, group, nbDeliveries, reason }),
+    });
+  let queue = open();
   queue.setDelivering(true);
   const model = new QueueModel(settings, Date.now());
   const realDeliveries: ModelDelivery[] = [];
@@ -192,6 +196,16 @@ async function run(seed: number): Promise<{ deliveries: number; discards: number
       op = `purge ${id ?? 'all'}`;
       const [want, got] = [model.purge(id), queue.purge(id)];
       if (want !== got) problems.push(`${where(step, op)}: queue purged ${got}, model ${want}`);
+    } else if (r < 0.95) {
+      // the master restarts on what its store recorded; its clients' connections are gone
+      op = 'restart';
+      queue.close();
+      model.restart();
+      pairs.length = 0;
+      queue = open();
+      for (const recovered of (await store.load()).messages) queue.restore(recovered);
+      queue.finishRestore();
+      queue.setDelivering(true);
     } else {
       op = 'wait';
     }
@@ -220,6 +234,16 @@ async function run(seed: number): Promise<{ deliveries: number; discards: number
     }
     if (model.depth !== queue.depth || model.inFlightCount !== queue.inFlightCount) {
       problems.push(`${where(step, op)}: depth ${queue.depth} in flight ${queue.inFlightCount}, model ${model.depth} and ${model.inFlightCount}`);
+    }
+    // every message held, with each group's record (state, nbRequeues), as `whisker list -m` shows them
+    const held = queue
+      .messages()
+      .map((m) => `${m.messageId}${m.waitingForSubscriber ? '?' : ''}:${m.groups.map((g) => `${g.group}=${g.state}${g.nbRequeues}`).sort().join(',')}`)
+      .sort();
+    const modelHeld = model.summaries().sort();
+    if (held.join(' ') !== modelHeld.join(' ')) {
+      const [extra, missing] = [held.filter((h) => !modelHeld.includes(h)), modelHeld.filter((h) => !held.includes(h))];
+      problems.push(`${where(step, op)}: the queue holds ${extra.join(' ')} where the model holds ${missing.join(' ')}`);
     }
     const [onMaster, onSlave] = [[] as string[], [] as string[]];
     queue.heldIds(onMaster);
