@@ -197,10 +197,11 @@ async function run(seed: number): Promise<{ deliveries: number; discards: number
       const [want, got] = [model.purge(id), queue.purge(id)];
       if (want !== got) problems.push(`${where(step, op)}: queue purged ${got}, model ${want}`);
     } else if (r < 0.95) {
-      // the master restarts on what its store recorded; its clients' connections are gone
+      // the master restarts on what its store recorded; its clients are gone (from the slave too)
       op = 'restart';
       queue.close();
       model.restart();
+      for (const pair of pairs) slave.unsubscribe(pair.onSlave, pair.pattern);
       pairs.length = 0;
       queue = open();
       for (const recovered of (await store.load()).messages) queue.restore(recovered);
