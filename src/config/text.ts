@@ -24,6 +24,19 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Runs `check`, adding the problems of a ConfigError it throws to `problems` instead of
+ * stopping there: a file is fixed in one go, not one problem per run (issue 29 item 6).
+ */
+export function gatherProblems(problems: Problem[], check: () => void): void {
+  try {
+    check();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    problems.push(...error.problems);
+  }
+}
+
 /** `{ line, column }` (both from 1) of an offset in `text` */
 function position(text: string, offset: number): string {
   const before = text.slice(0, offset).split('\n');
