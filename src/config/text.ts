@@ -53,6 +53,27 @@ export function parseConfigText(text: string, where: string): unknown {
   const value: unknown = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: false });
   if (errors.length === 0) return value;
   const shown = errors.slice(0, 10).map((e) => `${printParseErrorCode(e.error)} at ${position(text, e.offset)}`);
-  throw new ConfigError('', `${where} is not valid JSON: ${shown.join('; ')}${errors.length > 10 ? `; and ${errors.length - 10} more` : ''}`);
+  const quotes = unquoted(text, errors);
+  const hint = quotes.length > 0 ? `; keys and strings need double quotes: write ${quotes.join(', ')}` : '';
+  throw new ConfigError('', `${where} is not valid JSON: ${shown.join('; ')}${errors.length > 10 ? `; and ${errors.length - 10} more` : ''}${hint}`);
+}
+
+const BARE_KEY = /^[A-Za-z_$][\w$-]*(?=\s*:)/;
+const SINGLE_QUOTED = /^'([^'\n]*)'/;
+
+/**
+ * A JavaScript object pasted as the config (Kitten-MQ's README writes one): its bare keys and
+ * single-quoted strings, as they must be written, with where they are (at most 5).
+ */
+function unquoted(text: string, errors: readonly ParseError[]): string[] {
+  const found: string[] = [];
+  for (const error of errors) {
+    if (printParseErrorCode(error.error) !== 'InvalidSymbol') continue;
+    const rest = text.slice(error.offset, error.offset + 300);
+    const word = BARE_KEY.exec(rest)?.[0] ?? SINGLE_QUOTED.exec(rest)?.[1];
+    if (word !== undefined) found.push(`${JSON.stringify(word)} at ${position(text, error.offset)}`);
+    if (found.length === 5) break;
+  }
+  return found;
 }
 

@@ -84,6 +84,21 @@ describe('the file', () => {
     expect(result.stderr).toMatch(/not valid JSON: CommaExpected at line 3 column 3/);
   });
 
+  test('the Kitten README\'s config pasted as a JavaScript object (unquoted keys, single quotes) says to quote them, with the line and column (outside check atk29)', async () => {
+    const dir = tempDir();
+    const path = write(dir, `{\n  // the broker\n  serverId : 'mybroker-service-1',\n  "isMaster": true,\n}\n`);
+    const result = await whisker(['start', '-c', path]);
+    expect(result.code).toBe(2);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    // the position of the first error stays; the hint names the key as it must be written
+    expect(lines[0]).toMatch(/not valid JSON: InvalidSymbol at line 3 column 3/);
+    expect(lines[0]).toContain('keys and strings need double quotes: write "serverId" at line 3 column 3, "mybroker-service-1" at line 3 column 14');
+    const single = write(dir, `{ "serverId": 'mybroker-service-1' }`);
+    const second = await whisker(['start', '-c', single]);
+    expect(second.stderr).toContain('keys and strings need double quotes: write "mybroker-service-1" at line 1 column 15');
+  });
+
   test('every problem of the file at once, each with its key, unknown keys with a "did you mean"', async () => {
     const dir = tempDir();
     const path = writeConfig(dir, { logLevl: 'debug', socketServer: { port: 0, hots: 'localhost' }, limits: { maxConections: 5, maxQueues: 0 }, channels: { 'orders/v1': { requeueLimt: 2 } }, frobnicate: true });
