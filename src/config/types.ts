@@ -116,6 +116,7 @@ export interface Config {
     readonly maxRegisteredClients: number;
     /** reserved ids (`!` read patterns) held at once; a new one past it is refused with E_LIMIT */
     readonly maxReservations: number;
+    readonly maxReservationsPerClient: number;
   };
   /** peek, tail and dead letters (dashboard, API, CLI) show message bodies; off by default: they are the users' data */
   readonly showBodies: boolean;

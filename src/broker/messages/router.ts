@@ -119,6 +119,7 @@ export class Router {
       now: options.now,
       holdSeconds: () => this.#policy.config.reservationHold,
       limit: () => this.#policy.config.limits.maxReservations,
+      limitPerName: () => this.#policy.config.limits.maxReservationsPerClient,
     });
     this.#idleQueues = new IdleQueues({ queues: this.#queues, timeoutSeconds: () => this.#policy.config.idleQueueTimeout, now: this.now });
   }
@@ -393,6 +394,16 @@ export class Router {
 
   resume(subscription: Subscription): void {
     this.#queues.get(subscription.queue)?.resume(subscription);
+  }
+
+  /**
+   * A client's flow limit for one subscription (docs/protocol.md#flow): what it holds stays in
+   * flight, nothing new past the limit; a higher one delivers at once. A slave keeps it for
+   * when it is promoted.
+   */
+  flow(subscription: Subscription, limit: number | null): void {
+    subscription.limit = limit ?? Infinity;
+    this.resume(subscription);
   }
 
   // ---- deliveries in flight ------------------------------------------------------------

@@ -12,7 +12,7 @@ import {
   type PublishResult,
 } from '../../protocol/frames.js';
 import type { BrokerContext, ConnectedSession } from './ports.js';
-import { handleAck, handleTouch } from './handlers/ack.js';
+import { handleAck, handleFlow, handleTouch } from './handlers/ack.js';
 import { handleAuth } from './handlers/auth.js';
 import { handlePeerFrame, peerGone } from './handlers/peer.js';
 import { handlePublish } from './handlers/publish.js';
@@ -130,7 +130,7 @@ export class Session implements ConnectedSession {
     this.#handshakeTimer = null;
     const config = this.ctx.policy.config;
     const epoch = this.ctx.peers.epoch;
-    this.send({ type: 'welcome', node: this.node, serviceId: config.serviceId, isMaster: this.ctx.router.isMaster, maxPayloadBytes: config.limits.maxPayloadBytes, ...(epoch !== undefined ? { epoch } : {}), features: ['touch'] });
+    this.send({ type: 'welcome', node: this.node, serviceId: config.serviceId, isMaster: this.ctx.router.isMaster, maxPayloadBytes: config.limits.maxPayloadBytes, ...(epoch !== undefined ? { epoch } : {}), features: ['touch', 'flow'] });
     if (isPeer) {
       this.send(this.ctx.peers.state());
       this.ctx.log.info('peer connected', { peer: this.label });
@@ -319,6 +319,9 @@ export class Session implements ConnectedSession {
         return;
       case 'touch':
         handleTouch(this, frame);
+        return;
+      case 'flow':
+        handleFlow(this, frame);
         return;
       case 'peerState':
       case 'follow':
