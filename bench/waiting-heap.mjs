@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { compilePolicy } from '../dist/broker/access/policy.js';
 import { Lifecycle } from '../dist/broker/lifecycle.js';
 import { Router } from '../dist/broker/messages/router.js';
+import { Replica } from '../dist/broker/mirror/replica.js';
 import { Subscription } from '../dist/broker/queue/subscription.js';
 import { LogStore } from '../dist/broker/store/log.js';
 import { buildConfig } from '../dist/config/load.js';
@@ -72,6 +73,15 @@ const queue = router.queues.get('bench/v1');
 const per = (a, b) => ((a - b) / count).toFixed(1);
 console.log(`${count.toLocaleString('en-US')} more waiting (depth ${queue.depth.toLocaleString('en-US')}, bodies in memory ${queue.bodiesInMemory}): heap ${per(after.heap, before.heap)} B + array buffers ${per(after.buffers, before.buffers)} B per waiting message; heapUsed ${(after.heap / 1e6).toFixed(1)} MB, rss ${(after.rss / 1e6).toFixed(0)} MB`);
 if (snapshot) console.log(`heap snapshot: ${writeHeapSnapshot(snapshot)}`);
+
+// what a sync to a mirror holds while it runs: the master's snapshot of everything held
+{
+  const t = performance.now();
+  const held = new Replica(router).snapshot().messages;
+  const ms = performance.now() - t;
+  const during = measure();
+  console.log(`sync snapshot of ${held.length.toLocaleString('en-US')} held: heap ${((during.heap - after.heap) / held.length).toFixed(1)} B + array buffers ${((during.buffers - after.buffers) / held.length).toFixed(1)} B per message while it is kept, taken in one turn of ${ms.toFixed(0)} ms`);
+}
 
 // the drain: one consumer, prefetch 100, acks each delivery on the next turn
 const total = queue.depth;

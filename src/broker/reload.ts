@@ -9,7 +9,7 @@ import type { Config } from '../config/types.js';
 import type { Logger } from '../runtime/logger.js';
 import type { ServiceNotifier } from '../runtime/notify.js';
 import { WhiskerError } from '../protocol/errors.js';
-import { compilePolicy } from './access/policy.js';
+import { compilePolicy, policyProblems } from './access/policy.js';
 import type { Rules } from './access/rules.js';
 import type { ReloadOutcome, ReloadResult } from './embedded.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -109,7 +109,7 @@ export class Reloader {
     if (lifecycle.isStopping) return { ok: false, error: 'the broker is stopping' };
     notify.reloading();
     try {
-      return { ok: true, ...this.apply(loadConfigFile(path)) };
+      return { ok: true, ...this.apply(loadConfigFile(path, policyProblems)) };
     } catch (error) {
       this.#failures++;
       this.#lastError = (error as Error).message;

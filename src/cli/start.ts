@@ -1,4 +1,4 @@
-import { type Broker, startBroker } from '../server/start.js';
+import { type Broker, policyProblems, startBroker } from '../server/start.js';
 import { ConfigError, defaultConfig, kittenWarnings, loadConfigFile } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { createLogger } from '../runtime/logger.js';
@@ -17,7 +17,7 @@ function warnIgnored(config: Config): void {
 export async function runStart(configPath: string | undefined, options: { watch?: boolean; implicit?: boolean } = {}): Promise<number> {
   let config: Config;
   try {
-    config = configPath ? loadConfigFile(configPath) : defaultConfig();
+    config = configPath ? loadConfigFile(configPath, policyProblems) : defaultConfig();
   } catch (error) {
     process.stderr.write(`whisker: ${(error as Error).message}\n`);
     return 2;

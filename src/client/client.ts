@@ -12,6 +12,7 @@ import { Outbox } from './outbox.js';
 import { type ReplayHandle, type ReplayOptions, replayFrame, Replays, SeamSink } from './replay.js';
 import { MessageStream, ReplayStream } from './stream.js';
 import { checkLimit, ClientSubscription, Handle, type SubscriptionHost, type SubscriptionSink } from './subscription.js';
+import { UnheardWarnings } from './warnings.js';
 import type {
   ChannelArg,
   ChannelString,
@@ -84,7 +85,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     let told = false;
     return reportedPromise<void>(
       (resolve, reject) => this.#connect(config, (err) => (err ? ((told = handled(err)), reject(err)) : resolve())),
-      (err) => void (told || process.emitWarning(err)),
+      (err) => void (told || this.#unheard.warn(err)),
     );
   }
 
@@ -298,6 +299,8 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     (this.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args);
   }
 
+  readonly #unheard = new UnheardWarnings();
+
   /** a promise nobody awaited failed: its error goes to `error`, or is a process warning */
   readonly #reportUnobserved = (error: WhiskerError): void => void this.#emitError(error, true);
 
@@ -311,7 +314,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
       return true;
     }
     // EventEmitter throws an unheard `error`: a library must not crash its process for it
-    if (warnIfUnheard) process.emitWarning(error);
+    if (warnIfUnheard) this.#unheard.warn(error);
     return false;
   }
 

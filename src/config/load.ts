@@ -2,12 +2,12 @@ import { parseHost } from '../link/hosts.js';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Ajv } from 'ajv';
-import { ConfigError, parseConfigText } from './text.js';
+import { ConfigError, gatherProblems, parseConfigText } from './text.js';
 import { type Problem, problemsOf } from './problems.js';
 import { configSchema } from './schema.js';
 import type { Config, ElectionConfig } from './types.js';
 
-export { ConfigError, parseConfigText };
+export { ConfigError, gatherProblems, parseConfigText };
 
 // allErrors: a file is fixed in one go, not one key per run; verbose: the schema of an unknown key's parent, for "did you mean"
 const ajv = new Ajv({ allErrors: true, verbose: true, useDefaults: true, strict: true, allowUnionTypes: true });
@@ -80,7 +80,7 @@ function stripReferenceKeys(config: Record<string, unknown>, renamed: string[]):
  * Validates a parsed config object, applies defaults once and resolves relative paths
  * against `baseDirectory` (the config file's folder). Throws ConfigError naming the key.
  */
-export function buildConfig(raw: unknown, baseDirectory: string, configPath: string | null): Config {
+export function buildConfig(raw: unknown, baseDirectory: string, configPath: string | null, check?: ConfigCheck): Config {
   const copy: unknown = raw === undefined ? {} : structuredClone(raw);
   if (typeof copy !== 'object' || copy === null || Array.isArray(copy)) {
     throw new ConfigError('', 'the file must hold one JSON object');
@@ -94,6 +94,7 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
   const config = copy as Record<string, unknown> & Omit<Config, 'configPath' | 'ignoredKeys' | 'renamedKeys'>;
   if (Array.isArray(config.peers)) problems.push(...peerProblems(config.peers ?? [], config.serviceId));
   if (problems.length === 0) problems.push(...portClash(config));
+  if (check) problems.push(...laterProblems(problems, check, copy));
   if (problems.length > 0) throw ConfigError.of(problems);
   const paths = ['dataDirectory', 'registeredClientsPath', 'keysDirectory'] as const;
   const resolved: Record<string, string> = {};
@@ -161,8 +162,26 @@ function peerProblems(peers: readonly unknown[], serviceId: unknown): Problem[] 
   return problems;
 }
 
-/** Reads and validates a config file. */
-export function loadConfigFile(path: string): Config {
+/**
+ * What the broker checks once the keys are valid (rules, channel formats: broker/access/policy.ts),
+ * run on the same file so every problem is told at once. It may see a file the schema refused.
+ */
+export type ConfigCheck = (config: unknown) => readonly Problem[];
+
+/** the check's problems not told already; a check that trips on a file the schema refused adds nothing */
+function laterProblems(told: readonly Problem[], check: ConfigCheck, config: unknown): Problem[] {
+  let found: readonly Problem[];
+  try {
+    found = check(config);
+  } catch {
+    return [];
+  }
+  const keys = new Set(told.map((problem) => problem.key));
+  return found.filter((problem) => !keys.has(problem.key));
+}
+
+/** Reads and validates a config file; `check`: see ConfigCheck. */
+export function loadConfigFile(path: string, check?: ConfigCheck): Config {
   const absolute = resolve(path);
   let text: string;
   try {
@@ -170,7 +189,7 @@ export function loadConfigFile(path: string): Config {
   } catch (error) {
     throw new ConfigError('', `cannot read ${absolute}: ${(error as Error).message}`);
   }
-  return buildConfig(parseConfigText(text, absolute), dirname(absolute), absolute);
+  return buildConfig(parseConfigText(text, absolute), dirname(absolute), absolute, check);
 }
 
 /** The built-in default: 127.0.0.1, data under ./whisker-data of the working directory. */

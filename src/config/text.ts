@@ -24,6 +24,19 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Runs `check`, adding the problems of a ConfigError it throws to `problems` instead of
+ * stopping there: a file is fixed in one go, not one problem per run (issue 29 item 6).
+ */
+export function gatherProblems(problems: Problem[], check: () => void): void {
+  try {
+    check();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    problems.push(...error.problems);
+  }
+}
+
 /** `{ line, column }` (both from 1) of an offset in `text` */
 function position(text: string, offset: number): string {
   const before = text.slice(0, offset).split('\n');
@@ -40,6 +53,27 @@ export function parseConfigText(text: string, where: string): unknown {
   const value: unknown = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false, allowEmptyContent: false });
   if (errors.length === 0) return value;
   const shown = errors.slice(0, 10).map((e) => `${printParseErrorCode(e.error)} at ${position(text, e.offset)}`);
-  throw new ConfigError('', `${where} is not valid JSON: ${shown.join('; ')}${errors.length > 10 ? `; and ${errors.length - 10} more` : ''}`);
+  const quotes = unquoted(text, errors);
+  const hint = quotes.length > 0 ? `; keys and strings need double quotes: write ${quotes.join(', ')}` : '';
+  throw new ConfigError('', `${where} is not valid JSON: ${shown.join('; ')}${errors.length > 10 ? `; and ${errors.length - 10} more` : ''}${hint}`);
+}
+
+const BARE_KEY = /^[A-Za-z_$][\w$-]*(?=\s*:)/;
+const SINGLE_QUOTED = /^'([^'\n]*)'/;
+
+/**
+ * A JavaScript object pasted as the config (Kitten-MQ's README writes one): its bare keys and
+ * single-quoted strings, as they must be written, with where they are (at most 5).
+ */
+function unquoted(text: string, errors: readonly ParseError[]): string[] {
+  const found: string[] = [];
+  for (const error of errors) {
+    if (printParseErrorCode(error.error) !== 'InvalidSymbol') continue;
+    const rest = text.slice(error.offset, error.offset + 300);
+    const word = BARE_KEY.exec(rest)?.[0] ?? SINGLE_QUOTED.exec(rest)?.[1];
+    if (word !== undefined) found.push(`${JSON.stringify(word)} at ${position(text, error.offset)}`);
+    if (found.length === 5) break;
+  }
+  return found;
 }
 

@@ -7,6 +7,9 @@
 import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { Broker, type BrokerHooks, type BrokerOptions } from '../broker/broker.js';
+
+/** the rules' and formats' problems of a file, for `whisker start` to tell with the schema's */
+export { policyProblems } from '../broker/access/policy.js';
 import type { Config } from '../config/types.js';
 import { controlHandler } from '../ops/admin.js';
 import { ControlServer, controlSocketPath } from '../ops/control.js';

@@ -84,6 +84,21 @@ describe('the file', () => {
     expect(result.stderr).toMatch(/not valid JSON: CommaExpected at line 3 column 3/);
   });
 
+  test('the Kitten README\'s config pasted as a JavaScript object (unquoted keys, single quotes) says to quote them, with the line and column (outside check atk29)', async () => {
+    const dir = tempDir();
+    const path = write(dir, `{\n  // the broker\n  serverId : 'mybroker-service-1',\n  "isMaster": true,\n}\n`);
+    const result = await whisker(['start', '-c', path]);
+    expect(result.code).toBe(2);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    // the position of the first error stays; the hint names the key as it must be written
+    expect(lines[0]).toMatch(/not valid JSON: InvalidSymbol at line 3 column 3/);
+    expect(lines[0]).toContain('keys and strings need double quotes: write "serverId" at line 3 column 3, "mybroker-service-1" at line 3 column 14');
+    const single = write(dir, `{ "serverId": 'mybroker-service-1' }`);
+    const second = await whisker(['start', '-c', single]);
+    expect(second.stderr).toContain('keys and strings need double quotes: write "mybroker-service-1" at line 1 column 15');
+  });
+
   test('every problem of the file at once, each with its key, unknown keys with a "did you mean"', async () => {
     const dir = tempDir();
     const path = writeConfig(dir, { logLevl: 'debug', socketServer: { port: 0, hots: 'localhost' }, limits: { maxConections: 5, maxQueues: 0 }, channels: { 'orders/v1': { requeueLimt: 2 } }, frobnicate: true });
@@ -99,6 +114,48 @@ describe('the file', () => {
     expect(result.stderr).toContain('config key "channels.orders/v1.requeueLimt": unknown key; did you mean "channels.orders/v1.requeueLimit"?');
     expect(result.stderr).toMatch(/config key "frobnicate": unknown key\n/);
   });
+
+  test('rules, channel maps, schemas and dead-letter channels are told in the same run as the keys (outside check atk29)', async () => {
+    // a file with problems of every stage: the keys' schema, two rules, three channel formats, a
+    // dead-letter channel. Before: only the schema's were told; fixed, the next run told the
+    // first bad rule; fixed, the first bad map; and so on, one per run
+    const bad = {
+      logLevl: 'info',
+      socketServer: { port: 0 },
+      rules: [{ client: 'a', read: ['bad//x', 'ok/v1/*'] }, { client: 'b', write: ['x'] }],
+      channels: {
+        'a/v1': { map: { x: ['strin'] } },
+        'b/v1': { map: { z: ['int'] } },
+        'c/v1': { schema: { type: 'objet' } },
+        'd/v1': { map: { y: ['numbr'] }, deadLetter: 'dead/v1/*' },
+      },
+    };
+    const dir = tempDir();
+    const path = writeConfig(dir, bad);
+    const result = await whisker(['start', '-c', path]);
+    expect(result.code).toBe(2);
+    const expected = [
+      'whisker: config: 7 problems:',
+      '  config key "logLevl": unknown key; did you mean "logLevel"?',
+      '  config key "rules.0.read.0": "bad//x": bad version',
+      '  config key "rules.1.write.0": "x" must be "endpoint/version/id", "endpoint/version/*" or "endpoint/*"',
+      expect.stringMatching(/^ {2}config key "channels.a\/v1.map.x": unknown type "strin"; did you mean "string"\? the first element must be one of int, /),
+      expect.stringMatching(/^ {2}config key "channels.c\/v1.schema.type": invalid JSON Schema: /),
+      expect.stringMatching(/^ {2}config key "channels.d\/v1.map.y": unknown type "numbr"; did you mean "number"\? /),
+      expect.stringMatching(/^ {2}config key "channels.d\/v1.deadLetter": not a channel: cannot be \*$/),
+    ];
+    expect(result.stderr.trim().split('\n')).toEqual(expected);
+    // a reload of a running broker refuses the same file with the same list
+    const good = writeConfig(tempDir(), { dataDirectory: 'data', registeredClientsPath: 'clients', keysDirectory: 'keys', socketServer: { port: 0 } });
+    const broker = await startProcess(good);
+    writeFileSync(good, JSON.stringify({ ...bad, dataDirectory: 'data', registeredClientsPath: 'clients', keysDirectory: 'keys' }));
+    const reload = await whisker(['reload', '-c', good]);
+    expect(reload.code).toBe(2);
+    for (const key of ['logLevl', 'rules.0.read.0', 'rules.1.write.0', 'channels.a/v1.map.x', 'channels.c/v1.schema.type', 'channels.d/v1.map.y', 'channels.d/v1.deadLetter']) {
+      expect(reload.stderr).toContain(`config key "${key}"`);
+    }
+    broker.child.kill('SIGKILL');
+  }, 30_000);
 
   test('Kitten\'s serverId is the broker\'s serviceId when serviceId is absent, with a warning naming the new key', async () => {
     const dir = tempDir();

@@ -68,4 +68,13 @@ describe('a promise nobody awaits', () => {
     for (const c of ['E_FORBIDDEN', 'E_SCHEMA', 'E_NO_MASTER', 'E_BAD_CHANNEL']) expect(stderr).toContain(`[${c}]`);
     expect(stderr).not.toMatch(/Unhandled|unhandled/);
   }, 30_000);
+
+  test('a burst of one failure is one warning and one line counting the repeats, not a line per message', async () => {
+    const { master, slave } = await brokers();
+    const { code, stderr } = await run({ WHISKER_HOST: master, WHISKER_SLAVE: slave, REPEATS: '300' });
+    expect(code).toBe(0);
+    expect(stderr.match(/\[E_FORBIDDEN\] WhiskerError/g)).toHaveLength(1);
+    expect(stderr).toMatch(/300 more E_FORBIDDEN failures like the one above within 1 s/);
+    expect(stderr.split('\n').length).toBeLessThan(60);
+  }, 30_000);
 });

@@ -1,4 +1,5 @@
-import { ConfigError } from '../../config/load.js';
+import { ConfigError, gatherProblems } from '../../config/load.js';
+import type { Problem } from '../../config/problems.js';
 import type { Config, Retention } from '../../config/types.js';
 import { parseChannel, WILDCARD } from '../../protocol/channel.js';
 import { type ChannelFormat, compileChannelFormat } from './formats/index.js';
@@ -19,19 +20,38 @@ export interface Policy {
   mayRegister(name: string): boolean;
 }
 
+/**
+ * The problems compilePolicy would throw, for loadConfigFile to tell them with the schema's
+ * (every problem of a file at once). Given a file the schema refused it may throw anything else.
+ */
+export function policyProblems(config: unknown): readonly Problem[] {
+  try {
+    compilePolicy(config as Config);
+    return [];
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+}
+
 export function compilePolicy(config: Config): Policy {
-  const rules = compileRules(config.rules, config.defaultPolicy);
+  // every bad rule, format and dead-letter channel of the file at once, not one per run
+  const problems: Problem[] = [];
+  let compiled: Rules | undefined;
+  gatherProblems(problems, () => (compiled = compileRules(config.rules, config.defaultPolicy)));
   const formats = new Map<string, ChannelFormat | null>();
   for (const [queue, settings] of Object.entries(config.channels)) {
-    formats.set(queue, compileChannelFormat(queue, settings));
+    gatherProblems(problems, () => formats.set(queue, compileChannelFormat(queue, settings)));
     if (settings.deadLetter !== undefined) {
       try {
         if (parseChannel(settings.deadLetter).id === WILDCARD) throw new Error('cannot be *');
       } catch (error) {
-        throw new ConfigError(`channels.${queue}.deadLetter`, `not a channel: ${(error as Error).message}`);
+        problems.push({ key: `channels.${queue}.deadLetter`, message: `not a channel: ${(error as Error).message}` });
       }
     }
   }
+  if (problems.length > 0 || !compiled) throw ConfigError.of(problems);
+  const rules = compiled;
   const settingsCache = new Map<string, QueueSettings>();
   return {
     config,

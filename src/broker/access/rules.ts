@@ -1,4 +1,5 @@
-import { ConfigError } from '../../config/load.js';
+import { ConfigError, gatherProblems } from '../../config/load.js';
+import type { Problem } from '../../config/problems.js';
 import type { RuleConfig } from '../../config/types.js';
 import { parseChannel, WILDCARD } from '../../protocol/channel.js';
 import { WhiskerError } from '../../protocol/errors.js';
@@ -131,7 +132,8 @@ function compileTable(
   if (patterns === undefined) return undefined;
   const grants = new ChannelGrants();
   const plain = new ChannelGrants();
-  patterns.forEach((raw, index) => {
+  const problems: Problem[] = [];
+  patterns.forEach((raw, index) => gatherProblems(problems, () => {
     const patternKey = `${key}.${index}`;
     const isReservation = raw.startsWith(RESERVED_MARK);
     if (isReservation && table === 'write') {
@@ -141,7 +143,8 @@ function compileTable(
     grants.add(pattern); // a reserving pattern grants read too, of specific ids only
     if (isReservation) reserved.add(pattern);
     else plain.add(pattern);
-  });
+  }));
+  if (problems.length > 0) throw ConfigError.of(problems);
   return { all: grants, plain };
 }
 
@@ -164,15 +167,19 @@ export function compileRules(rules: readonly RuleConfig[] | undefined, defaultPo
   const byName = new Map<string, CompiledRule[]>();
   const byPrefix: { readonly prefix: string; readonly rule: CompiledRule }[] = [];
 
+  // every bad rule and pattern of the file is reported at once
+  const problems: Problem[] = [];
   rules.forEach((config, index) => {
     const key = `rules.${index}`;
     if (!CLIENT_PATTERN.test(config.client)) {
-      throw new ConfigError(`${key}.client`, `"${config.client}" must be a client name, a name prefix ending in *, or *`);
+      problems.push({ key: `${key}.client`, message: `"${config.client}" must be a client name, a name prefix ending in *, or *` });
     }
-    const rule: CompiledRule = {
-      read: compileTable(config.read, 'read', `${key}.read`, reserved),
-      write: compileTable(config.write, 'write', `${key}.write`, reserved),
-    };
+    let read: CompiledTable | undefined;
+    let write: CompiledTable | undefined;
+    gatherProblems(problems, () => (read = compileTable(config.read, 'read', `${key}.read`, reserved)));
+    gatherProblems(problems, () => (write = compileTable(config.write, 'write', `${key}.write`, reserved)));
+    const rule: CompiledRule = { read, write };
+    if (typeof config.client !== 'string') return; // told above; only for policyProblems on a file the schema refused
     if (config.client.endsWith(WILDCARD)) {
       byPrefix.push({ prefix: config.client.slice(0, -WILDCARD.length), rule });
     } else {
@@ -181,6 +188,8 @@ export function compileRules(rules: readonly RuleConfig[] | undefined, defaultPo
       byName.set(config.client, list);
     }
   });
+
+  if (problems.length > 0) throw ConfigError.of(problems);
 
   function rulesOf(client: string): CompiledRule[] {
     const matching = [...(byName.get(client) ?? [])];

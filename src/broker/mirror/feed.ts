@@ -1,7 +1,7 @@
 import type { BrokerFrame, FollowHistory, PeerMessage, PeerReservation, PeerSettlement } from '../../protocol/frames.js';
 import type { Logger } from '../../runtime/logger.js';
 import { type HistoryPlan, HistoryStream } from './history-stream.js';
-import { type Replica, toPeerMessage } from './replica.js';
+import { type HeldMessages, type Replica, toPeerMessage } from './replica.js';
 import type { StoreEvent, StoredMessage } from '../store/store.js';
 import type { FollowerState } from './types.js';
 
@@ -96,7 +96,7 @@ export class PeerFeed {
     this.#catchUps.get(follower)?.acked(n);
   }
 
-  async #sync(follower: Follower, backlog: Array<BrokerFrame | string>, messages: readonly StoredMessage[], removed: readonly string[], plan: HistoryPlan | null): Promise<void> {
+  async #sync(follower: Follower, backlog: Array<BrokerFrame | string>, messages: HeldMessages, removed: readonly string[], plan: HistoryPlan | null): Promise<void> {
     let chunk: PeerMessage[] = [];
     let bytes = 0;
     for (let i = 0; i < messages.length; i += CHUNK_MESSAGES) {

@@ -14,6 +14,18 @@ export function toPeerMessage(m: StoredMessage): PeerMessage {
 }
 
 /**
+ * The messages a sync hands a follower: the ids held when it began, each made a message only
+ * when its chunk is sent (a queue keeps most waiting messages as rows, and a snapshot of a
+ * million of them as objects undid that: issue 30). A message settled since is left out (its
+ * removal follows in the feed).
+ */
+export interface HeldMessages {
+  readonly length: number;
+  /** the messages `start` to `end` (excluded) of the snapshot that are still held, in order */
+  slice(start: number, end: number): StoredMessage[];
+}
+
+/**
  * This broker's messages as mirrors see them (SPEC §9, docs/protocol.md#peers): what a master
  * hands a follower (snapshot, bodies), what a slave applies of its master (messages and
  * settlements), and what a slave holds that its master never named (offers).
@@ -37,10 +49,22 @@ export class Replica {
    * What a mirror that follows this master needs first: what is held, and what was settled.
    * Bodies left on disk are read with `withBodies`, a chunk at a time.
    */
-  snapshot(): { messages: StoredMessage[]; removed: string[] } {
+  snapshot(): { messages: HeldMessages; removed: string[] } {
     const router = this.#router;
-    const messages: StoredMessage[] = [];
-    for (const queue of router.queues.values()) for (const m of queue.heldMessages()) messages.push(m);
+    // the ids only (strings the queues hold already): 8 bytes a message, not an object
+    const ids: string[] = [];
+    for (const queue of router.queues.values()) queue.heldIds(ids);
+    const messages: HeldMessages = {
+      length: ids.length,
+      slice: (start, end) => {
+        const part: StoredMessage[] = [];
+        for (const messageId of ids.slice(start, end)) {
+          const message = router.holding(messageId)?.message(messageId);
+          if (message) part.push(message);
+        }
+        return part;
+      },
+    };
     const removed: string[] = [];
     for (const messageId of router.recentIds()) if (!router.holding(messageId)) removed.push(messageId);
     return { messages, removed };

@@ -72,6 +72,8 @@ export class Queue {
   /** groups to pump on the next turn (a promotion slice found nothing for them yet) */
   readonly #pumpSoon = new Set<Group>();
   #adoptScheduled = false;
+  /** groups whose pump waits for the end of a batch of requeues (#batched); null: none under way */
+  #deferred: Set<Group> | null = null;
   #closed = false;
   readonly #timer: WakeTimer;
   readonly counters: QueueCounters = { received: 0, delivered: 0, acked: 0, requeued: 0, timedOut: 0, deadLettered: 0, dropped: 0, expired: 0 };
@@ -224,7 +226,11 @@ export class Queue {
       this.#cold!.add(message, groups, keys);
       if (groups.length > 0) this.#record([{ kind: 'assign', messageId: message.messageId, groups: keys }]);
       this.#armTtlAt(message.acceptedAt);
-      for (const group of groups) if (group.freshListed === 0) this.#pump(group);
+      // which groups had nothing listed is read before any pump: the first one's pump promotes
+      // the row into every group's list, and the others were then never pumped (a consumer of
+      // a second group waited for the next send or ack; differential test, seed 2)
+      const idle = groups.filter((group) => group.freshListed === 0);
+      for (const group of idle) this.#pump(group);
       return;
     }
     const entry = this.#addEntry(message);
@@ -236,8 +242,9 @@ export class Queue {
       for (const group of groups) this.#pump(group);
     }
     this.#armTtl(entry);
-    // far from delivery (not handed out at once, the window full): its body stays on disk only
-    if (entry.pending > 0 || entry.unassigned) this.#bodies.accepted(entry);
+    // far from delivery (not handed out at once, the window full): its body stays on disk only;
+    // not while it is in flight to a group, whose redelivery would read it back (and wait for it)
+    if ((entry.pending > 0 || entry.unassigned) && !entry.records.some((r) => r.state === 'inflight')) this.#bodies.accepted(entry);
   }
 
   /** rebuilds state from the store on start, before any subscriber exists */
@@ -245,6 +252,11 @@ export class Queue {
     const { message, records } = recovered;
     if (this.#index.has(message.messageId) || this.#backlog.find(message.messageId) >= 0) return;
     if (this.#goesCold() && records.every((r) => r.nbRequeues === 0 && r.notBefore === 0)) return this.#restoreCold(message, records.map((r) => r.group));
+    // held as objects (a requeued record), it may not be newer than cold rows: every list of
+    // objects (groups' first deliveries, acceptance order, ttl, drop-oldest) takes objects as older
+    // than rows. The rows before it are held as objects first, in order (differential test,
+    // seeds 2, 3, 9, 28: out of order deliveries, the newer dropped, a ttl missed after a restart)
+    for (let taken = this.#cold?.takeFirst() ?? null; taken; taken = this.#cold!.takeFirst()) this.#hold(taken.message, taken.groups);
     const entry = this.#addEntry(message);
     if (records.length === 0) this.#markUnassigned(entry);
     for (const r of records) {
@@ -312,9 +324,11 @@ export class Queue {
     const group = this.#groups.get(key);
     if (!group) return;
     group.removeMember(subscriber);
-    for (const record of [...this.#inFlight]) {
-      if (record.deliveredTo === subscriber && record.group === group) this.#failDelivery(record, 0, 'unsubscribed');
-    }
+    this.#batched(() => {
+      for (const record of [...this.#inFlight]) {
+        if (record.deliveredTo === subscriber && record.group === group) this.#failDelivery(record, 0, 'unsubscribed');
+      }
+    });
     const groups = this.#groupsOf.get(subscriber);
     groups?.delete(group);
     if (!groups || groups.size === 0) {
@@ -405,7 +419,13 @@ export class Queue {
     if (entry) this.#drop(entry, 'acked', true);
   }
 
-  /** every message held, in acceptance order (a sync to a mirror) */
+  /** the ids of every message held, in acceptance order, pushed onto `into` (a sync to a mirror: no object per row) */
+  heldIds(into: string[]): void {
+    for (const entry of this.#held) into.push(entry.message.messageId);
+    for (const row of this.#cold?.rows() ?? []) into.push(this.#backlog.messageId(row));
+  }
+
+  /** every message held, in acceptance order (offers to a master) */
   heldMessages(): IterableIterator<StoredMessage> {
     return (function* (entries: EntryList, cold: ColdTier | null, backlog: Backlog) {
       for (const entry of entries) yield entry.message;
@@ -420,11 +440,16 @@ export class Queue {
 
   /** empties the queue (or one id) without touching subscriptions (`whisker delete`) */
   purge(id?: string): number {
-    const victims = id === undefined ? [...this.#held] : [...(this.#byId.get(id) ?? [])];
-    for (const entry of victims) this.#drop(entry, 'dropped', true);
-    const rows = this.#cold === null ? [] : id === undefined ? [...this.#cold.rows()] : [...this.#cold.rowsOf(id)];
-    for (const row of rows) this.#dropCold(row, 'dropped');
-    return victims.length + rows.length;
+    // no group delivers before the end: a pump would promote rows not listed yet, and they would stay
+    let count = 0;
+    this.#batched(() => {
+      const victims = id === undefined ? [...this.#held] : [...(this.#byId.get(id) ?? [])];
+      for (const entry of victims) this.#drop(entry, 'dropped', true);
+      const rows = this.#cold === null ? [] : id === undefined ? [...this.#cold.rows()] : [...this.#cold.rowsOf(id)];
+      for (const row of rows) this.#dropCold(row, 'dropped');
+      count = victims.length + rows.length;
+    });
+    return count;
   }
 
   /** drops one held message, in flight or not (a dead letter replayed or purged by the operator) */
@@ -578,12 +603,17 @@ export class Queue {
       this.#unmarkUnassigned(entry);
       waited = true;
     }
+    const freed: Group[] = [];
     for (const record of [...entry.records]) {
       if (record.state === 'inflight' && !inFlightToo) continue;
+      if (record.state === 'inflight') freed.push(record.group);
       this.#settle(record, outcome);
       waited = true;
     }
     this.#forgetIfDone(entry);
+    // a delivery dropped in flight (remove, purge) freed its subscriber's prefetch: the group's
+    // next messages go now, not at the next send or ack (differential test, seed 10)
+    for (const group of freed) this.#pump(group);
     return waited;
   }
 
@@ -619,12 +649,16 @@ export class Queue {
       else this.counters.dropped++;
       this.#env.discard(target, entry.message, record.group.key, nbDeliveries, reason);
       this.#settle(record, target ? 'dead-lettered' : 'dropped');
+      // the delivery freed its subscriber's prefetch: the group's next messages go now, not at
+      // the next send or ack (differential test, seed 2: a consumer sat idle with two waiting)
+      this.#pump(record.group);
       return;
     }
     const now = this.#env.now();
     if (this.#isExpired(entry, now)) {
       this.counters.expired++;
       this.#settle(record, 'expired');
+      this.#pump(record.group);
       return;
     }
     this.counters.requeued++;
@@ -834,7 +868,28 @@ export class Queue {
     for (const group of this.#groups.values()) this.#pump(group);
   }
 
+  /**
+   * Pumps asked for while `work` runs (requeues of one unsubscribe or one timer wake) happen
+   * once at its end: the requeued records then go in order together, as they would if every body
+   * were in memory (a pump that stops to read a body back would let the next requeue overtake
+   * it; differential test, seed 1335)
+   */
+  #batched(work: () => void): void {
+    if (this.#deferred) return work();
+    const deferred = (this.#deferred = new Set());
+    try {
+      work();
+    } finally {
+      this.#deferred = null;
+    }
+    for (const group of deferred) this.#pump(group);
+  }
+
   #pump(group: Group): void {
+    if (this.#deferred) {
+      this.#deferred.add(group);
+      return;
+    }
     if (!this.#delivering || group.memberCount === 0 || this.#env.isDraining?.()) return;
     let promoted = false;
     for (;;) {
@@ -912,6 +967,10 @@ export class Queue {
   }
 
   #wake(): void {
+    this.#batched(() => this.#wakeAt());
+  }
+
+  #wakeAt(): void {
     const now = this.#env.now();
     let next = Infinity;
 

@@ -14,7 +14,7 @@ export class MemoryStore implements MessageStore {
   record(_events: readonly StoreEvent[]): void {}
 
   /** the queues' memory is the only copy: they must keep every body */
-  readonly readsBodies = false;
+  readonly readsBodies: boolean = false;
 
   async readBodies(messageIds: readonly string[]): Promise<unknown[]> {
     return messageIds.map(() => undefined);

@@ -3,6 +3,7 @@
  * whose key is the field's config path (docs/formats.md#modifiers).
  */
 import { ConfigError } from '../../../config/load.js';
+import { nearest } from '../../../config/problems.js';
 import { FIELD_TYPES, KINDS, isConversion, isFieldType, type Conversion, type FieldType } from './kinds.js';
 
 export interface FieldSpec {
@@ -58,7 +59,8 @@ function parseField(name: string, definition: unknown, key: string): FieldSpec {
   const elements: readonly unknown[] = definition;
   const type = elements[0];
   if (!isFieldType(type)) {
-    throw new ConfigError(key, `unknown type ${show(type)}; the first element must be one of ${FIELD_TYPES.join(', ')}`);
+    const near = typeof type === 'string' ? nearest(type, FIELD_TYPES) : null;
+    throw new ConfigError(key, `unknown type ${show(type)}; ${near ? `did you mean "${near}"? ` : ''}the first element must be one of ${FIELD_TYPES.join(', ')}`);
   }
   const draft: Draft = { optional: false, min: undefined, max: undefined, conversion: undefined, fields: undefined };
   for (let i = 1; i < elements.length; i++) {
