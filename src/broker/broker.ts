@@ -12,6 +12,7 @@ import type { Broker as BrokerView, BrokerOptions, QueueView, ReloadOutcome, Rel
 import type { History } from './history/history.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Router } from './messages/router.js';
+import type { Cluster } from './cluster/cluster.js';
 import type { Election } from './mirror/election.js';
 import type { Peers } from './mirror/peers.js';
 import type { ElectionView } from './mirror/types.js';
@@ -43,6 +44,7 @@ export class Broker implements BrokerView {
   readonly #lifecycle: Lifecycle;
   readonly #server: SocketServer;
   readonly #election: Election | null;
+  readonly #cluster: Cluster | null;
   readonly #control: ControlServer | null;
   readonly #metrics: BrokerMetrics | null;
   readonly #managementPort: Server | null;
@@ -81,6 +83,7 @@ export class Broker implements BrokerView {
     this.#lifecycle = parts.lifecycle;
     this.#server = parts.server;
     this.#election = parts.election;
+    this.#cluster = parts.cluster;
     this.#control = parts.control;
     this.#metrics = parts.metrics;
     this.#managementPort = parts.managementPort;
@@ -127,6 +130,11 @@ export class Broker implements BrokerView {
 
   get election(): ElectionView | null {
     return this.#election?.view() ?? null;
+  }
+
+  /** with a `cluster` block: sets, brokers and placements as this broker knows them (SPEC §13) */
+  get cluster(): ReturnType<Cluster['view']> | null {
+    return this.#cluster?.view() ?? null;
   }
 
   get managementPort(): number | null {
@@ -245,6 +253,7 @@ export class Broker implements BrokerView {
       this.#metrics?.close();
       await this.#watcher?.close();
       await this.#election?.close(); // gives the lease up: another broker is elected at once
+      await this.#cluster?.close(); // leaves the set's members at once
       await this.peers.close();
       await this.#server.close();
       this.router.close();

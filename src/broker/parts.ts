@@ -15,6 +15,7 @@ import { createLogger, type Logger } from '../runtime/logger.js';
 import { type ServiceNotifier, silentNotifier } from '../runtime/notify.js';
 import { loadOrCreateKeys } from '../link/keys.js';
 import { compilePolicy } from './access/policy.js';
+import { Cluster } from './cluster/cluster.js';
 import type { BrokerOptions } from './embedded.js';
 import { History } from './history/history.js';
 import { Lifecycle } from './lifecycle.js';
@@ -43,6 +44,7 @@ export interface Parts {
   readonly lifecycle: Lifecycle;
   readonly server: SocketServer;
   readonly election: Election | null;
+  readonly cluster: Cluster | null;
   readonly control: ControlServer | null;
   readonly metrics: BrokerMetrics | null;
   /** the management port, bound before the store opened (null without a `management` block) */
@@ -80,6 +82,7 @@ export async function startParts(config: Config, options: BrokerOptions): Promis
   let server: SocketServer | undefined;
   let peers: Peers | undefined;
   let election: Election | null = null;
+  let cluster: Cluster | null = null;
   try {
     await history.open();
     const restored = await router.restore();
@@ -138,12 +141,23 @@ export async function startParts(config: Config, options: BrokerOptions): Promis
       mirrors.useElection(election);
       log.warn('election on: the master is elected through etcd, isMaster in the file is not used', { prefix: config.election.prefix, leaseTtl: config.election.leaseTtl });
     }
+    if (config.cluster && config.election) {
+      cluster = await Cluster.create(config.cluster, config.election, config.serviceId, log, {
+        pin: (queue) => router.policy.config.channels[queue]?.set,
+        maxPlacements: () => router.policy.config.limits.maxPlacements,
+        changed: (frames) => {
+          const texts = frames.map((frame) => JSON.stringify(frame));
+          for (const session of sessions()) if (session.isReady && !session.isPeer) for (const text of texts) session.sendText(text);
+        },
+      });
+      log.info('cluster on: queues are placed on mirror sets through etcd', { set: config.cluster.set, prefix: config.cluster.prefix, advertise: config.cluster.advertise });
+    }
     const ctx: BrokerContext = {
       get policy() {
         return router.policy;
       },
       router,
-      intake: new Intake(router, lifecycle),
+      intake: new Intake(router, lifecycle, cluster),
       replica,
       keys,
       peerKeys: new KeyRegistry(join(config.dataDirectory, 'peers')),
@@ -151,6 +165,7 @@ export async function startParts(config: Config, options: BrokerOptions): Promis
       keySync,
       feed,
       history,
+      cluster,
       log,
     };
     server = new SocketServer(config, ctx, lifecycle);
@@ -158,11 +173,12 @@ export async function startParts(config: Config, options: BrokerOptions): Promis
     const address = await server.listen(config.socketServer.host, config.socketServer.port);
     peers.configure(config.peers, config.isMaster);
     election?.start();
-    return { config, address, startedAt, ctx, store, lifecycle, server, election, control, metrics, managementPort, log, notify, restored };
+    cluster?.start();
+    return { config, address, startedAt, ctx, store, lifecycle, server, election, cluster, control, metrics, managementPort, log, notify, restored };
   } catch (error) {
     const closeSockets = server?.close().catch(() => undefined);
     const closeManagement = new Promise<void>((resolve) => (managementPort ? managementPort.close(() => resolve()) : resolve()));
-    await Promise.all([election?.close(), peers?.close(), store.close().catch(() => undefined), history.close(), control?.close(), closeSockets, closeManagement]);
+    await Promise.all([election?.close(), cluster?.close(), peers?.close(), store.close().catch(() => undefined), history.close(), control?.close(), closeSockets, closeManagement]);
     throw error;
   }
 }
