@@ -16,7 +16,7 @@ describe('cluster placement', () => {
     await Promise.all([elected(a), elected(b)]);
     await until(() => a.cluster!.sets.length === 2 && b.cluster!.sets.length === 2, 10_000, 'both sets registered');
     const [ca, cb] = await Promise.all([connect('racer-a', a.hostSpec), connect('racer-b', b.hostSpec)]);
-    const sends = queues.flatMap((queue) => [ca.send(`${queue}/x`, { from: 'a' }), cb.send(`${queue}/x`, { from: 'b' })]);
+    const sends = queues.flatMap((_, i) => [ca.send(`race${i}/v1/x`, { from: 'a' }), cb.send(`race${i}/v1/x`, { from: 'b' })]);
     await Promise.allSettled(sends);
 
     const placed = await placementsIn(spec);
