@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startBroker } from '../dist/broker/broker.js';
+import { startBroker } from '../dist/server/start.js';
 import { buildConfig } from '../dist/config/load.js';
 import { WhiskerClient } from '../dist/client/client.js';
 

@@ -1,4 +1,4 @@
-import { startBroker as start } from './broker/broker.js';
+import { startBroker as start } from './server/start.js';
 import type { BrokerOptions, EmbeddedBroker } from './broker/embedded.js';
 import type { Config } from './config/types.js';
 

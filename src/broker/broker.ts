@@ -1,14 +1,9 @@
-import type { Server } from 'node:http';
 import type { Config } from '../config/types.js';
 import { type ConfigWatcher, watchConfigFile } from '../config/watch.js';
-import type { ControlServer } from '../ops/control.js';
-import { startManagement, type ManagementServer } from '../ops/http.js';
-import type { BrokerMetrics } from '../ops/metrics.js';
 import type { Logger } from '../runtime/logger.js';
 import type { ServiceNotifier } from '../runtime/notify.js';
-import { controlHandler, statusLine } from './admin.js';
 import type { PublishedMessage, PublishResult } from '../protocol/frames.js';
-import type { Broker as BrokerView, BrokerOptions, QueueView, ReloadOutcome, ReloadResult } from './api.js';
+import type { Broker as BrokerView, BrokerHooks, BrokerOptions, KeyList, QueueView, ReloadOutcome, ReloadResult, ReservationRecord, RevokeOutcome } from './api.js';
 import type { History } from './history/history.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Router } from './messages/router.js';
@@ -22,11 +17,12 @@ import type { BrokerContext, ConnectedSession } from './session/ports.js';
 import type { SocketServer } from './session/server.js';
 import type { MessageStore, StoredMessage } from './store/store.js';
 
-export type { BrokerOptions, ReloadOutcome, ReloadResult } from './api.js';
+export type { BrokerHooks, BrokerOptions, ReloadOutcome, ReloadResult } from './api.js';
 
 /**
- * One running broker (SPEC §10): it owns its lifecycle, store, socket server, election, control
- * socket and management server, and stops them in order. Reload is src/broker/reload.ts.
+ * One running broker (SPEC §10): it owns its lifecycle, store, socket server and election, and
+ * stops them in order. Reload is src/broker/reload.ts. What runs beside it (control socket,
+ * management HTTP, metrics) hangs on its hooks: src/server/start.ts starts the two together.
  */
 export class Broker implements BrokerView {
   readonly host: string;
@@ -45,27 +41,24 @@ export class Broker implements BrokerView {
   readonly #server: SocketServer;
   readonly #election: Election | null;
   readonly #cluster: Cluster | null;
-  readonly #control: ControlServer | null;
-  readonly #metrics: BrokerMetrics | null;
-  readonly #managementPort: Server | null;
+  readonly #hooks: BrokerHooks;
   readonly #log: Logger;
   readonly #notify: ServiceNotifier;
   readonly #reloader: Reloader;
   readonly #restored: number;
   readonly #closed: (error: Error | null) => void;
-  #management: ManagementServer | null = null;
   #watcher: ConfigWatcher | null = null;
   #stopped: Promise<void> | null = null;
   #softStopped: Promise<void> | null = null;
 
-  /** startBroker's: the parts started, then management, watcher and control attached */
-  static async start(config: Config, options: BrokerOptions = {}): Promise<Broker> {
-    const broker = new Broker(await startParts(config, options));
+  /** the parts started, then the hooks' attach and the config watcher; src/server/start.ts's startBroker adds ops/ */
+  static async start(config: Config, options: BrokerOptions = {}, hooks: BrokerHooks = {}): Promise<Broker> {
+    const broker = new Broker(await startParts(config, options, hooks), hooks);
     await broker.#attach(options);
     return broker;
   }
 
-  private constructor(parts: Parts) {
+  private constructor(parts: Parts, hooks: BrokerHooks) {
     const { address, ctx } = parts;
     const scheme = parts.config.socketServer.tls ? 'wss' : 'ws';
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
@@ -73,7 +66,7 @@ export class Broker implements BrokerView {
     this.port = address.port;
     this.url = `${scheme}://${host}:${address.port}`;
     this.startedAt = parts.startedAt;
-    this.controlSocketPath = parts.control?.path ?? null;
+    this.controlSocketPath = hooks.controlSocketPath ?? null;
     this.router = ctx.router;
     this.history = ctx.history;
     this.peers = ctx.peers;
@@ -84,44 +77,42 @@ export class Broker implements BrokerView {
     this.#server = parts.server;
     this.#election = parts.election;
     this.#cluster = parts.cluster;
-    this.#control = parts.control;
-    this.#metrics = parts.metrics;
-    this.#managementPort = parts.managementPort;
+    this.#hooks = hooks;
     this.#log = parts.log;
     this.#notify = parts.notify;
     this.#restored = parts.restored;
     let closed!: (error: Error | null) => void;
     this.closed = new Promise<Error | null>((resolve) => (closed = resolve));
     this.#closed = closed;
-    this.#reloader = new Reloader({ router: ctx.router, keys: ctx.keys, keySync: ctx.keySync, peers: ctx.peers, sessions: parts.server.sessions, lifecycle: parts.lifecycle, log: parts.log, notify: parts.notify, status: () => statusLine(this) });
+    this.#reloader = new Reloader({ router: ctx.router, keys: ctx.keys, keySync: ctx.keySync, peers: ctx.peers, sessions: parts.server.sessions, lifecycle: parts.lifecycle, log: parts.log, notify: parts.notify, status: () => this.#statusLine() });
   }
 
-  /** management, the config watcher and the control socket's commands, once the broker runs */
+  /** what the hooks attach (management, the control socket's commands) and the config watcher, once the broker runs */
   async #attach(options: BrokerOptions): Promise<void> {
     const [config, log] = [this.config, this.#log];
-    if (config.management && this.#metrics) {
-      try {
-        this.#management = await startManagement(this, config.management, { metrics: this.#metrics, log, now: options.now ?? Date.now, ...(this.#managementPort ? { bound: this.#managementPort } : {}) });
-      } catch (error) {
-        await this.stop();
-        throw error;
-      }
-    }
-    if (config.configPath && options.watch !== false) {
-      const onError = (error: Error) => log.error('config file watch failed', { path: config.configPath, error: error.message });
-      try {
+    try {
+      await this.#hooks.attach?.(this);
+      if (config.configPath && options.watch !== false) {
+        const onError = (error: Error) => log.error('config file watch failed', { path: config.configPath, error: error.message });
         this.#watcher = await watchConfigFile(config.configPath, () => this.reloadFromFile(), onError);
-      } catch (error) {
-        await this.stop();
-        throw error;
       }
+    } catch (error) {
+      await this.stop();
+      throw error;
     }
-    this.#control?.handle(controlHandler(this, this.#ctx.keys, this.#ctx.keySync, log));
     // once everything listens: tests and operators wait for this line's url
     // the role it acts in now: with an election, a slave until it holds the lease (SPEC §9)
     log.info('broker started', { serviceId: config.serviceId, isMaster: this.router.isMaster, url: this.url, restored: this.#restored });
-    this.#notify.ready(statusLine(this));
-    this.#notify.startWatchdog(() => statusLine(this));
+    this.#notify.ready(this.#statusLine());
+    this.#notify.startWatchdog(() => this.#statusLine());
+  }
+
+  /** the systemd STATUS= line: at start, after a reload, with each watchdog ping */
+  #statusLine(): string {
+    let waiting = 0;
+    for (const queue of this.router.queues.values()) waiting += queue.depth;
+    const clients = [...this.sessions].filter((s) => s.isReady).length;
+    return `${this.isMaster ? 'master' : 'slave'} ${this.config.serviceId}: ${clients} clients, ${this.router.queues.size} queues, ${waiting} waiting, ${this.inFlightCount} in flight`;
   }
 
   get config(): Config {
@@ -138,7 +129,7 @@ export class Broker implements BrokerView {
   }
 
   get managementPort(): number | null {
-    return this.#management?.port ?? null;
+    return this.#hooks.managementPort?.() ?? null;
   }
 
   get state() {
@@ -187,6 +178,24 @@ export class Broker implements BrokerView {
 
   purgeQueue(queue: string, id?: string): number {
     return this.router.queues.get(queue)?.purge(id) ?? 0;
+  }
+
+  listKeys(): KeyList {
+    return this.#ctx.keys.list();
+  }
+
+  async revokeKey(name: string): Promise<(RevokeOutcome & { releasedReservations: number }) | null> {
+    const outcome = await this.#ctx.keySync.revoke(name);
+    // its reserved ids are free for others now (SPEC §5)
+    return outcome && { ...outcome, releasedReservations: this.router.reservations.releaseName(name) };
+  }
+
+  listReservations(): ReservationRecord[] {
+    return this.router.reservations.list();
+  }
+
+  releaseReservation(channel: string): ReservationRecord | undefined {
+    return this.router.reservations.release(channel);
   }
 
   publish(clientName: string, messages: readonly PublishedMessage[]): Promise<PublishResult[]> {
@@ -247,10 +256,9 @@ export class Broker implements BrokerView {
   }
 
   async #close(): Promise<void> {
-    const control = this.#control;
+    const hooks = this.#hooks;
     try {
-      await this.#management?.close();
-      this.#metrics?.close();
+      await hooks.closeFirst?.();
       await this.#watcher?.close();
       await this.#election?.close(); // gives the lease up: another broker is elected at once
       await this.#cluster?.close(); // leaves the set's members at once
@@ -261,20 +269,15 @@ export class Broker implements BrokerView {
       await this.#store.close();
       await this.history.close();
       // last, so `whisker soft-stop` sees its connection close once everything is written
-      await control?.close();
+      await hooks.closeLast?.();
       this.#lifecycle.enter('stopped');
       this.#log.info('broker stopped', { serviceId: this.config.serviceId });
       this.#closed(null);
     } catch (error) {
       this.#log.error('stop failed', { error: (error as Error).message });
-      await control?.close().catch(() => undefined);
+      await hooks.closeLast?.().catch(() => undefined);
       this.#closed(error as Error);
       throw error;
     }
   }
-}
-
-/** Starts one broker: store loaded, queues rebuilt, socket listening (SPEC §10). */
-export function startBroker(config: Config, options: BrokerOptions = {}): Promise<Broker> {
-  return Broker.start(config, options);
 }

@@ -1,20 +1,17 @@
 /**
- * The parts of one broker started in order (SPEC §10): control socket (the data directory's
- * lock), store, history, router, peers, election, socket server; all closed again if one fails.
- * src/broker/broker.ts owns them once started.
+ * The parts of one broker started in order (SPEC §10): store, history, router, peers, election,
+ * socket server; all closed again if one fails. src/broker/broker.ts owns them once started.
+ * The control socket and the management port are claimed before, by src/server/start.ts.
  */
 import { mkdirSync } from 'node:fs';
-import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Config } from '../config/types.js';
-import { ControlServer, controlSocketPath } from '../ops/control.js';
-import { bindManagement } from '../ops/http.js';
-import { BrokerMetrics } from '../ops/metrics.js';
 import { createLogger, type Logger } from '../runtime/logger.js';
 import { type ServiceNotifier, silentNotifier } from '../runtime/notify.js';
 import { loadOrCreateKeys } from '../link/keys.js';
 import { compilePolicy } from './access/policy.js';
+import type { BrokerHooks } from './api.js';
 import { Cluster } from './cluster/cluster.js';
 import type { BrokerOptions } from './embedded.js';
 import { History } from './history/history.js';
@@ -45,40 +42,24 @@ export interface Parts {
   readonly server: SocketServer;
   readonly election: Election | null;
   readonly cluster: Cluster | null;
-  readonly control: ControlServer | null;
-  readonly metrics: BrokerMetrics | null;
-  /** the management port, bound before the store opened (null without a `management` block) */
-  readonly managementPort: Server | null;
   readonly log: Logger;
   readonly notify: ServiceNotifier;
   readonly restored: number; // messages the store gave back, for the `broker started` line
 }
 
 /** the store opened, queues rebuilt, peers and election wired, the socket listening; all closed again if one fails */
-export async function startParts(config: Config, options: BrokerOptions): Promise<Parts> {
+export async function startParts(config: Config, options: BrokerOptions, hooks: BrokerHooks): Promise<Parts> {
   const policy = compilePolicy(config);
   const log = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
   const startedAt = now();
   const notify = options.notify ?? silentNotifier;
   mkdirSync(config.dataDirectory, { recursive: true, mode: 0o700 });
-  // before the store opens: a second broker on the same data directory stops here
-  const control = options.control === false ? null : await ControlServer.open(controlSocketPath(config.dataDirectory));
-  // the ports are bound before anything is claimed: a port in use stops the start with no role announced
-  let managementPort: Server | null = null;
-  try {
-    managementPort = config.management ? await bindManagement(config.management) : null;
-  } catch (error) {
-    await control?.close();
-    throw error;
-  }
   const store = options.store ?? new LogStore(join(config.dataDirectory, 'store'), { dedupeWindowMs: config.dedupeWindow * 1000, log, now });
-  // appends are timed for the metrics only when something serves them
-  const metrics = config.management ? new BrokerMetrics() : null;
   const lifecycle = new Lifecycle();
   const history: History = new History(join(config.dataDirectory, 'history'), (queue: string) => router.policy.retention(queue), log, now);
   const reservationFile = new ReservationFile(join(config.dataDirectory, 'reservations.json'), log);
-  const router: Router = new Router({ policy, store: metrics ? metrics.timeAppends(store) : store, log, now, lifecycle, history, reservationFile });
+  const router: Router = new Router({ policy, store: hooks.wrapStore ? hooks.wrapStore(store) : store, log, now, lifecycle, history, reservationFile });
   let server: SocketServer | undefined;
   let peers: Peers | undefined;
   let election: Election | null = null;
@@ -174,11 +155,10 @@ export async function startParts(config: Config, options: BrokerOptions): Promis
     peers.configure(config.peers, config.isMaster);
     election?.start();
     cluster?.start();
-    return { config, address, startedAt, ctx, store, lifecycle, server, election, cluster, control, metrics, managementPort, log, notify, restored };
+    return { config, address, startedAt, ctx, store, lifecycle, server, election, cluster, log, notify, restored };
   } catch (error) {
     const closeSockets = server?.close().catch(() => undefined);
-    const closeManagement = new Promise<void>((resolve) => (managementPort ? managementPort.close(() => resolve()) : resolve()));
-    await Promise.all([election?.close(), cluster?.close(), peers?.close(), store.close().catch(() => undefined), history.close(), control?.close(), closeSockets, closeManagement]);
+    await Promise.all([election?.close(), cluster?.close(), peers?.close(), store.close().catch(() => undefined), history.close(), closeSockets]);
     throw error;
   }
 }

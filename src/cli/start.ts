@@ -1,4 +1,4 @@
-import { type Broker, startBroker } from '../broker/broker.js';
+import { type Broker, startBroker } from '../server/start.js';
 import { ConfigError, defaultConfig, kittenWarnings, loadConfigFile } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { createLogger } from '../runtime/logger.js';

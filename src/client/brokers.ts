@@ -30,6 +30,10 @@ export interface BrokersOwner {
 const servesAll = (): boolean => true;
 
 /**
+ * Why this file is long: one mirror set's connections as one: connect's outcome, broadcast of
+ * sends, subscriptions and acks, the master and its epoch, key refusals, replays; the cluster's
+ * sets are in sets.ts.
+ *
  * Every broker of `hosts` at once (SPEC §3, §9): one Connection each, dialled in parallel;
  * sends, subscriptions and acks go to all of them; the master's answers are the ones that count.
  */

@@ -164,6 +164,7 @@ export const configSchema = {
         maxRegisteredClients: { type: 'integer', minimum: 1, default: 10_000 },
         maxReservations: { type: 'integer', minimum: 1, default: 10_000 },
         maxPlacements: { type: 'integer', minimum: 1, default: 10_000 },
+        maxReservationsPerClient: { type: 'integer', minimum: 1, default: 1_000 },
       },
     },
     // docs/management.md#peek: peek, tail and dead letters show message bodies only when asked to

@@ -134,6 +134,7 @@ export interface Config {
     readonly maxReservations: number;
     /** cluster: queues placed in etcd at once; a new placement past it is E_LIMIT */
     readonly maxPlacements: number;
+    readonly maxReservationsPerClient: number;
   };
   /** peek, tail and dead letters (dashboard, API, CLI) show message bodies; off by default: they are the users' data */
   readonly showBodies: boolean;

@@ -366,6 +366,9 @@ export function decodeClientFrame(text: string): ClientFrame {
   }
 }
 
+/** Client names: a token's issuer, and a key's file name in registeredClientsPath, so nothing that can leave it (SPEC §4). */
+export const CLIENT_NAME = /^(?!\.+$)[A-Za-z0-9._-]{1,128}$/; // not `.` or `..`
+
 /** at most KEYS_PER_FRAME per list, names and keys bounded in length; the name pattern and the
  * key's parse are checked by KeySync, which skips a bad entry (docs/protocol.md#peer-keys) */
 export const KEYS_PER_FRAME = 500;

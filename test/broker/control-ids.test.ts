@@ -1,6 +1,6 @@
 import '../support/uncaught.js'; // first: its afterEach check must run after every other cleanup
 import { describe, expect, test } from 'vitest';
-import { startBroker } from '../../src/broker/broker.js';
+import { startBroker } from '../../src/server/start.js';
 import type { WhiskerError } from '../../src/protocol/errors.js';
 import type { ChannelString } from '../../src/client/types.js';
 import { broker, brokerConfig, connect, freePort, Inbox, tempDir, until } from '../support/harness.js';

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { Done } from '../../src/client/types.js';
-import { startBroker } from '../../src/broker/broker.js';
+import { startBroker } from '../../src/server/start.js';
 import { broker, brokerConfig, connect, freePort, Inbox, tempDir, until, type TestBroker } from '../support/harness.js';
 import { run, start } from '../support/cli-process.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { startBroker } from '../../src/broker/broker.js';
+import { startBroker } from '../../src/server/start.js';
 import { broker, brokerConfig, clientConfig, connect, Inbox, once, tempDir, unconnected, until, freePort } from '../support/harness.js';
 
 /** SPEC §3: the client library as an application sees it. */

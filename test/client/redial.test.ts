@@ -1,7 +1,7 @@
 import '../support/uncaught.js'; // first: its afterEach check must run after every other cleanup
 import { createServer } from 'node:net';
 import { describe, expect, test } from 'vitest';
-import { startBroker } from '../../src/broker/broker.js';
+import { startBroker } from '../../src/server/start.js';
 import { brokerConfig, connect, freePort, once, tempDir, until } from '../support/harness.js';
 
 /**

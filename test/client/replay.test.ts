@@ -120,6 +120,9 @@ describe('client replay', () => {
     const other = await connect('other', b.hostSpec);
     await expect(loop(other, 'ev/v1/mine')).rejects.toMatchObject({ code: 'E_FORBIDDEN' });
     expect(await loop(other, 'ev/v1/open')).toEqual([{ id: 'open' }]);
+    // a channel the client may not read says nothing about its history: E_FORBIDDEN, never E_NO_HISTORY
+    await expect(loop(reader, 'plain/v1/x')).rejects.toMatchObject({ code: 'E_FORBIDDEN' });
+    await expect(loop(other, 'plain/v1/x')).rejects.toMatchObject({ code: 'E_FORBIDDEN' });
     // the stream threw the refusal: it did not also go to the error event
     expect(errors).toEqual([]);
     await Promise.all([producer.disconnect(), reader.disconnect(), owner.disconnect(), other.disconnect()]);

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startBroker } from '../../src/broker/broker.js';
+import { startBroker } from '../../src/server/start.js';
 import type { Done } from '../../src/client/types.js';
 import { launch, hasChromium, openPage } from '../support/chromium.js';
 import { startEtcd } from '../support/etcd.js';

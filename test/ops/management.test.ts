@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { startBroker } from '../../src/broker/broker.js';
+import { startBroker } from '../../src/server/start.js';
 import { MemoryStore } from '../../src/broker/store/memory.js';
 import { loadConfigFile } from '../../src/config/load.js';
 import { RateWindow } from '../../src/ops/rates.js';

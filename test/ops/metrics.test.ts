@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { startBroker } from '../../src/broker/broker.js';
+import { startBroker } from '../../src/server/start.js';
 import type { Done } from '../../src/client/types.js';
 import { broker, brokerConfig, connect, freePort, Inbox, tempDir, until, type TestBroker } from '../support/harness.js';
 import { parseMetrics, samplesOf, valueOf } from '../support/prom.js';

@@ -4,7 +4,7 @@ import { describe, expect, test } from 'vitest';
 import type { WhiskerError } from '../../src/protocol/errors.js';
 import type { ChannelString, SendInfo } from '../../src/client/types.js';
 import { MemoryStore } from '../../src/broker/store/memory.js';
-import { startBroker } from '../../src/broker/broker.js';
+import { startBroker } from '../../src/server/start.js';
 import { broker, brokerConfig, clientConfig, connect, Inbox, tempDir, type TestBroker, unconnected, freePort } from '../support/harness.js';
 import { newKeyPair, RawPeer } from '../support/raw-peer.js';
 

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
-import { startBroker, type Broker, type BrokerOptions } from '../../src/broker/broker.js';
+import { startBroker, type Broker, type BrokerOptions } from '../../src/server/start.js';
 import { WhiskerClient } from '../../src/client/client.js';
 import type { ClientConfig, DeliveryInfo, Done } from '../../src/client/types.js';
 import { buildConfig } from '../../src/config/load.js';

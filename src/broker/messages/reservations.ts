@@ -14,6 +14,8 @@ export interface ReservationsOptions {
   readonly holdSeconds: () => number;
   /** limits.maxReservations */
   readonly limit: () => number;
+  /** limits.maxReservationsPerClient */
+  readonly limitPerName: () => number;
 }
 
 interface Entry {
@@ -35,6 +37,8 @@ export class Reservations {
   readonly #options: ReservationsOptions;
   /** `endpoint/version/id` -> who holds it */
   readonly #entries = new Map<string, Entry>();
+  /** how many of #entries each name holds (limits.maxReservationsPerClient) */
+  readonly #perOwner = new Map<string, number>();
   /** live subscriptions on reserved ids here, by channel: whose name still uses it */
   readonly #live = new Map<string, Set<Subscription>>();
   #changed: ReservationsChanged | null = null;
@@ -52,7 +56,7 @@ export class Reservations {
   restore(): void {
     const now = this.#options.now();
     for (const r of this.#options.file?.load() ?? []) {
-      this.#entries.set(r.channel, { owner: r.owner, since: r.since, releaseAt: r.releaseAt ?? now + this.#holdMs() });
+      this.#put(r.channel, { owner: r.owner, since: r.since, releaseAt: r.releaseAt ?? now + this.#holdMs() });
     }
     this.#sweep();
   }
@@ -83,9 +87,11 @@ export class Reservations {
     if (this.#isMaster) {
       const entry = this.#entries.get(channel);
       if (owner === undefined) {
-        if (entry) this.#entries.delete(channel); // its hold ran out
+        if (entry) this.#drop(channel); // its hold ran out
         const limit = this.#options.limit();
         if (this.#entries.size >= limit) throw new WhiskerError('E_LIMIT', `Too many reserved ids (limit ${limit})`);
+        const perName = this.#options.limitPerName();
+        if ((this.#perOwner.get(name) ?? 0) >= perName) throw new WhiskerError('E_LIMIT', `Too many reserved ids for this client name (limit ${perName})`);
         this.#set(channel, { owner: name, since: this.#options.now(), releaseAt: null });
       } else if (entry && entry.releaseAt !== null) {
         this.#set(channel, { ...entry, releaseAt: null });
@@ -158,7 +164,7 @@ export class Reservations {
     for (const [channel, live] of this.#live) {
       for (const subscription of live) {
         let owner = this.ownerOf(channel);
-        if (owner === undefined && this.#entries.size < this.#options.limit()) {
+        if (owner === undefined && this.#entries.size < this.#options.limit() && (this.#perOwner.get(subscription.clientName) ?? 0) < this.#options.limitPerName()) {
           this.#set(channel, { owner: subscription.clientName, since: now, releaseAt: null });
           owner = subscription.clientName;
         }
@@ -171,9 +177,9 @@ export class Reservations {
   /** a slave applies its master's table: `full` replaces what it had */
   applyFromMaster(full: boolean, set: readonly ReservationRecord[], released: readonly string[]): void {
     if (this.#isMaster) return;
-    if (full) this.#entries.clear();
-    for (const r of set) this.#entries.set(r.channel, { owner: r.owner, since: r.since, releaseAt: r.releaseAt });
-    for (const channel of released) this.#entries.delete(channel);
+    if (full) for (const channel of [...this.#entries.keys()]) this.#drop(channel);
+    for (const r of set) this.#put(r.channel, { owner: r.owner, since: r.since, releaseAt: r.releaseAt });
+    for (const channel of released) this.#drop(channel);
     this.#persist();
   }
 
@@ -227,17 +233,33 @@ export class Reservations {
   }
 
   #set(channel: string, entry: Entry): void {
-    this.#entries.set(channel, entry);
+    this.#put(channel, entry);
     this.#persist();
     this.#changed?.([{ channel, owner: entry.owner, since: entry.since, releaseAt: entry.releaseAt }], []);
   }
 
   #remove(channels: readonly string[]): void {
     if (channels.length === 0) return;
-    for (const channel of channels) this.#entries.delete(channel);
+    for (const channel of channels) this.#drop(channel);
     this.#persist();
     this.#changed?.([], channels);
     this.#options.log.info('reservations released', { channels: channels.slice(0, 20), count: channels.length });
+  }
+
+  /** every change to #entries goes through #put and #drop, which keep #perOwner */
+  #put(channel: string, entry: Entry): void {
+    this.#drop(channel);
+    this.#entries.set(channel, entry);
+    this.#perOwner.set(entry.owner, (this.#perOwner.get(entry.owner) ?? 0) + 1);
+  }
+
+  #drop(channel: string): void {
+    const entry = this.#entries.get(channel);
+    if (!entry) return;
+    this.#entries.delete(channel);
+    const left = (this.#perOwner.get(entry.owner) ?? 1) - 1;
+    if (left === 0) this.#perOwner.delete(entry.owner);
+    else this.#perOwner.set(entry.owner, left);
   }
 
   #persist(): void {

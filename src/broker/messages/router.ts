@@ -119,6 +119,7 @@ export class Router {
       now: options.now,
       holdSeconds: () => this.#policy.config.reservationHold,
       limit: () => this.#policy.config.limits.maxReservations,
+      limitPerName: () => this.#policy.config.limits.maxReservationsPerClient,
     });
     this.#idleQueues = new IdleQueues({ queues: this.#queues, timeoutSeconds: () => this.#policy.config.idleQueueTimeout, now: this.now });
   }

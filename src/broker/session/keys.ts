@@ -3,11 +3,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { decodeJwt, jwtVerify, errors as joseErrors } from 'jose';
 import { WhiskerError } from '../../protocol/errors.js';
-import type { AuthFrame } from '../../protocol/frames.js';
+import { type AuthFrame, CLIENT_NAME } from '../../protocol/frames.js';
 import { sameSecret } from '../../runtime/secret.js';
 
-/** Client names are file names in registeredClientsPath: nothing that can leave it (SPEC §4). */
-export const CLIENT_NAME = /^(?!\.+$)[A-Za-z0-9._-]{1,128}$/; // not `.` or `..`
+export { CLIENT_NAME } from '../../protocol/frames.js';
 const ALGORITHMS = ['EdDSA', 'ES256', 'ES512'];
 const MAX_TOKEN_LIFETIME_S = 300;
 

@@ -2,7 +2,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { Delivery, ReplayEndFrame } from '../../../src/protocol/frames.js';
-import { startBroker } from '../../../src/broker/broker.js';
+import { startBroker } from '../../../src/server/start.js';
 import { broker, brokerConfig, connect, freePort, type TestBroker, until } from '../../support/harness.js';
 import { newKeyPair, RawPeer } from '../../support/raw-peer.js';
 

@@ -125,6 +125,25 @@ describe('a reservation belongs to the client name', () => {
     await c.listen('open/v1/3', () => {}).ready;
   });
 
+  test('limits.maxReservationsPerClient: one name cannot take the whole pool; another name still reserves', async () => {
+    const b = await broker({ rules, limits: { maxReservations: 10, maxReservationsPerClient: 3 } });
+    const greedy = await connect('greedy', b.hostSpec);
+    const refused = refusals();
+    const handle = greedy.listen({ endpoint: 'room', version: 'v1', ids: ['1', '2', '3', '4', '5'] }, refused.handler);
+    await handle.ready;
+    expect(handle.ids).toEqual(['1', '2', '3']);
+    expect(refused.errors.map((e) => [e.code, e.message])).toEqual([
+      ['E_LIMIT', 'Too many reserved ids for this client name (limit 3)'],
+      ['E_LIMIT', 'Too many reserved ids for this client name (limit 3)'],
+    ]);
+    const modest = await connect('modest', b.hostSpec);
+    await modest.listen('room/v1/4', () => {}).ready;
+    expect(b.router.reservations.size).toBe(4);
+    // its own ids again (another instance of the name) are not new reservations
+    const again = await connect('greedy', b.hostSpec);
+    await again.listen('room/v1/2', () => {}).ready;
+  });
+
   test("whisker reservations list shows owners, release frees one; whisker keys revoke releases the name's", async () => {
     const b = await broker({ rules });
     const [owner, other] = await Promise.all([connect('revokee', b.hostSpec), connect('other', b.hostSpec)]);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { startBroker, type Broker } from '../../../src/broker/broker.js';
+import { startBroker, type Broker } from '../../../src/server/start.js';
 import { createLogger } from '../../../src/runtime/logger.js';
 import type { WhiskerError } from '../../../src/protocol/errors.js';
 import { broker, brokerConfig, connect, freePort, tempDir, until } from '../../support/harness.js';

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { startBroker, type Broker } from '../../../src/broker/broker.js';
+import { startBroker, type Broker } from '../../../src/server/start.js';
 import { createLogger } from '../../../src/runtime/logger.js';
 import { brokerConfig, connect, freePort, Inbox, tempDir, until } from '../../support/harness.js';
 

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { type BrokerProcess, freePort, startProcess, writeConfig } from '../../support/broker-process.js';
-import { startBroker } from '../../../src/broker/broker.js';
+import { startBroker } from '../../../src/server/start.js';
 import { createLogger } from '../../../src/runtime/logger.js';
 import { brokerConfig, connect, tempDir, until } from '../../support/harness.js';
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'vitest';
-import { type Broker, startBroker } from '../../../src/broker/broker.js';
+import { type Broker, startBroker } from '../../../src/server/start.js';
 import { brokerConfig, connect, freePort, tempDir, until } from '../../support/harness.js';
 
 /**

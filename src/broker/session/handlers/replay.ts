@@ -27,7 +27,6 @@ function replay(session: SessionPort, frame: ReplayFrame): void {
     if (frame.ids.length === 0) throw new WhiskerError('E_BAD_CHANNEL', 'A replay names at least one id, or *');
     if (session.subscriptions.has(frame.sub) || session.replays.has(frame.sub)) throw new WhiskerError('E_PROTOCOL', `Subscription ${frame.sub} already exists`);
     const queue = `${frame.endpoint}/${frame.version}`;
-    if (!ctx.history.isRetained(queue)) throw new WhiskerError('E_NO_HISTORY', `${queue} keeps no history (no retention in its channel config)`);
     if (session.replays.size >= MAX_REPLAYS_PER_CONNECTION) throw new WhiskerError('E_LIMIT', `Too many replays on this connection (limit ${MAX_REPLAYS_PER_CONNECTION})`);
     const refused: RefusedId[] = [];
     ids = new Set();
@@ -38,6 +37,8 @@ function replay(session: SessionPort, frame: ReplayFrame): void {
       if (reason === null && owner === undefined) ids.add(id);
       else refused.push({ id, error: ctx.router.refusals.forbidden(session.clientName, `${queue}/${id}`, 'read', reason ?? 'reserved', owner).toJSON() });
     }
+    // after the rights: a client that may read none of it learns nothing about its history
+    if (ids.size > 0 && !ctx.history.isRetained(queue)) throw new WhiskerError('E_NO_HISTORY', `${queue} keeps no history (no retention in its channel config)`);
     session.send({ type: 'reply', req: frame.req, ...(refused.length > 0 ? { refused } : {}) });
   } catch (error) {
     if (!(error instanceof WhiskerError)) throw error;

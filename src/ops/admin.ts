@@ -1,12 +1,11 @@
-import { operatorCommand } from '../ops/commands.js';
-import { ControlError, type ControlHandler, type ControlRequest, type ControlResponse } from '../ops/control.js';
+import type { Broker, QueueView } from '../broker/api.js';
 import { canonicalIdSegment, checkQueueParts } from '../protocol/channel.js';
 import { WhiskerError } from '../protocol/errors.js';
-import { healthView } from '../ops/api.js';
+import { CLIENT_NAME } from '../protocol/frames.js';
 import type { Logger } from '../runtime/logger.js';
-import type { Broker, QueueView } from './api.js';
-import type { KeySync } from './mirror/key-sync.js';
-import { CLIENT_NAME, type KeyRegistry } from './session/keys.js';
+import { healthView } from './api.js';
+import { operatorCommand } from './commands.js';
+import { ControlError, type ControlHandler, type ControlRequest, type ControlResponse } from './control.js';
 
 const MAX_LISTED = 1000;
 
@@ -16,7 +15,7 @@ const MAX_LISTED = 1000;
  */
 const ok = (result: unknown): ControlResponse => ({ ok: true, result });
 
-export function controlHandler(broker: Broker, keys: KeyRegistry, keySync: KeySync, log: Logger): ControlHandler {
+export function controlHandler(broker: Broker, log: Logger): ControlHandler {
   return (request, stream) => {
     switch (request.command) {
       case 'status':
@@ -49,9 +48,9 @@ export function controlHandler(broker: Broker, keys: KeyRegistry, keySync: KeySy
         return result instanceof Promise ? result.then(ok) : ok(result);
       }
       case 'keys-list':
-        return ok(keysView(broker, keys));
+        return ok(keysView(broker));
       case 'keys-revoke':
-        return revokeKey(broker, keySync, request).then(ok);
+        return revokeKey(broker, request).then(ok);
       case 'reservations-list':
         return ok(reservationsView(broker));
       case 'reservations-release':
@@ -96,12 +95,6 @@ export function statusView(broker: Broker) {
     // without an election block the configured master rules (SPEC §9)
     election: broker.election ?? { mode: 'configured', reason: config.isMaster ? (broker.isMaster ? 'isMaster: true in the config' : 'isMaster: true, but another configured master with a lower serviceId delivers') : 'isMaster: false in the config' },
   };
-}
-
-/** the systemd STATUS= line */
-export function statusLine(broker: Broker): string {
-  const s = statusView(broker);
-  return `${s.role} ${s.serviceId}: ${s.clients} clients, ${s.queues} queues, ${s.waiting} waiting, ${s.inFlight} in flight`;
 }
 
 function queueArgument(value: unknown): string {
@@ -165,10 +158,10 @@ function deleteIds(broker: Broker, request: ControlRequest) {
   return { queue: name, ...(id !== undefined ? { id } : {}), deleted };
 }
 
-function keysView(broker: Broker, registry: KeyRegistry) {
+function keysView(broker: Broker) {
   const connected = new Map<string, number>();
   for (const session of broker.sessions) if (session.isReady) connected.set(session.clientName, (connected.get(session.clientName) ?? 0) + 1);
-  const { keys, revoked } = registry.list();
+  const { keys, revoked } = broker.listKeys();
   return { keys: keys.map((k) => ({ ...k, connections: connected.get(k.name) ?? 0 })), revoked, registeredClientsPath: broker.config.registeredClientsPath };
 }
 
@@ -176,19 +169,17 @@ function keysView(broker: Broker, registry: KeyRegistry) {
  * The name's key is refused from now on on every mirror, its open connections closed with
  * E_AUTH; answers once every connected peer confirmed, at most ~1 s (SPEC §4).
  */
-async function revokeKey(broker: Broker, keySync: KeySync, request: ControlRequest) {
+async function revokeKey(broker: Broker, request: ControlRequest) {
   const name = request.name;
   if (typeof name !== 'string' || !CLIENT_NAME.test(name)) throw new ControlError('E_BAD_NAME', `a client name matches ${CLIENT_NAME}`);
-  const outcome = await keySync.revoke(name);
+  const outcome = await broker.revokeKey(name); // its reserved ids freed too (SPEC §5)
   if (!outcome) throw new ControlError('E_NOT_FOUND', `no registered key for "${name}"`);
-  // its reserved ids are free for others now (SPEC §5)
-  const releasedReservations = broker.router.reservations.releaseName(name);
-  return { ...outcome, releasedReservations };
+  return outcome;
 }
 
 /** reserved ids with their owners (`whisker reservations list`, docs/operations.md#commands) */
 function reservationsView(broker: Broker) {
-  const reservations = broker.router.reservations.list().sort((a, b) => a.channel.localeCompare(b.channel));
+  const reservations = broker.listReservations().sort((a, b) => a.channel.localeCompare(b.channel));
   return { reservations, limit: broker.config.limits.maxReservations, hold: broker.config.reservationHold, role: broker.isMaster ? 'master' : 'slave' };
 }
 
@@ -199,7 +190,7 @@ function releaseReservation(broker: Broker, log: Logger, request: ControlRequest
   const id = idArgument(rest.join('/'));
   const canonical = `${queueArgument(`${endpoint}/${version}`)}/${id}`;
   if (!broker.isMaster) throw new ControlError('E_NOT_MASTER', 'reservations are released on the master (a slave follows its table)');
-  const released = broker.router.reservations.release(canonical);
+  const released = broker.releaseReservation(canonical);
   if (!released) throw new ControlError('E_NOT_FOUND', `no reservation of "${canonical}"`);
   log.warn('reservation released by the operator', { channel: canonical, owner: released.owner });
   return released;
