@@ -354,7 +354,8 @@ export class Brokers {
       }
       // a master at soft-stop refuses: with mirrors, the send waits for the next master (SPEC §9)
       if (connection.isMaster && result.error?.code === 'E_STOPPING' && this.#connections.length > 1) continue;
-      if (connection.isMaster) outbox.settle(result.messageId, result.error ? errorFromPayload(result.error) : null);
+      // E_NO_PLACEMENT: etcd is out of reach, so there is no master to wait for either (SPEC §13)
+      if (connection.isMaster || (result.error?.code === 'E_NO_PLACEMENT' && !this.#master)) outbox.settle(result.messageId, result.error ? errorFromPayload(result.error) : null);
       else if (!result.error) pending.storedBy.add(connection.serviceId);
     }
   }
