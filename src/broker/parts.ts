@@ -131,6 +131,9 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
           for (const session of sessions()) if (session.isReady && !session.isPeer) for (const text of texts) session.sendText(text);
         },
       });
+      const placed = cluster;
+      // an idle queue's placement goes with it, decided by the set's master (SPEC §13)
+      router.onForgotten((queue) => router.isMaster && placed.forget(queue, () => router.queues.has(queue)));
       log.info('cluster on: queues are placed on mirror sets through etcd', { set: config.cluster.set, prefix: config.cluster.prefix, advertise: config.cluster.advertise });
     }
     const ctx: BrokerContext = {

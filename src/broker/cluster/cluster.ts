@@ -32,6 +32,7 @@ export class Cluster {
   readonly #membership: Membership;
   readonly #placements: Placements;
   readonly #hooks: ClusterHooks;
+  readonly #log: Logger;
   #pendingPlaced = new Map<string, string>();
   #pendingRemoved = new Set<string>();
   #setsChanged = false;
@@ -45,6 +46,7 @@ export class Cluster {
     this.set = config.set;
     this.#client = client;
     this.#hooks = hooks;
+    this.#log = log;
     const self = { set: config.set, serviceId, advertise: config.advertise, weight: config.weight };
     this.#membership = new Membership(client, config.prefix, self, election.leaseTtl, log, ETCD_TIMEOUT_MS, () => this.#changed({ sets: true }));
     this.#placements = new Placements(client, config.prefix, log, ETCD_TIMEOUT_MS, {
@@ -78,6 +80,11 @@ export class Cluster {
       const pinned = this.#hooks.pin(queue);
       return pinned ?? rendezvous(queue, this.#membership.liveSets());
     });
+  }
+
+  /** the master forgot an idle queue of this set: its placement goes too (best effort: etcd may be out of reach) */
+  forget(queue: string, stillHere: () => boolean): void {
+    this.#placements.forget(queue, this.set, stillHere).catch((error: unknown) => this.#log.debug('placement not deleted', { queue, error: (error as Error).message }));
   }
 
   /** the answer to a frame for a queue of another set: where it is, whom to dial (SPEC §13) */

@@ -74,6 +74,20 @@ export class Placements {
     return placing;
   }
 
+  /**
+   * An idle queue's placement goes with it (SPEC §13): deleted if it still names `set` (one
+   * transaction). `stillHere` is asked afterwards: a send that made the queue again meanwhile
+   * gets the placement back (create-if-absent), so the queue is not left without its set.
+   */
+  async forget(queue: string, set: string, stillHere: () => boolean): Promise<void> {
+    const key = `${this.#prefix}${queue}`;
+    const current = this.#map.get(queue);
+    if (!current || current.set !== set || current.move) return;
+    await withTimeout(this.#client.if(key, 'Value', '==', JSON.stringify({ set })).then(this.#client.delete().key(key)).commit(), this.#timeoutMs);
+    this.#deleted(queue);
+    if (stillHere()) await this.#create(queue, set);
+  }
+
   async #create(queue: string, set: string): Promise<string> {
     const key = `${this.#prefix}${queue}`;
     let answer;

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { clusterBroker, clusterSpec, elected, placementsIn } from '../../support/cluster.js';
 import { startEtcd } from '../../support/etcd.js';
-import { connect, until } from '../../support/harness.js';
+import { connect, Inbox, until } from '../../support/harness.js';
 
 /** placement of queues on the sets of a cluster (SPEC §13, issue 31), real etcd, in-process brokers */
 describe('cluster placement', () => {
@@ -52,4 +52,28 @@ describe('cluster placement', () => {
     expect(a.queues.size).toBe(50);
     await c.disconnect();
   }, 120_000);
+
+  test('an idle queue\'s placement goes with it: the bound frees up', async () => {
+    const etcd = await startEtcd();
+    const spec = clusterSpec(etcd.url);
+    const a = await clusterBroker(spec, 'a', 'a1', { idleQueueTimeout: 0.5, limits: { maxPlacements: 5 } });
+    await elected(a);
+    await until(() => a.cluster!.sets.length === 1, 10_000, 'set registered');
+    const c = await connect('idler', a.hostSpec);
+    for (let i = 0; i < 5; i++) await c.send(`idle${i}/v1/x`, { i });
+    await expect(c.send('idle5/v1/x', {})).rejects.toMatchObject({ code: 'E_LIMIT' });
+    // consumed and acked: the queues are empty, nobody subscribes, they are forgotten
+    for (let i = 0; i < 5; i++) {
+      const inbox = new Inbox();
+      const handle = c.consume(`idle${i}/v1/x`, inbox.consumer);
+      await inbox.waitFor(1);
+      await handle.close();
+    }
+    await until(() => a.queues.size === 0, 10_000, 'idle queues forgotten');
+    await expect.poll(async () => (await placementsIn(spec)).size, { timeout: 5_000 }).toBe(0);
+    await until(() => a.cluster!.placements === 0, 5_000, 'the cache follows');
+    await c.send('idle5/v1/x', {});
+    expect(Object.fromEntries(await placementsIn(spec))).toEqual({ 'idle5/v1': 'a' });
+    await c.disconnect();
+  }, 60_000);
 });
