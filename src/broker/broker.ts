@@ -7,7 +7,7 @@ import type { Broker as BrokerView, BrokerHooks, BrokerOptions, KeyList, QueueVi
 import type { History } from './history/history.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Router } from './messages/router.js';
-import type { Cluster } from './cluster/cluster.js';
+import type { Cluster, ClusterView } from './cluster/cluster.js';
 import type { Election } from './mirror/election.js';
 import type { Peers } from './mirror/peers.js';
 import type { ElectionView } from './mirror/types.js';
@@ -124,7 +124,7 @@ export class Broker implements BrokerView {
   }
 
   /** with a `cluster` block: sets, brokers and placements as this broker knows them (SPEC §13) */
-  get cluster(): ReturnType<Cluster['view']> | null {
+  get cluster(): ClusterView | null {
     return this.#cluster?.view() ?? null;
   }
 

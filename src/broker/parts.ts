@@ -117,7 +117,10 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
       election = await Election.create(config.election, config.serviceId, log, {
         inStepWith: () => mirrors.inStepEpoch,
         mayCampaign: () => !lifecycle.isStopping,
-        onChange: () => mirrors.update(),
+        onChange: (view) => {
+          mirrors.update();
+          cluster?.role(view.isMaster, view.epoch);
+        },
       });
       mirrors.useElection(election);
       log.warn('election on: the master is elected through etcd, isMaster in the file is not used', { prefix: config.election.prefix, leaseTtl: config.election.leaseTtl });

@@ -8,7 +8,15 @@ import { etcdClient } from '../mirror/election.js';
 import { Membership } from './membership.js';
 import { Placements } from './placements.js';
 import { rendezvous } from './rendezvous.js';
-import type { Placement } from './types.js';
+import type { Member, Placement } from './types.js';
+
+/** the cluster as one broker sees it (`whisker cluster status`, SPEC §13) */
+export interface ClusterView {
+  readonly set: string;
+  readonly sets: ReadonlyArray<{ readonly name: string; readonly brokers: readonly Member[]; readonly placements: number }>;
+  readonly placements: number;
+  readonly maxPlacements: number;
+}
 
 /** what the cluster asks of the broker: the config of the moment (pins, the bound), and where changes go */
 export interface ClusterHooks {
@@ -65,6 +73,11 @@ export class Cluster {
     this.#client.close();
   }
 
+  /** this broker's role, registered with its membership (`whisker cluster status` shows every set's master) */
+  role(isMaster: boolean, epoch: number | null): void {
+    this.#membership.role(isMaster, epoch);
+  }
+
   /** the set that owns `queue`, or undefined while it is not placed */
   owner(queue: string): string | undefined {
     return this.#placements.get(queue)?.set;
@@ -108,12 +121,12 @@ export class Cluster {
   }
 
   /** for `whisker cluster status` and the API */
-  view(): { set: string; sets: Array<{ name: string; brokers: Array<{ serviceId: string; advertise: string; weight: number }>; placements: number }>; placements: number } {
+  view(): ClusterView {
     const counts = new Map<string, number>();
     for (const [, placement] of this.#placements.entries()) counts.set(placement.set, (counts.get(placement.set) ?? 0) + 1);
     const names = new Set([...this.#membership.sets().map((s) => s.name), ...counts.keys()]);
     const sets = [...names].sort().map((name) => ({ name, brokers: this.#membership.members(name).map((m) => ({ ...m })), placements: counts.get(name) ?? 0 }));
-    return { set: this.set, sets, placements: this.#placements.size };
+    return { set: this.set, sets, placements: this.#placements.size, maxPlacements: this.#hooks.maxPlacements() };
   }
 
   #changed(change: { sets?: true; placed?: [string, string]; removed?: string }): void {

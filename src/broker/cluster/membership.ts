@@ -30,6 +30,7 @@ export class Membership {
   readonly #watched: WatchedPrefix;
   readonly #changed: () => void;
   #lease: Lease | null = null;
+  #role: { isMaster: boolean; epoch: number | null } = { isMaster: false, epoch: null };
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
 
@@ -75,6 +76,19 @@ export class Membership {
     return [...(this.#sets.get(set)?.values() ?? [])];
   }
 
+  /** the broker's role changed: its key says so (shown by `whisker cluster status`) */
+  role(isMaster: boolean, epoch: number | null): void {
+    if (this.#role.isMaster === isMaster && this.#role.epoch === epoch) return;
+    this.#role = { isMaster, epoch };
+    const lease = this.#lease;
+    if (lease) void withTimeout(lease.put(this.#key).value(this.#value()).exec(), this.#timeoutMs).catch(() => undefined);
+  }
+
+  #value(): string {
+    const { advertise, weight } = this.#self;
+    return JSON.stringify({ advertise, weight, ...this.#role });
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
@@ -96,10 +110,9 @@ export class Membership {
       this.#retry();
     });
     try {
-      const { advertise, weight } = this.#self;
-      await withTimeout(lease.put(this.#key).value(JSON.stringify({ advertise, weight })).exec(), this.#timeoutMs);
+      await withTimeout(lease.put(this.#key).value(this.#value()).exec(), this.#timeoutMs);
       if (this.#closed) return void lease.revoke().catch(() => undefined);
-      this.#log.info('registered in the cluster', { set: this.#self.set, advertise });
+      this.#log.info('registered in the cluster', { set: this.#self.set, advertise: this.#self.advertise });
     } catch (error) {
       if (this.#lease !== lease) return;
       this.#lease = null;

@@ -10,6 +10,9 @@ export interface Member {
   /** the host string clients dial, no token */
   readonly advertise: string;
   readonly weight: number;
+  /** the broker's role as it last registered it (for `whisker cluster status`) */
+  readonly isMaster: boolean;
+  readonly epoch: number | null;
 }
 
 /** what changed in the cluster map since it was last told (coalesced, one per tick) */
@@ -33,10 +36,11 @@ export function decodePlacement(text: string): Placement | null {
 
 export function decodeMember(serviceId: string, text: string): Member | null {
   try {
-    const value = JSON.parse(text) as { advertise?: unknown; weight?: unknown };
+    const value = JSON.parse(text) as { advertise?: unknown; weight?: unknown; isMaster?: unknown; epoch?: unknown };
     if (typeof value.advertise !== 'string' || value.advertise.length > 512) return null;
     const weight = typeof value.weight === 'number' && value.weight > 0 && value.weight <= 1000 ? value.weight : 1;
-    return { serviceId, advertise: value.advertise, weight };
+    const epoch = Number.isSafeInteger(value.epoch) ? (value.epoch as number) : null;
+    return { serviceId, advertise: value.advertise, weight, isMaster: value.isMaster === true, epoch };
   } catch {
     return null;
   }

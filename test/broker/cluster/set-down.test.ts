@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import type { WhiskerError } from '../../../src/protocol/errors.js';
+import { whisker } from '../../support/broker-process.js';
 import { clusterProcesses } from '../../support/cluster-processes.js';
 import { nextMaster, offsets } from '../../support/election-cluster.js';
 import { startEtcd } from '../../support/etcd.js';
@@ -45,6 +46,18 @@ describe('a cluster of two mirror sets (real etcd, real broker processes)', () =
       ),
     );
 
+    // `whisker cluster status` on a broker of set a: both sets, a master each, 4 queues each
+    const clusterStatus = async () => {
+      const result = await whisker(['cluster', 'status', '-c', aNodes[0]!.configPath, '--json']);
+      expect(result.stderr).toBe('');
+      return JSON.parse(result.stdout) as { sets: Array<{ name: string; placements: number; brokers: Array<{ serviceId: string; isMaster: boolean; epoch: number | null }> }> };
+    };
+    const masters = (status: Awaited<ReturnType<typeof clusterStatus>>) => status.sets.map((set) => [set.name, set.placements, set.brokers.filter((b) => b.isMaster).map((b) => b.serviceId)]);
+    await expect.poll(async () => masters(await clusterStatus()), { timeout: 10_000 }).toEqual([['a', 4, [expect.any(String)]], ['b', 4, [masterB.serviceId]]]);
+    const text = await whisker(['cluster', 'status', '-c', aNodes[0]!.configPath]);
+    expect(text.stdout).toMatch(/^b\s+b\d\s+127\.0\.0\.1:\d+@b\d\s+(master|slave)/m);
+    expect(text.stdout).toContain('8 of at most 10000 queues placed');
+
     const owed = new Set<number>();
     const failed: string[] = [];
     const sends: Promise<void>[] = [];
@@ -81,6 +94,8 @@ describe('a cluster of two mirror sets (real etcd, real broker processes)', () =
     const lost = [...owed].filter((n) => !consumed.has(n)).length;
     const duplicated = [...consumed.values()].reduce((sum, n) => sum + n - 1, 0);
     console.log(`cluster set b master killed: ${seq} sent, ${owed.size} stored, ${failed.length} failed, lost ${lost}, ${duplicated} delivered twice; set a longest gap ${longestGap.toFixed(0)} ms (${aTimes.length} deliveries); set b (${nextB.serviceId}) delivers again after ${bResumedMs.toFixed(0)} ms`);
+    // set b's master is b2 now; the killed b1 left the map with its lease
+    await expect.poll(async () => masters(await clusterStatus()), { timeout: 10_000 }).toEqual([['a', 4, [expect.any(String)]], ['b', 4, [nextB.serviceId]]]);
     expect(failed).toEqual([]);
     expect(lost).toBe(0);
     expect(longestGap).toBeLessThan(1_000);
