@@ -116,7 +116,7 @@ export async function runPub(channel: string | undefined, data: string | undefin
 export async function runSub(channel: string | undefined, options: MessagingOptions): Promise<void> {
   if (!channel) throw new CommandError('sub needs a CHANNEL (endpoint/version/id, id may be *)', 2);
   const limit = options.count === undefined ? Infinity : Number(options.count);
-  if (!(limit > 0)) throw new CommandError('--count must be a positive number', 2);
+  if (!(limit > 0) || (limit !== Infinity && !Number.isSafeInteger(limit))) throw new CommandError('--count must be a positive integer', 2);
   const client = await connected(options);
   let seen = 0;
   let finish!: (error?: Error) => void;
@@ -128,22 +128,28 @@ export async function runSub(channel: string | undefined, options: MessagingOpti
     else print(`${time(info.created)}  ${safe(where)}  ${safe(info.from ?? '')}  ${info.messageId}  ${body(msg)}\n`);
   };
   const refused = (err: Error & { code?: string }) => finish(new CommandError(`${err.code ?? 'error'}: ${safe(err.message)}`, err.code === 'E_BAD_CHANNEL' ? 2 : 1));
-  // --count N: one delivery in flight at a time, acked as printed, so at most one more than N
-  // reaches this client (the broker fills the slot the Nth ack frees before the unsubscribe
-  // arrives: the protocol has no way to stop a subscription without failing what it holds)
+  // --count N: the subscription is held to what is left to print (docs/protocol.md#flow), so
+  // the broker never hands over an N+1th: lowered before each ack (the flow frame is written
+  // ahead of it), 0 after the Nth, so the unsubscribe finds nothing in flight to hand back
   const counted = Number.isFinite(limit);
+  const held = counted ? { limit } : {};
+  const take = (msg: unknown, info: DeliveryInfo): boolean => {
+    if (seen >= limit) return false; // not ours (an older broker ignores the limit): never acked here
+    show(msg, info);
+    if (counted) handle.setLimit(limit - seen);
+    return true;
+  };
   const handle = options.consume
-    ? client.consume(channel as ChannelString, counted ? { prefetch: 1 } : {}, (err, msg, done, info) => {
+    ? client.consume(channel as ChannelString, held, (err, msg, done, info) => {
         if (err) return refused(err);
-        if (seen >= limit) return; // not ours: requeued by the unsubscribe, never nacked here
-        show(msg, info!);
+        if (!take(msg, info!)) return;
         done!();
         if (seen >= limit) finish();
       })
-    : client.listen(channel as ChannelString, (err, msg, info) => {
+    : client.listen(channel as ChannelString, held, (err, msg, info) => {
         if (err) return refused(err);
-        if (seen >= limit) return;
-        show(msg, info!);
+        // a listener is acked when it returns: one past the count is left to the unsubscribe
+        if (!take(msg, info!)) return new Promise<void>(() => {});
         if (seen >= limit) finish();
       });
   const onSignal = () => finish();

@@ -216,6 +216,20 @@ export class Brokers {
     return sent;
   }
 
+  /**
+   * a subscription's flow limit to every connected broker (docs/protocol.md#flow), written ahead
+   * of the acks collected this turn; false when one of them is older and would not understand it
+   */
+  flow(sub: number, limit: number | null): boolean {
+    let understood = true;
+    for (const connection of this.#connections) {
+      if (!connection.isReady) continue;
+      if (connection.supports('flow')) connection.sendAhead({ type: 'flow', sub, limit });
+      else understood = false;
+    }
+    return understood;
+  }
+
   #connectionReady(connection: Connection): void {
     this.#refusals.delete(connection);
     // a broker announces its frame limit in `welcome`: the smallest one bounds every send

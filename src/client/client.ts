@@ -11,7 +11,7 @@ import { reportedPromise } from './observed.js';
 import { Outbox } from './outbox.js';
 import { type ReplayHandle, type ReplayOptions, replayFrame, Replays, SeamSink } from './replay.js';
 import { MessageStream, ReplayStream } from './stream.js';
-import { ClientSubscription, Handle, type SubscriptionHost, type SubscriptionSink } from './subscription.js';
+import { checkLimit, ClientSubscription, Handle, type SubscriptionHost, type SubscriptionSink } from './subscription.js';
 import type {
   ChannelArg,
   ChannelString,
@@ -67,6 +67,8 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
       this.#brokers?.forget(subscription.sub);
     },
     report: (error) => this.#reportUnobserved(error),
+    // not connected yet: the limit goes with the subscription when it is registered
+    flow: (sub, limit) => this.#brokers?.flow(sub, limit) ?? true,
   };
 
   /**
@@ -358,6 +360,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     const options: ConsumeOptions = (typeof a === 'object' && a !== null ? a : {}) as ConsumeOptions;
     const prefetch = mode === 'consume' ? options.prefetch : undefined;
     if (prefetch !== undefined && (!Number.isSafeInteger(prefetch) || prefetch < 1)) throw new WhiskerError('E_BAD_ARGUMENT', 'prefetch must be a positive integer');
+    const limit = options.limit === undefined ? null : checkLimit(options.limit);
     if (handler !== undefined && typeof handler !== 'function') throw new WhiskerError('E_BAD_ARGUMENT', `${mode} needs a handler function`);
     if ((options as ListenOptions).since !== undefined && (mode !== 'listen' || !handler)) throw new WhiskerError('E_BAD_ARGUMENT', 'since is for listen with a handler (a replay feeds listeners, not consumers)');
     const report = (error: WhiskerError) => void this.#emitError(error, true);
@@ -365,20 +368,20 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
       const retry = this.#options?.handlerRetry ?? DEFAULTS.handlerRetry;
       const delay = (n: number) => Math.min(retry.maxSeconds, retry.initialSeconds * retry.factor ** n);
       const sink = handlerSink(mode, handler as ListenHandler | ConsumeHandler, report, delay);
-      if (mode === 'listen' && options.since !== undefined) return this.#listenSince(channel, options.since, options.signal, sink, report);
-      return this.#subscribe(mode, channel, prefetch, options.signal, sink);
+      if (mode === 'listen' && options.since !== undefined) return this.#listenSince(channel, options.since, limit, options.signal, sink, report);
+      return this.#subscribe(mode, channel, prefetch, limit, options.signal, sink);
     }
     const stream = new MessageStream(report);
-    return stream.attach(this.#subscribe(mode, channel, prefetch, options.signal, stream.sink));
+    return stream.attach(this.#subscribe(mode, channel, prefetch, limit, options.signal, stream.sink));
   }
 
   /**
    * listen({ since }): the live subscription first, its messages held back; then the history
    * since then; then what was held back, less what the replay gave (no gap, no duplicate).
    */
-  #listenSince(channel: unknown, since: NonNullable<ListenOptions['since']>, signal: AbortSignal | undefined, sink: SubscriptionSink, report: (error: WhiskerError) => void): Handle {
+  #listenSince(channel: unknown, since: NonNullable<ListenOptions['since']>, limit: number | null, signal: AbortSignal | undefined, sink: SubscriptionSink, report: (error: WhiskerError) => void): Handle {
     const seam = new SeamSink(sink);
-    const handle = this.#subscribe('listen', channel, undefined, signal, seam);
+    const handle = this.#subscribe('listen', channel, undefined, limit, signal, seam);
     handle.ready
       .then(() => this.#replay(channel, { since }, sink, seam))
       .catch((error: WhiskerError) => report(error))
@@ -386,14 +389,14 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     return handle;
   }
 
-  #subscribe(mode: 'listen' | 'consume', channel: unknown, prefetch: number | undefined, signal: AbortSignal | undefined, sink: SubscriptionSink): Handle {
+  #subscribe(mode: 'listen' | 'consume', channel: unknown, prefetch: number | undefined, limit: number | null, signal: AbortSignal | undefined, sink: SubscriptionSink): Handle {
     let set;
     try {
       set = parseChannelSet(channel, true);
     } catch (error) {
       return new Handle(new ClientSubscription(this.#host, 0, mode, { endpoint: '-', version: '-', ids: [] }, prefetch, sink, error as WhiskerError));
     }
-    const subscription = new ClientSubscription(this.#host, this.#nextSub++, mode, set, prefetch, sink);
+    const subscription = new ClientSubscription(this.#host, this.#nextSub++, mode, set, prefetch, sink, null, limit);
     const handle = new Handle(subscription);
     if (signal?.aborted) {
       handle.close(() => {});

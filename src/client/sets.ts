@@ -105,6 +105,11 @@ export class Sets {
     return (this.#subscribedOn.get(delivery.sub) ?? this.#seed).touch(delivery);
   }
 
+  /** a subscription's flow limit, to the set it lives on (docs/protocol.md#flow) */
+  flow(sub: number, limit: number | null): boolean {
+    return (this.#subscribedOn.get(sub) ?? this.#seed).flow(sub, limit);
+  }
+
   forget(sub: number): void {
     this.#subscribedOn.delete(sub);
   }

@@ -143,6 +143,19 @@ export class MessageStream<T = unknown> implements AsyncIterableIterator<StreamM
     return this.#handle!.removeId(ids);
   }
 
+  /** the handle's flow limit (docs/client.md#flow): messages already buffered stay buffered */
+  setLimit(limit: number | null): boolean {
+    return this.#handle!.setLimit(limit);
+  }
+
+  pause(): boolean {
+    return this.#handle!.pause();
+  }
+
+  resume(): boolean {
+    return this.#handle!.resume();
+  }
+
   /** ends the loop and closes the subscription */
   close(): Promise<void> {
     this.#end(null);

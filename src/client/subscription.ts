@@ -25,6 +25,15 @@ export interface SubscriptionHost {
   forget(subscription: ClientSubscription): void;
   /** the failure of a promise nobody awaited (addId, removeId, close without a callback) */
   report(error: WhiskerError): void;
+  /** a subscription's flow limit to every connected broker; false when one of them ignores it (older) */
+  flow(sub: number, limit: number | null): boolean;
+}
+
+/** a flow limit as the API takes it: null (none) or an integer from 0 (docs/client.md#flow) */
+export function checkLimit(limit: unknown): number | null {
+  if (limit === null) return null;
+  if (!Number.isSafeInteger(limit) || (limit as number) < 0) throw new WhiskerError('E_BAD_ARGUMENT', 'limit must be null or an integer from 0');
+  return limit as number;
 }
 
 /**
@@ -41,6 +50,9 @@ export class ClientSubscription {
   readonly queue: string;
   readonly prefetch: number | undefined;
   readonly sink: SubscriptionSink;
+  /** the flow limit the user set (null: none) and whether it is paused (docs/client.md#flow) */
+  #limit: number | null;
+  #paused = false;
   /** canonical ids, as the brokers know them */
   readonly wireIds = new Set<string>();
   /** the handle's live `ids` array (ids as the user means them) */
@@ -58,8 +70,9 @@ export class ClientSubscription {
     return this.#host;
   }
 
-  constructor(host: SubscriptionHost, sub: number, mode: SubscriptionMode, set: ChannelSet, prefetch: number | undefined, sink: SubscriptionSink, broken: WhiskerError | null = null) {
+  constructor(host: SubscriptionHost, sub: number, mode: SubscriptionMode, set: ChannelSet, prefetch: number | undefined, sink: SubscriptionSink, broken: WhiskerError | null = null, limit: number | null = null) {
     this.#host = host;
+    this.#limit = limit;
     this.sub = sub;
     this.mode = mode;
     this.endpoint = set.endpoint;
@@ -92,7 +105,22 @@ export class ClientSubscription {
       version: this.version,
       ids: [...this.wireIds],
       ...(this.prefetch !== undefined ? { prefetch: this.prefetch } : {}),
+      // with the subscription itself: after a reconnection it is held from its first delivery
+      ...(this.#wireLimit !== null ? { limit: this.#wireLimit } : {}),
     };
+  }
+
+  /** what the brokers are told: 0 while paused, else the limit set */
+  get #wireLimit(): number | null {
+    return this.#paused ? 0 : this.#limit;
+  }
+
+  /** `limit` null lifts it; `paused` true holds the subscription at 0 until resumed */
+  flow(change: { limit?: number | null; paused?: boolean }): boolean {
+    if (this.#broken || this.#closed) return false;
+    if (change.limit !== undefined) this.#limit = change.limit;
+    if (change.paused !== undefined) this.#paused = change.paused;
+    return this.#host.flow(this.sub, this.#wireLimit);
   }
 
   /** the master answered a subscribe (first time or after a reconnection) */
@@ -242,6 +270,26 @@ export class Handle {
   close(cb: IdsCallback): void;
   close(cb?: IdsCallback): Promise<void> | void {
     return withCallback((done) => this.#subscription.close(done), cb, this.#subscription.host.report);
+  }
+
+  /**
+   * At most `limit` deliveries of this handler unacked at once (listeners too), beneath
+   * `prefetch`; null lifts it (docs/client.md#flow). Messages already held stay held. Sent at
+   * once, ahead of the acks of this turn: `done(); handle.setLimit(0)` takes nothing more.
+   * False when a connected broker is older and ignores it.
+   */
+  setLimit(limit: number | null): boolean {
+    return this.#subscription.flow({ limit: checkLimit(limit) });
+  }
+
+  /** no new deliveries until `resume()`; what the handler holds stays its own to ack (NSQ's RDY 0) */
+  pause(): boolean {
+    return this.#subscription.flow({ paused: true });
+  }
+
+  /** deliveries again, up to the limit set (if any) */
+  resume(): boolean {
+    return this.#subscription.flow({ paused: false });
   }
 }
 

@@ -124,6 +124,8 @@ export interface ListenOptions {
   signal?: AbortSignal;
   /** a retained channel: replay its history since then (a Date, ms, or after a message id), then go on live */
   since?: Date | number | string;
+  /** at most this many deliveries unacked at once from the start, 0: paused; `handle.setLimit()` changes it (docs/client.md#flow) */
+  limit?: number;
 }
 
 export interface ConsumeOptions extends ListenOptions {

@@ -172,6 +172,14 @@ export class Connection {
     this.#write(frame);
   }
 
+  /**
+   * Written at once, ahead of the publishes and acks collected this turn (they follow at the
+   * flush): a `flow` that lowers a limit is read before the acks that free the slots.
+   */
+  sendAhead(frame: ClientFrame): void {
+    this.#write(frame);
+  }
+
   #write(frame: ClientFrame): void {
     if (this.#ws?.readyState === WebSocket.OPEN) this.#ws.send(encodeFrame(frame));
   }

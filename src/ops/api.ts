@@ -19,6 +19,8 @@ export interface ManagedSubscription extends SubscriberLike {
   readonly queue: string;
   readonly ids: ReadonlySet<string>;
   readonly prefetch: number;
+  /** the client's flow limit; Infinity: none */
+  readonly limit: number;
   /** deliveries handed to it so far */
   readonly delivered: number;
 }
@@ -161,6 +163,8 @@ export interface ConsumerView {
   ids: string[];
   /** null for listeners (no bound) */
   prefetch: number | null;
+  /** the client's flow limit (docs/protocol.md#flow): 0 paused, null none */
+  limit: number | null;
   inFlight: number;
   delivered: number;
   /** deliveries per second since the previous look at this handler */
@@ -204,7 +208,7 @@ export function queueDetailView(broker: ManagedBroker, name: string, rates: Rate
       if (s.queue !== name) continue;
       consumers.push({
         client: session.clientName, node: session.node, sub: s.sub, mode: s.mode, ids: [...s.ids].map(unescapeId),
-        prefetch: Number.isFinite(s.prefetch) ? s.prefetch : null, inFlight: queue.inFlightFor(s), delivered: s.delivered, rate: handlerRates.rate(s, now),
+        prefetch: Number.isFinite(s.prefetch) ? s.prefetch : null, limit: Number.isFinite(s.limit) ? s.limit : null, inFlight: queue.inFlightFor(s), delivered: s.delivered, rate: handlerRates.rate(s, now),
       });
     }
   }

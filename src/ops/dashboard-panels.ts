@@ -68,6 +68,12 @@ export const SCRIPT_PANELS = `
     if (state.selected !== null) drawChart(byId('chart-queue'), byId('legend-queue'), view.points, (p) => p.queues[state.selected] || null);
   }
 
+  // a handler's bound: its prefetch, or the client's flow limit when that is lower ('paused' at 0)
+  const held = (prefetch, limit) => {
+    if (limit === 0) return 'paused';
+    if (limit !== null && (prefetch === null || limit < prefetch)) return num(limit) + ' (limit)';
+    return prefetch === null ? '-' : num(prefetch);
+  };
   function renderDetail(detail) {
     byId('detail').hidden = detail === null;
     if (detail === null) return;
@@ -78,7 +84,7 @@ export const SCRIPT_PANELS = `
       const tr = el('tr');
       const ids = el('td', null, 'ids');
       for (const id of h.ids) ids.append(el('span', id, 'id'));
-      tr.append(el('td', h.client), el('td', h.node, 'id-cell'), el('td', h.mode, 'mode'), ids, numCell(h.prefetch === null ? '-' : num(h.prefetch)),
+      tr.append(el('td', h.client), el('td', h.node, 'id-cell'), el('td', h.mode, 'mode'), ids, numCell(held(h.prefetch, h.limit)),
         numCell(num(h.inFlight)), numCell(num(h.delivered)), numCell(rate(h.rate)));
       return tr;
     }));

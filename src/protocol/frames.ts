@@ -50,6 +50,8 @@ export type SubscribeFrame = {
   version: string;
   ids: string[];
   prefetch?: number;
+  /** the subscription's flow limit from the start (docs/protocol.md#flow); absent: none */
+  limit?: number;
 };
 export type AddIdsFrame = { type: 'addIds'; req: number; sub: number; ids: string[] };
 export type RemoveIdsFrame = { type: 'removeIds'; req: number; sub: number; ids: string[] };
@@ -75,6 +77,12 @@ export type ReplayEndFrame = { type: 'replayEnd'; sub: number; count: number; er
 export type AckFrame = { type: 'ack'; acks: Ack[] };
 /** sent only to a broker whose `welcome` lists the `touch` feature */
 export type TouchFrame = { type: 'touch'; touches: Touch[] };
+/**
+ * NSQ's RDY for one subscription (docs/protocol.md#flow): at most `limit` of its deliveries
+ * unacked at once, beneath its prefetch; 0 pauses it without failing what it holds, null lifts
+ * the limit. Sent only to a broker whose `welcome` lists the `flow` feature.
+ */
+export type FlowFrame = { type: 'flow'; sub: number; limit: number | null };
 // peer -> broker (docs/protocol.md#peers)
 /** a broker's role as configured and as it acts: the two differ while it yields to another master */
 /** `keys: true`: the sender takes `keys` frames (an older broker would close the link on one) */
@@ -105,6 +113,7 @@ export type ClientFrame =
   | ReplayFrame
   | AckFrame
   | TouchFrame
+  | FlowFrame
   | PeerStateFrame
   | FollowFrame
   | OfferFrame
@@ -142,7 +151,7 @@ export type WelcomeFrame = {
   maxPayloadBytes: number;
   /** with an election: the epoch of the master this broker knows (docs/protocol.md#epochs) */
   epoch?: number;
-  /** optional frames this broker understands (`touch`); absent from older brokers */
+  /** optional frames this broker understands (`touch`, `flow`); absent from older brokers */
   features?: string[];
 };
 export type ErrorFrame = { type: 'error'; error: ErrorPayload };
@@ -316,6 +325,7 @@ export function decodeClientFrame(text: string): ClientFrame {
         ids: ids(frame),
       };
       if (frame.prefetch !== undefined) subscribe.prefetch = int(frame, 'prefetch');
+      if (frame.limit !== undefined) subscribe.limit = int(frame, 'limit');
       return subscribe;
     }
     case 'addIds':
@@ -353,6 +363,10 @@ export function decodeClientFrame(text: string): ClientFrame {
           return { sub: int(t, 'sub'), messageId: str(t, 'messageId', 128), via: str(t, 'via', 1024) };
         }),
       };
+    case 'flow':
+      // null lifts the limit; a missing one is a mistake, not "no limit"
+      if (frame.limit === undefined) throw protocolError('limit must be an integer or null');
+      return { type, sub: int(frame, 'sub'), limit: frame.limit === null ? null : int(frame, 'limit') };
     case 'peerState':
       return peerState(frame);
     case 'follow':

@@ -40,8 +40,9 @@ function trickle(send: () => Promise<unknown>, everyMs: number): () => Promise<v
 describe.skipIf(!hasChromium)('operator dashboard in Chromium', () => {
   test('rate charts render (total and one queue), handlers with prefetch and in flight, oldest age, peek without bodies', async () => {
     const b = await broker({ management: { port: 0 } });
-    const [worker, slow, producer] = await Promise.all([connect('worker', b.hostSpec), connect('slow', b.hostSpec), connect('producer', b.hostSpec)]);
+    const [worker, slow, producer, pauser] = await Promise.all([connect('worker', b.hostSpec), connect('slow', b.hostSpec), connect('producer', b.hostSpec), connect('pauser', b.hostSpec)]);
     await worker.consume('jobs/v1/a', new Inbox().consumer).ready;
+    await pauser.consume('jobs/v1/b', { limit: 0 }, new Inbox().consumer).ready;
     const held: Done[] = [];
     await slow.consume(`jobs/v1/${encodeURIComponent(HOSTILE)}`, { prefetch: 2 }, (_err, _msg, done) => void held.push(done!)).ready;
     for (let i = 0; i < 3; i++) await producer.send(`jobs/v1/${encodeURIComponent(HOSTILE)}`, { secret: i });
@@ -60,6 +61,9 @@ describe.skipIf(!hasChromium)('operator dashboard in Chromium', () => {
     await expect.poll(() => page.locator('#chart-queue polyline').count(), { timeout: 5000 }).toBe(4);
     const slowRow = page.locator('#handler-rows tr', { hasText: 'slow' });
     await expect.poll(async () => (await slowRow.locator('td').allTextContents()).slice(2, 6), { timeout: 5000 }).toEqual(['consume', HOSTILE, '2', '2']);
+    // a handler its client paused (docs/protocol.md#flow) says so where its prefetch would be
+    const pausedRow = page.locator('#handler-rows tr', { hasText: 'pauser' });
+    await expect.poll(async () => (await pausedRow.locator('td').allTextContents()).slice(2, 6), { timeout: 5000 }).toEqual(['consume', 'b', 'paused', '0']);
     await expect.poll(async () => (await page.locator('#queue-rows tr[data-queue="jobs/v1"] td').allTextContents())[4]).toMatch(/^\d+\.\d s$/);
 
     // peek: the waiting one, no body (showBodies is off)

@@ -239,6 +239,20 @@ describe('api', () => {
     held[0]!();
   });
 
+  test('/api/queues/:queue shows each handler\'s flow limit: 0 while paused, null when none is set', async () => {
+    const b = await broker({ management: { port: 0 } });
+    const worker = await connect('worker', b.hostSpec);
+    const paused = worker.consume('jobs/v1/a', { prefetch: 3, limit: 0 }, () => {});
+    await paused.ready;
+    await worker.listen('jobs/v1/*', () => {}).ready;
+    const handlers = async () => ((await getJson(b, '/api/queues/jobs%2Fv1')).handlers as Array<{ mode: string; prefetch: number | null; limit: number | null }>).map(({ mode, prefetch, limit }) => ({ mode, prefetch, limit }));
+    expect(await handlers()).toEqual([{ mode: 'consume', prefetch: 3, limit: 0 }, { mode: 'listen', prefetch: null, limit: null }]);
+    paused.setLimit(2);
+    let seen: number | null = 0;
+    for (let i = 0; i < 100 && seen !== 2; i++) seen = (await handlers())[0]!.limit;
+    expect(seen).toBe(2);
+  });
+
   test('/api/queues/:queue lists ids with counts; 404 for an unknown queue', async () => {
     const b = await broker({ management: { port: 0 } });
     const producer = await connect('producer', b.hostSpec);

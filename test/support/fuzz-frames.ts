@@ -75,12 +75,13 @@ const validFrame: fc.Arbitrary<Record<string, unknown>> = fc.oneof(
   fc.record(
     {
       type: fc.constant('subscribe'), req: num, sub: num, mode: fc.constantFrom('listen', 'consume'),
-      endpoint, version, ids: fc.array(id, { minLength: 1, maxLength: 4 }), prefetch: fc.integer({ min: 1, max: 5 }),
+      endpoint, version, ids: fc.array(id, { minLength: 1, maxLength: 4 }), prefetch: fc.integer({ min: 1, max: 5 }), limit: fc.nat(3),
     },
     { requiredKeys: ['type', 'req', 'sub', 'mode', 'endpoint', 'version', 'ids'] },
   ),
   fc.record({ type: fc.constantFrom('addIds', 'removeIds'), req: num, sub: num, ids: fc.array(id, { minLength: 1, maxLength: 4 }) }),
   fc.record({ type: fc.constant('unsubscribe'), req: num, sub: num }),
+  fc.record({ type: fc.constant('flow'), sub: num, limit: fc.oneof(num, fc.constant(null)) }),
   fc.record({
     type: fc.constant('publish'),
     messages: fc.array(fc.record({ messageId, channel, data, created: fc.nat() }), { minLength: 1, maxLength: 4 }),
@@ -100,7 +101,7 @@ const validFrame: fc.Arbitrary<Record<string, unknown>> = fc.oneof(
 
 // ---- one field broken ------------------------------------------------------------------
 
-const FRAME_KEYS = ['type', 'req', 'sub', 'mode', 'endpoint', 'version', 'ids', 'prefetch', 'messages', 'acks', 'token', 'protocol'];
+const FRAME_KEYS = ['type', 'req', 'sub', 'mode', 'endpoint', 'version', 'ids', 'prefetch', 'limit', 'messages', 'acks', 'token', 'protocol'];
 const ITEM_KEYS = ['messageId', 'channel', 'data', 'created', 'sub', 'via', 'ok', 'delaySeconds'];
 
 type Mutation =

@@ -46,6 +46,7 @@ function expected(phase: FuzzCase['phase'], input: FuzzInput): Expected {
       return { answer: 'results', messageIds: frame.messages.map((m) => m.messageId) };
     case 'ack':
     case 'touch':
+    case 'flow':
       return { answer: 'nothing' };
     case 'peerState':
     case 'follow':

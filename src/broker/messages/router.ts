@@ -382,6 +382,16 @@ export class Router {
     this.#queues.get(subscription.queue)?.resume(subscription);
   }
 
+  /**
+   * A client's flow limit for one subscription (docs/protocol.md#flow): what it holds stays in
+   * flight, nothing new past the limit; a higher one delivers at once. A slave keeps it for
+   * when it is promoted.
+   */
+  flow(subscription: Subscription, limit: number | null): void {
+    subscription.limit = limit ?? Infinity;
+    this.resume(subscription);
+  }
+
   // ---- deliveries in flight ------------------------------------------------------------
 
   /** deliveries handed out and not yet acked, nacked or timed out, over every queue */

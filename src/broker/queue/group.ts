@@ -26,6 +26,8 @@ export interface Subscriber {
   readonly mode: SubscriptionMode;
   /** most unacked deliveries at once; Infinity for listeners */
   readonly prefetch: number;
+  /** the client's flow limit beneath prefetch (docs/protocol.md#flow); 0 paused; absent: none */
+  readonly limit?: number;
   /** false while the connection's outbound buffer is past its bound */
   isWritable(): boolean;
   /** `dataJson`: `delivery.data` as JSON when the message has it (StoredMessage.json) */

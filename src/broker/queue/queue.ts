@@ -413,7 +413,7 @@ export class Queue {
     })(this.#held, this.#cold, this.#backlog);
   }
 
-  /** a connection that can write again: its subscribers may take more */
+  /** a connection that can write again, or a subscriber whose flow limit rose: it may take more */
   resume(subscriber: Subscriber): void {
     for (const group of this.#groupsOf.get(subscriber) ?? []) this.#pump(group);
   }
@@ -826,7 +826,8 @@ export class Queue {
   }
 
   #hasCapacity = (subscriber: Subscriber): boolean => {
-    return subscriber.isWritable() && this.#inFlight.countOf(subscriber) < subscriber.prefetch;
+    const held = this.#inFlight.countOf(subscriber);
+    return subscriber.isWritable() && held < subscriber.prefetch && held < (subscriber.limit ?? Infinity);
   };
 
   #pumpAll(): void {

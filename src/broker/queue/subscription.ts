@@ -19,6 +19,11 @@ export class Subscription implements Subscriber {
   readonly mode: SubscriptionMode;
   readonly queue: string;
   readonly prefetch: number;
+  /**
+   * the client's flow limit (docs/protocol.md#flow): at most this many unacked at once, beneath
+   * prefetch, listeners too; 0 pauses; Infinity: none. Changed by `flow` frames.
+   */
+  limit = Infinity;
   readonly ids = new Set<string>();
   readonly owner: SubscriptionOwner;
   /** deliveries handed to this handler, for its rate on the dashboard */

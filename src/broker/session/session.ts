@@ -12,7 +12,7 @@ import {
   type PublishResult,
 } from '../../protocol/frames.js';
 import type { BrokerContext, ConnectedSession } from './ports.js';
-import { handleAck, handleTouch } from './handlers/ack.js';
+import { handleAck, handleFlow, handleTouch } from './handlers/ack.js';
 import { handleAuth } from './handlers/auth.js';
 import { handlePeerFrame, peerGone } from './handlers/peer.js';
 import { handlePublish } from './handlers/publish.js';
@@ -132,7 +132,7 @@ export class Session implements ConnectedSession {
     const epoch = this.ctx.peers.epoch;
     // the cluster map first: the client knows its set when `welcome` makes it ready (SPEC §13, docs/protocol.md#cluster)
     if (!isPeer && this.ctx.cluster) for (const frame of this.ctx.cluster.mapFrames()) this.send(frame);
-    this.send({ type: 'welcome', node: this.node, serviceId: config.serviceId, isMaster: this.ctx.router.isMaster, maxPayloadBytes: config.limits.maxPayloadBytes, ...(epoch !== undefined ? { epoch } : {}), features: ['touch'] });
+    this.send({ type: 'welcome', node: this.node, serviceId: config.serviceId, isMaster: this.ctx.router.isMaster, maxPayloadBytes: config.limits.maxPayloadBytes, ...(epoch !== undefined ? { epoch } : {}), features: ['touch', 'flow'] });
     if (isPeer) {
       this.send(this.ctx.peers.state());
       this.ctx.log.info('peer connected', { peer: this.label });
@@ -321,6 +321,9 @@ export class Session implements ConnectedSession {
         return;
       case 'touch':
         handleTouch(this, frame);
+        return;
+      case 'flow':
+        handleFlow(this, frame);
         return;
       case 'peerState':
       case 'follow':

@@ -1,4 +1,4 @@
-import type { AckFrame, TouchFrame } from '../../../protocol/frames.js';
+import type { AckFrame, FlowFrame, TouchFrame } from '../../../protocol/frames.js';
 import type { SessionPort } from '../ports.js';
 
 /** acks reach every broker, so slaves drop their copy too (docs/protocol.md#ack) */
@@ -20,4 +20,13 @@ export function handleTouch(session: SessionPort, frame: TouchFrame): void {
     const subscription = session.subscriptions.get(touch.sub);
     if (subscription) router.touch(subscription, touch.messageId, touch.via);
   }
+}
+
+/**
+ * a subscription's flow limit (docs/protocol.md#flow), on every broker like an ack; an unknown
+ * `sub` (closed meanwhile) is ignored as an ack to it is
+ */
+export function handleFlow(session: SessionPort, frame: FlowFrame): void {
+  const subscription = session.subscriptions.get(frame.sub);
+  if (subscription) session.ctx.router.flow(subscription, frame.limit);
 }

@@ -65,6 +65,8 @@ function subscribe(session: SessionPort, frame: SubscribeFrame): void {
     const prefetch = frame.prefetch ?? session.ctx.policy.queueSettings(queue).prefetch;
     if (prefetch < 1) throw new WhiskerError('E_PROTOCOL', 'prefetch must be at least 1');
     const subscription = new Subscription(session, frame.sub, frame.mode, queue, prefetch);
+    // before its ids: a subscription made paused takes nothing (docs/protocol.md#flow)
+    if (frame.limit !== undefined) subscription.limit = frame.limit;
     session.subscriptions.set(frame.sub, subscription);
     try {
       return add(session, subscription, ids);
