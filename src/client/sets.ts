@@ -1,5 +1,5 @@
 import type { ClusterFrame } from '../protocol/cluster.js';
-import type { WhiskerError } from '../protocol/errors.js';
+import { errorFromPayload, type WhiskerError } from '../protocol/errors.js';
 import type { ClientFrame, Delivery, ReplyFrame } from '../protocol/frames.js';
 import { type HostTarget, parseHost } from '../link/hosts.js';
 import type { ClientKeys } from '../link/keys.js';
@@ -70,8 +70,14 @@ export class Sets {
 
   request(subscription: ClientSubscription, build: (req: number) => ClientFrame, onMasterReply: (reply: ReplyFrame | null) => void): void {
     const brokers = this.#subscribedOn.get(subscription.sub) ?? this.#route(subscription.queue);
-    if (brokers) brokers.request(build, onMasterReply);
-    else onMasterReply(null);
+    if (!brokers) return onMasterReply(null);
+    brokers.request(build, (reply) => {
+      // an addIds that placed its queue on another set: the whole subscription goes there; the
+      // caller waits for that set's master like a subscribe made before any master (null)
+      if (reply?.error?.code !== 'E_MOVED') return onMasterReply(reply);
+      this.#moved(errorFromPayload(reply.error), { subscription });
+      onMasterReply(null);
+    });
   }
 
   replay(queue: string, sub: number, build: (req: number) => ClientFrame, onReply: (reply: ReplyFrame | null) => void): void {

@@ -47,3 +47,25 @@ describe('client routing in a cluster', () => {
     await c.disconnect();
   }, 60_000);
 });
+
+describe('client routing in a cluster: ids added later', () => {
+  test('a listen with no id yet, then addId on a queue of set b: the subscription moves to b, the callback gets no E_MOVED', async () => {
+    const etcd = await startEtcd();
+    const spec = clusterSpec(etcd.url);
+    const pins = { channels: { 'later/v1': { set: 'b' } } };
+    const a = await clusterBroker(spec, 'a', 'a1', pins);
+    const b = await clusterBroker(spec, 'b', 'b1', pins);
+    await Promise.all([elected(a), elected(b)]);
+    await until(() => a.cluster!.sets.length === 2, 10_000, 'both sets registered');
+    const c = unconnected();
+    await c.connect(clientConfig('adder', a.hostSpec));
+    const inbox = new Inbox();
+    const handle = c.listen({ endpoint: 'later', version: 'v1', ids: [] }, inbox.listener);
+    await handle.ready;
+    await new Promise<void>((resolve, reject) => handle.addId('x', (err) => (err ? reject(err) : resolve())));
+    await c.send('later/v1/x', { n: 1 });
+    await inbox.waitFor(1);
+    expect([a.queues.has('later/v1'), b.queues.has('later/v1')]).toEqual([false, true]);
+    await c.disconnect();
+  }, 60_000);
+});
