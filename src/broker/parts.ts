@@ -135,6 +135,7 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
         },
       });
       const placed = cluster;
+      keys.onRevoked = (name, pem) => placed.unbindKey(name, pem);
       // an idle queue's placement goes with it, decided by the set's master (SPEC §13)
       router.onForgotten((queue) => router.isMaster && placed.forget(queue, () => router.queues.has(queue)));
       log.info('cluster on: queues are placed on mirror sets through etcd', { set: config.cluster.set, prefix: config.cluster.prefix, advertise: config.cluster.advertise });

@@ -4,7 +4,7 @@ import { PLACEMENTS_PER_FRAME } from '../../protocol/cluster.js';
 import { WhiskerError } from '../../protocol/errors.js';
 import type { ClusterConfig, ElectionConfig } from '../../config/types.js';
 import type { Logger } from '../../runtime/logger.js';
-import { etcdClient } from '../mirror/election.js';
+import { etcdClient, withTimeout } from '../mirror/election.js';
 import { Membership } from './membership.js';
 import { Placements } from './placements.js';
 import { rendezvous } from './rendezvous.js';
@@ -41,6 +41,7 @@ export class Cluster {
   readonly #placements: Placements;
   readonly #hooks: ClusterHooks;
   readonly #log: Logger;
+  readonly #prefix: string;
   #pendingPlaced = new Map<string, string>();
   #pendingRemoved = new Set<string>();
   #setsChanged = false;
@@ -52,6 +53,7 @@ export class Cluster {
 
   private constructor(config: ClusterConfig, election: ElectionConfig, serviceId: string, log: Logger, hooks: ClusterHooks, client: Etcd3) {
     this.set = config.set;
+    this.#prefix = config.prefix;
     this.#client = client;
     this.#hooks = hooks;
     this.#log = log;
@@ -98,6 +100,23 @@ export class Cluster {
   /** the master forgot an idle queue of this set: its placement goes too (best effort: etcd may be out of reach) */
   forget(queue: string, stillHere: () => boolean): void {
     this.#placements.forget(queue, this.set, stillHere).catch((error: unknown) => this.#log.debug('placement not deleted', { queue, error: (error as Error).message }));
+  }
+
+  /**
+   * Key bindings are one per cluster (SPEC §4, §13): a name new to this set is bound to its key
+   * by create-if-absent of `<prefix>/keys/<name>`; resolves to the key the name is bound to.
+   */
+  async bindKey(name: string, pem: string): Promise<string> {
+    const key = `${this.#prefix}/keys/${name}`;
+    const answer = await withTimeout(this.#client.if(key, 'Create', '==', 0).then(this.#client.put(key).value(pem)).else(this.#client.get(key)).commit(), ETCD_TIMEOUT_MS);
+    if (answer.succeeded) return pem;
+    return answer.responses[0]?.response_range?.kvs[0]?.value.toString() ?? pem;
+  }
+
+  /** a revoked key frees its name's binding (only if the binding is that key) */
+  unbindKey(name: string, pem: string): void {
+    const key = `${this.#prefix}/keys/${name}`;
+    withTimeout(this.#client.if(key, 'Value', '==', pem).then(this.#client.delete().key(key)).commit(), ETCD_TIMEOUT_MS).catch((error: unknown) => this.#log.warn('key binding not freed in etcd', { name, error: (error as Error).message }));
   }
 
   /** the answer to a frame for a queue of another set: where it is, whom to dial (SPEC §13) */
