@@ -128,6 +128,8 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
     if (config.cluster && config.election) {
       cluster = await Cluster.create(config.cluster, config.election, config.serviceId, log, {
         pin: (queue) => router.policy.config.channels[queue]?.set,
+        deadLetterOf: (queue) => deadLetterQueue(router.policy.config.channels[queue]?.deadLetter),
+        deadLetterSources: (queue) => Object.entries(router.policy.config.channels).filter(([, c]) => deadLetterQueue(c.deadLetter) === queue).map(([source]) => source),
         maxPlacements: () => router.policy.config.limits.maxPlacements,
         changed: (frames) => {
           const texts = frames.map((frame) => JSON.stringify(frame));
@@ -170,3 +172,7 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
   }
 }
 
+/** `endpoint/version` of a dead-letter channel `endpoint/version/id` */
+function deadLetterQueue(channel: string | undefined): string | undefined {
+  return channel?.split('/').slice(0, 2).join('/');
+}

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'vitest';
+import { rendezvous } from '../../src/broker/cluster/rendezvous.js';
 import { clusterBroker, clusterSpec, elected, placementsIn } from '../support/cluster.js';
 import { startEtcd } from '../support/etcd.js';
 import { clientConfig, Inbox, unconnected, until } from '../support/harness.js';
@@ -66,6 +67,34 @@ describe('client routing in a cluster: ids added later', () => {
     await c.send('later/v1/x', { n: 1 });
     await inbox.waitFor(1);
     expect([a.queues.has('later/v1'), b.queues.has('later/v1')]).toEqual([false, true]);
+    await c.disconnect();
+  }, 60_000);
+});
+
+describe('client routing in a cluster: dead letters', () => {
+  test('a dead-letter queue is placed with its source queue, and its dead letters reach a client of the other set', async () => {
+    // a dead-letter queue name that rendezvous hashing alone would put on set a
+    let dead = '';
+    for (let i = 0; !dead; i++) if (rendezvous(`dead${i}/v1`, [{ name: 'a', weight: 1 }, { name: 'b', weight: 1 }]) === 'a') dead = `dead${i}/v1`;
+    const etcd = await startEtcd();
+    const spec = clusterSpec(etcd.url);
+    const config = { channels: { 'work/v1': { set: 'b', deadLetter: `${dead}/x`, requeueLimit: 1 } } };
+    const a = await clusterBroker(spec, 'a', 'a1', config);
+    const b = await clusterBroker(spec, 'b', 'b1', config);
+    await Promise.all([elected(a), elected(b)]);
+    await until(() => a.cluster!.sets.length === 2 && b.cluster!.sets.length === 2, 10_000, 'both sets registered');
+    const c = unconnected();
+    await c.connect(clientConfig('dead-letters', a.hostSpec));
+    await c.consume('work/v1/x', (err, _msg, done) => {
+      if (err) throw err;
+      done!(false);
+    }).ready;
+    const letters = new Inbox();
+    await c.consume(`${dead}/x` as `${string}/${string}/${string}`, letters.consumer).ready;
+    expect(Object.fromEntries(await placementsIn(spec))).toEqual({ 'work/v1': 'b', [dead]: 'b' });
+    await c.send('work/v1/x', { job: 1 });
+    const [letter] = await letters.waitFor(1, 10_000);
+    expect(letter!.msg).toMatchObject({ channel: 'work/v1/x', nbDeliveries: 1, data: { job: 1 } });
     await c.disconnect();
   }, 60_000);
 });

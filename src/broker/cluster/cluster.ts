@@ -21,6 +21,10 @@ export interface ClusterView {
 /** what the cluster asks of the broker: the config of the moment (pins, the bound), and where changes go */
 export interface ClusterHooks {
   pin(queue: string): string | undefined;
+  /** the queue of `queue`'s dead-letter channel, if it has one: placed with it */
+  deadLetterOf(queue: string): string | undefined;
+  /** queues whose dead-letter channel is `queue` (a dead-letter queue asked for first goes with its source) */
+  deadLetterSources(queue: string): readonly string[];
   maxPlacements(): number;
   /** the map changed: these frames tell a client what changed (coalesced per tick) */
   changed(frames: readonly ClusterFrame[]): void;
@@ -91,10 +95,26 @@ export class Cluster {
 
   /** places `queue` (after its request passed rules and format): the owning set, or E_LIMIT / E_NO_PLACEMENT */
   place(queue: string): Promise<string> {
-    return this.#placements.place(queue, this.#hooks.maxPlacements(), () => {
-      const pinned = this.#hooks.pin(queue);
-      return pinned ?? rendezvous(queue, this.#membership.liveSets());
+    const hooks = this.#hooks;
+    const placing = this.#placements.place(queue, hooks.maxPlacements(), () => {
+      const pinned = hooks.pin(queue);
+      if (pinned) return pinned;
+      // a dead-letter queue goes where its source is: the source's master makes its messages
+      for (const source of hooks.deadLetterSources(queue)) {
+        const set = this.owner(source);
+        if (set) return set;
+      }
+      return rendezvous(queue, this.#membership.liveSets());
     });
+    const deadLetter = hooks.deadLetterOf(queue);
+    if (deadLetter && deadLetter !== queue) {
+      void placing.then((set) => {
+        if (this.owner(deadLetter) === undefined) return this.#placements.place(deadLetter, hooks.maxPlacements(), () => set);
+        if (this.owner(deadLetter) !== set) this.#log.warn('dead-letter queue placed on another set: dead letters stay on the set of their queue', { queue, deadLetter, set });
+        return undefined;
+      }).catch(() => undefined);
+    }
+    return placing;
   }
 
   /** the master forgot an idle queue of this set: its placement goes too (best effort: etcd may be out of reach) */
