@@ -46,6 +46,7 @@ export class Cluster {
   readonly #hooks: ClusterHooks;
   readonly #log: Logger;
   readonly #prefix: string;
+  readonly #weight: number;
   #pendingPlaced = new Map<string, string>();
   #pendingRemoved = new Set<string>();
   #setsChanged = false;
@@ -58,6 +59,7 @@ export class Cluster {
   private constructor(config: ClusterConfig, election: ElectionConfig, serviceId: string, log: Logger, hooks: ClusterHooks, client: Etcd3) {
     this.set = config.set;
     this.#prefix = config.prefix;
+    this.#weight = config.weight;
     this.#client = client;
     this.#hooks = hooks;
     this.#log = log;
@@ -104,7 +106,10 @@ export class Cluster {
         const set = this.owner(source);
         if (set) return set;
       }
-      return rendezvous(queue, this.#membership.liveSets());
+      // this broker's own set is live whatever the watch has shown yet (a broker just started)
+      const live = this.#membership.liveSets();
+      if (!live.some((set) => set.name === this.set)) live.push({ name: this.set, weight: this.#weight });
+      return rendezvous(queue, live);
     });
     const deadLetter = hooks.deadLetterOf(queue);
     if (deadLetter && deadLetter !== queue) {

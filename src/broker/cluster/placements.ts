@@ -25,13 +25,17 @@ export class Placements {
   readonly #watched: WatchedPrefix;
   readonly #events: PlacementEvents;
   #loaded = false;
+  /** resolves once the map was read: a request made before waits for it (a broker just started) */
+  readonly #whenLoaded: Promise<void>;
+  #markLoaded!: () => void;
 
   constructor(client: Etcd3, prefix: string, log: Logger, timeoutMs: number, events: PlacementEvents) {
     this.#client = client;
     this.#prefix = `${prefix}/placements/`;
     this.#timeoutMs = timeoutMs;
     this.#events = events;
-    this.#watched = new WatchedPrefix(client, this.#prefix, { put: (queue, value) => this.#put(queue, value), deleted: (queue) => this.#deleted(queue), loaded: () => (this.#loaded = true) }, log, timeoutMs);
+    this.#whenLoaded = new Promise((resolve) => (this.#markLoaded = resolve));
+    this.#watched = new WatchedPrefix(client, this.#prefix, { put: (queue, value) => this.#put(queue, value), deleted: (queue) => this.#deleted(queue), loaded: () => ((this.#loaded = true), this.#markLoaded()) }, log, timeoutMs);
   }
 
   start(): void {
@@ -65,7 +69,11 @@ export class Placements {
     if (known) return Promise.resolve(known.set);
     const underWay = this.#placing.get(queue);
     if (underWay) return underWay;
-    if (!this.#loaded) return Promise.reject(new WhiskerError('E_NO_PLACEMENT', 'Queue not placed yet and the placement map cannot be read (etcd unreachable)', { queue }));
+    if (!this.#loaded) {
+      // just started: wait for the first read (bounded), then decide as usual
+      const notRead = new WhiskerError('E_NO_PLACEMENT', 'Queue not placed yet and the placement map cannot be read (etcd unreachable)', { queue });
+      return withTimeout(this.#whenLoaded, this.#timeoutMs).then(() => this.place(queue, limit, choice), () => Promise.reject(notRead));
+    }
     if (this.#map.size + this.#placing.size >= limit) return Promise.reject(new WhiskerError('E_LIMIT', `Too many placements (limit ${limit})`, { queue }));
     const set = choice();
     if (!set) return Promise.reject(new WhiskerError('E_NO_PLACEMENT', 'Queue not placed yet and no set of the cluster is live', { queue }));

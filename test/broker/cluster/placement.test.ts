@@ -76,4 +76,16 @@ describe('cluster placement', () => {
     expect(Object.fromEntries(await placementsIn(spec))).toEqual({ 'idle5/v1': 'a' });
     await c.disconnect();
   }, 60_000);
+
+  test('a broker just started places what it is asked at once: it waits for its first read of the map, and counts its own set live', async () => {
+    const etcd = await startEtcd();
+    const spec = clusterSpec(etcd.url);
+    const a = await clusterBroker(spec, 'a', 'a1');
+    // no wait for the election or the watch: the first sends come while the broker knows nothing yet
+    const c = await connect('early', a.hostSpec);
+    const sent = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => c.send(`early${i}/v1/x`, { i })));
+    expect(sent.map((s) => (s.status === 'fulfilled' ? 'ok' : (s.reason as { code: string }).code))).toEqual(Array(8).fill('ok'));
+    expect((await placementsIn(spec)).size).toBe(8);
+    await c.disconnect();
+  }, 60_000);
 });
