@@ -69,8 +69,32 @@ describe('checker', () => {
     expect(checkOneDeliverer(both, 250).filter((v) => !v.ok).map((v) => v.check)).toEqual(['never two brokers delivering at once', 'never two brokers acting as master at once']);
   });
 
+  const RULE = { boundMiBPerMin: 4, warmMs: 75_000, minMeasureMs: 60_000 };
+  /** a sample every 250 ms from `t0` for `seconds`; `mib(s)` the heap after GC at second s, 8 MiB of garbage on most samples */
+  const series = (t0: number, seconds: number, mib: (s: number) => number) =>
+    Array.from({ length: seconds * 4 }, (_, i): Sample => ({ t: t0 + i * 250, up: 1, role: 0, heap: (mib(i / 4) + (i % 7 === 0 ? 0 : 8)) * (1 << 20) }));
+
   test('a heap whose floor climbs fails; a flat one with noise passes', () => {
-    const heap = (mibPerMin: number) => Array.from({ length: 300 }, (_, i): Sample => ({ t: i * 250, up: 1, role: 0, heap: (30 + (mibPerMin * i) / 240 + (i % 7 === 0 ? 0 : 8)) * (1 << 20) }));
-    expect(checkHeap(new Map([['flat', heap(0)], ['leak', heap(10)]]), 0, 75_000, 4).map((v) => v.ok)).toEqual([true, false]);
+    const started = new Map([['flat', -600_000], ['leak', -600_000]]);
+    const heaps = new Map([['flat', series(0, 75, () => 30)], ['leak', series(0, 75, (s) => 30 + s / 6)]]);
+    expect(checkHeap(heaps, 0, 75_000, RULE, started).map((v) => v.ok)).toEqual([true, false]);
+  });
+
+  test('a broker restarted just before the calm phase is judged once its dedupe tables are full: warm-up passes, a leak after it fails', () => {
+    // restarted 1 s before the calm phase: +5 MiB over its first 60 s (the dedupe window filling), then flat or +10 MiB/min
+    const warmThen = (after: number) => (s: number) => 25 + 5 * Math.min(1, (s + 1) / 60) + (s + 1 > 60 ? (after * (s + 1 - 60)) / 60 : 0);
+    const heaps = new Map([['warm', series(0, 140, warmThen(0))], ['leak', series(0, 140, warmThen(10))]]);
+    const started = new Map([['warm', -1_000], ['leak', -1_000]]);
+    const verdicts = checkHeap(heaps, 0, 140_000, RULE, started);
+    expect(verdicts.map((v) => v.ok)).toEqual([true, false]);
+    expect(verdicts[0]!.detail).toMatch(/measured from 74 s into the calm phase \(started 1 s before it/);
+    // judged from its start instead, the warm-up alone looks like growth (the check before issue 27's diagnosis)
+    expect(checkHeap(heaps, 0, 75_000, { ...RULE, warmMs: 0 }, started)[0]!.ok).toBe(false);
+  });
+
+  test('too little measured after the warm-up fails rather than passing unseen', () => {
+    const verdict = checkHeap(new Map([['late', series(0, 75, () => 30)]]), 0, 75_000, RULE, new Map([['late', -1_000]]))[0]!;
+    expect(verdict.ok).toBe(false);
+    expect(verdict.detail).toMatch(/only 0 windows of 10 s sampled after warm-up \(6 needed\)/);
   });
 });

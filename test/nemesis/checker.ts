@@ -189,30 +189,60 @@ export function epochChanges(samples: ReadonlyMap<string, readonly Sample[]>): n
   return Math.max(0, epochs.size - 1);
 }
 
+/** a slave that cannot keep up holds what its master sent and it has not applied (~1.2 KB of heap a message): that is in its floor */
+function backlog(maxLag: number): string {
+  if (maxLag < BACKLOG_SAID) return `peer lag at most ${maxLag} messages`;
+  return `the floor includes a backlog: up to ${maxLag} messages from the master not applied yet (this broker could not keep up)`;
+}
+const BACKLOG_SAID = 1_000;
+
+/** how a broker's heap is judged (docs/operations.md#the-nemesis) */
+export interface HeapRule {
+  /** floor growth past which a broker is said to grow, MiB a minute */
+  readonly boundMiBPerMin: number;
+  /**
+   * how long after its start a broker's heap may still fill its bounded tables: the dedupe
+   * window's ids (the router's and the store's, `dedupeWindow` s of traffic) and a margin
+   */
+  readonly warmMs: number;
+  /** at least this much of the calm phase measured after the warm-up, or the check fails */
+  readonly minMeasureMs: number;
+}
+
 /**
  * Heap after GC, read as the floor of nodejs_heap_size_used_bytes per 10 s window (each broker
- * runs a full GC every 2 s: gc-every.mjs), over the calm phase; the slope of a least-squares
- * line through the floors, in MiB a minute.
+ * runs a full GC every 2 s: gc-every.mjs), over the calm phase from the later of `from` and the
+ * broker's last start (`startedAt`, when its process was spawned) plus `warmMs` (a broker restarted late in the faults fills its dedupe
+ * tables first: that is not growth); the slope of a least-squares line through the floors, in MiB
+ * a minute.
  */
-export function checkHeap(samples: ReadonlyMap<string, readonly Sample[]>, from: number, to: number, boundMiBPerMin: number): Verdict[] {
+export function checkHeap(samples: ReadonlyMap<string, readonly Sample[]>, from: number, to: number, rule: HeapRule, startedAt: ReadonlyMap<string, number>): Verdict[] {
   const WINDOW = 10_000;
   const mib = (b: number) => b / (1 << 20);
   return [...samples].map(([name, series]) => {
+    const started = startedAt.get(name) ?? null;
+    const measureFrom = Math.max(from, (started ?? from) + rule.warmMs);
     const points: Array<[minute: number, mib: number]> = [];
-    for (let t = from; t + WINDOW <= to; t += WINDOW) {
+    for (let t = measureFrom; t + WINDOW <= to; t += WINDOW) {
       const heaps = series.filter((s) => s.up === 1 && s.t >= t && s.t < t + WINDOW && s.heap).map((s) => s.heap!);
-      if (heaps.length > 0) points.push([(t - from) / 60_000, mib(Math.min(...heaps))]);
+      if (heaps.length > 0) points.push([(t - measureFrom) / 60_000, mib(Math.min(...heaps))]);
     }
     const roles = [...new Set(series.filter((s) => s.up === 1 && s.t >= from && s.t < to).map((s) => (s.role === 1 ? 'master' : 'slave')))];
     const role = roles.join(' then ') || 'down';
-    if (points.length < 4) return { check: `heap flat once warm (${name}, ${role})`, ok: false, detail: `only ${points.length} windows of ${WINDOW / 1000} s sampled in the calm phase` };
+    const check = `heap flat once warm (${name}, ${role})`;
+    const lags = series.filter((s) => s.up === 1 && s.t >= measureFrom && s.t < to).map((s) => s.lag ?? 0);
+    const warm = started !== null && started + rule.warmMs > from
+      ? `measured from ${((measureFrom - from) / 1000).toFixed(0)} s into the calm phase (started ${((from - started) / 1000).toFixed(0)} s before it, warm ${rule.warmMs / 1000} s)`
+      : `measured over the calm phase`;
+    const needed = Math.floor(rule.minMeasureMs / WINDOW);
+    if (points.length < needed) return { check, ok: false, detail: `only ${points.length} windows of ${WINDOW / 1000} s sampled after warm-up (${needed} needed); ${warm}` };
     const mx = points.reduce((a, [x]) => a + x, 0) / points.length;
     const my = points.reduce((a, [, y]) => a + y, 0) / points.length;
     const slope = points.reduce((a, [x, y]) => a + (x - mx) * (y - my), 0) / points.reduce((a, [x]) => a + (x - mx) ** 2, 0);
     return {
-      check: `heap flat once warm (${name}, ${role})`,
-      ok: slope <= boundMiBPerMin,
-      detail: `heap floor ${slope.toFixed(2)} MiB/min over ${((to - from) / 60_000).toFixed(1)} min (bound ${boundMiBPerMin}); floors per ${WINDOW / 1000} s: ${points.map(([, y]) => y.toFixed(1)).join(' ')} MiB`,
+      check,
+      ok: slope <= rule.boundMiBPerMin,
+      detail: `heap floor ${slope.toFixed(2)} MiB/min over ${((to - measureFrom) / 60_000).toFixed(1)} min (bound ${rule.boundMiBPerMin}), ${warm}; floors per ${WINDOW / 1000} s: ${points.map(([, y]) => y.toFixed(1)).join(' ')} MiB; ${backlog(Math.max(0, ...lags))}`,
     };
   });
 }

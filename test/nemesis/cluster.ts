@@ -20,6 +20,8 @@ export const LEASE_TTL = 2;
 export const HEARTBEAT_S = 2;
 /** each consumer's prefetch; two consumers: 2 x PREFETCH is what a failover can deliver twice */
 export const PREFETCH = 5;
+/** each broker's dedupeWindow, s: its dedupe tables hold the ids of this long (the heap check waits for them to fill) */
+export const DEDUPE_WINDOW_S = 60;
 const LOG_KEEP = 4 << 20;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -130,6 +132,8 @@ export interface BrokerNode {
   readonly configPath: string;
   readonly managementUrl: string;
   process: Proc | null;
+  /** when its current process was spawned (ms epoch) */
+  startedAt: number;
 }
 
 export interface Sample {
@@ -139,6 +143,8 @@ export interface Sample {
   readonly delivered?: number;
   readonly heap?: number;
   readonly epoch?: number;
+  /** whisker_peer_lag_messages: frames' items from the master not applied here yet */
+  readonly lag?: number;
 }
 
 interface Place {
@@ -170,7 +176,7 @@ export class Cluster {
     this.#route = route;
     this.#etcdPeerPort = etcdPeerPort;
     for (const name of ['a', 'b', 'c']) {
-      this.brokers.push({ name, exec: places.get(name)!.exec, configPath: join(this.dir, name, 'config.json'), managementUrl: management.get(name)!, process: null });
+      this.brokers.push({ name, exec: places.get(name)!.exec, configPath: join(this.dir, name, 'config.json'), managementUrl: management.get(name)!, process: null, startedAt: 0 });
     }
   }
 
@@ -223,7 +229,7 @@ export class Cluster {
         peers: this.brokers.filter((o) => o !== broker).map((o) => `${this.#route(broker.name, o.name)}@${o.name}`),
         socketServer: { host: place.host, port: place.port },
         management: { host: '127.0.0.1', port: Number(new URL(broker.managementUrl).port) },
-        heartbeatTimeout: HEARTBEAT_S, requeueInterval: 30, maxItemsInQueue: 1_000_000, dedupeWindow: 60,
+        heartbeatTimeout: HEARTBEAT_S, requeueInterval: 30, maxItemsInQueue: 1_000_000, dedupeWindow: DEDUPE_WINDOW_S,
         channels: { 'feed/v1': { retention: { seconds: 86_400, maxBytes: 1 << 30 } }, 'jobs/v1': { prefetch: PREFETCH } },
         election: { etcd: { hosts: [`http://${this.#route(broker.name, 'e')}`] }, prefix, leaseTtl: LEASE_TTL },
       }, null, 2));
@@ -254,6 +260,7 @@ export class Cluster {
   async startBroker(broker: BrokerNode): Promise<void> {
     const proc = new Proc([...broker.exec, process.execPath, '--expose-gc', '--import', join(root, 'test/nemesis/gc-every.mjs'), bin, 'start', '-c', broker.configPath], { logFile: join(this.dir, `${broker.name}.log`) });
     broker.process = proc;
+    broker.startedAt = Date.now();
     // a loaded 2-core machine has seen 30 s from spawn to listening
     await proc.waitFor(/"msg":"broker started"/, 0, 90_000, `broker ${broker.name} started`);
   }

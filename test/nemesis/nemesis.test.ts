@@ -21,7 +21,8 @@ test(`seed ${SEED}: the 3-minute schedule has every kind of fault`, () => {
 
 // Opt-in (NEMESIS=1) until the faults it still finds are fixed (docs/operations.md#the-nemesis):
 // a mirror that was down never gets the history of messages settled while it was away, and a
-// restarted slave's heap grows past the bound in the calm phase. `npm run nemesis` runs it by hand.
+// slave short of CPU holds its backlog from the master in memory without a bound (the heap check
+// fails on it). `npm run nemesis` runs it by hand.
 const enabled = process.env.NEMESIS === '1';
 if (!enabled) console.warn('nemesis: the 3-minute run is opt-in (NEMESIS=1 npx vitest run test/nemesis): it still fails on two known faults, docs/operations.md#the-nemesis');
 
@@ -36,5 +37,5 @@ describe.runIf(enabled)(`nemesis (real etcd, three real brokers, ${why ? 'TCP pr
     } finally {
       console.log(lines.join('\n'));
     }
-  }, (MINUTES * 60 + 360) * 1000);
+  }, (MINUTES * 60 + 420) * 1000); // + 60 s: the calm phase waits for a broker restarted late to warm up
 });
