@@ -22,10 +22,7 @@ export interface AuthPolicy {
   mayRegister(name: string): boolean;
   /** names registered past which a new one is refused with E_LIMIT (limits.maxRegisteredClients) */
   readonly maxRegistered?: number;
-  /**
-   * cluster (SPEC §13): binds a new name to its key once per cluster (create-if-absent in
-   * etcd); resolves to the key (SPKI PEM) the name is bound to, which may be another's
-   */
+  /** cluster (SPEC §13): binds a new name once per cluster; resolves to the key (SPKI PEM) it is bound to */
   bind?(name: string, pem: string): Promise<string>;
 }
 
@@ -293,12 +290,9 @@ export class KeyRegistry {
     }
     if (isNew && policy.bind) {
       const pem = key.export({ type: 'spki', format: 'pem' }).toString();
-      let bound: string;
-      try {
-        bound = await policy.bind(name, pem);
-      } catch {
+      const bound = await policy.bind(name, pem).catch(() => {
         throw authError('timeout', `Client name ${name} is new here and its key could not be bound in the cluster (etcd out of reach); try again`);
-      }
+      });
       if (bound !== pem) throw authError('other-key', `Client name ${name} is registered with another key in this cluster; see whisker keys revoke ${name}`);
     }
     if (isNew) {
