@@ -99,7 +99,7 @@ export class Sets {
   publish(pending: PendingSend): void {
     const brokers = this.#route(pending.queue);
     if (!brokers) return; // the set has no known broker yet: sent when one connects, else E_NO_MASTER at sendTimeout
-    this.#sentTo.set(pending, brokers);
+    if (this.#seedSet !== null) this.#sentTo.set(pending, brokers); // without a cluster nothing answers E_MOVED
     brokers.publish(pending);
   }
 
