@@ -326,6 +326,7 @@ export class Connection {
       case 'feed':
       case 'keys':
       case 'reservations':
+      case 'cluster':
         this.#owner.onFrame(this, frame);
         return;
       default: {

@@ -76,6 +76,7 @@ export class Router {
   readonly refusals: Refusals;
   readonly #deadLetters: DeadLetters;
   readonly #idleQueues: IdleQueues;
+  #forgotten: ((queue: string) => void) | null = null;
   readonly #history: History | undefined;
   #hooks: MirrorHooks | null = null;
   #isMaster: boolean;
@@ -121,7 +122,7 @@ export class Router {
       limit: () => this.#policy.config.limits.maxReservations,
       limitPerName: () => this.#policy.config.limits.maxReservationsPerClient,
     });
-    this.#idleQueues = new IdleQueues({ queues: this.#queues, timeoutSeconds: () => this.#policy.config.idleQueueTimeout, now: this.now });
+    this.#idleQueues = new IdleQueues({ queues: this.#queues, timeoutSeconds: () => this.#policy.config.idleQueueTimeout, now: this.now, forgotten: (name) => this.#forgotten?.(name) });
   }
 
   /** forgets queues idle for idleQueueTimeout now (the sweep does it on its own); returns how many */
@@ -140,6 +141,11 @@ export class Router {
 
   observe(hooks: MirrorHooks | null): void {
     this.#hooks = hooks;
+  }
+
+  /** told each queue the idle sweep forgets (a cluster deletes its placement then, SPEC §13) */
+  onForgotten(listener: (queue: string) => void): void {
+    this.#forgotten = listener;
   }
 
   /** reserved ids (SPEC §5): listed and released by the operator, released for a revoked name */
