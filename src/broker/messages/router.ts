@@ -80,6 +80,7 @@ export class Router {
   readonly #history: History | undefined;
   #hooks: MirrorHooks | null = null;
   #isMaster: boolean;
+  #followsMaster = false;
   #held = false;
   #seq = 0;
   /** soft-stop waits for deliveries in flight to end: resolved when none is left */
@@ -182,6 +183,15 @@ export class Router {
       subscription.owner.revoked?.(subscription.sub, [id], error);
     }
     for (const queue of this.#queues.values()) queue.setDelivering(isMaster);
+  }
+
+  /**
+   * This slave follows a master (mirror/peer-link.ts, from its `follow` to the link's end): its
+   * queues drop and expire only what the master settles (queue.ts, setFollowsMaster)
+   */
+  setFollowsMaster(follows: boolean): void {
+    this.#followsMaster = follows;
+    for (const queue of this.#queues.values()) queue.setFollowsMaster(follows);
   }
 
   /** `whisker step-down` (mirror/election.ts): no new deliveries, acks still settle those in flight */
@@ -443,6 +453,7 @@ export class Router {
         flightEnded: () => this.#checkIdle(),
       });
       queue.setDelivering(this.#isMaster);
+      queue.setFollowsMaster(this.#followsMaster);
       this.#queues.set(name, queue);
     }
     return queue;

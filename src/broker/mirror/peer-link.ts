@@ -121,6 +121,7 @@ export class PeerLink implements KeyLink {
     const shouldFollow = this.view?.isMaster === true && !this.#peers.isMaster;
     if (shouldFollow && !this.#following) {
       this.#following = true;
+      this.#deps.replica.followsMaster(true);
       this.#connection.send({ type: 'follow' });
     } else if (!shouldFollow) {
       this.#stopFollowing();
@@ -189,6 +190,7 @@ export class PeerLink implements KeyLink {
   }
 
   #stopFollowing(): void {
+    if (this.#following) this.#deps.replica.followsMaster(false);
     this.#following = false;
     this.#named = null;
     if (!this.#offerTimer) return; // not in step with this peer: another link may be
