@@ -323,6 +323,7 @@ export class Connection {
       case 'replayEnd':
       case 'peerState':
       case 'sync':
+      case 'history':
       case 'feed':
       case 'keys':
       case 'reservations':

@@ -88,7 +88,17 @@ export type FlowFrame = { type: 'flow'; sub: number; limit: number | null };
 /** `keys: true`: the sender takes `keys` frames (an older broker would close the link on one) */
 export type PeerStateFrame = { type: 'peerState'; serviceId: string; configuredMaster: boolean; isMaster: boolean; epoch?: number; keys?: true };
 /** asks a master for its state (a `sync`) and then its stream of settlements (`feed`) */
-export type FollowFrame = { type: 'follow' };
+export type FollowFrame = { type: 'follow'; history?: FollowHistory[] };
+/**
+ * With `follow`: the follower takes `history` frames (docs/protocol.md#history-catch-up); per
+ * retained channel it holds a history of, the ids of its newest records (oldest first)
+ */
+export interface FollowHistory {
+  queue: string;
+  after: string[];
+}
+/** the follower wrote `history` frame `n` */
+export type HistoryAckFrame = { type: 'historyAck'; n: number };
 /** a follower hands its master the recent messages that the master's sync did not name */
 export type OfferFrame = { type: 'offer'; messages: PeerMessage[] };
 /** a client name and the public key (SPKI PEM) it is bound to, or was until revoked */
@@ -116,6 +126,7 @@ export type ClientFrame =
   | FlowFrame
   | PeerStateFrame
   | FollowFrame
+  | HistoryAckFrame
   | OfferFrame
   | KeysFrame;
 
@@ -178,6 +189,20 @@ export interface PeerSettlement {
 }
 /** what a master holds, in chunks: messages not yet settled, and recent ids it has settled */
 export type SyncFrame = { type: 'sync'; messages: PeerMessage[]; removed: string[]; done: boolean };
+/** a record of a retained channel's history as a master hands it to a follower */
+export interface PeerRecord {
+  messageId: string;
+  id: string;
+  acceptedAt: number;
+  created: number;
+  from: string;
+  data: unknown;
+}
+/**
+ * Part of a sync: a retained channel's history records the follower lacks (docs/protocol.md#history-catch-up).
+ * `after` on a channel's first frame only (null: from the start); `last` on its last.
+ */
+export type HistoryFrame = { type: 'history'; n: number; queue: string; after?: string | null; records: PeerRecord[]; last: boolean };
 /** a master's settlements since the last feed, and the messages it accepted or made (dead letters) */
 export type FeedFrame = { type: 'feed'; settled: PeerSettlement[]; removed: string[]; messages: PeerMessage[] };
 
@@ -197,6 +222,7 @@ export type BrokerFrame =
   | ReplayEndFrame
   | PeerStateFrame
   | SyncFrame
+  | HistoryFrame
   | FeedFrame
   | KeysFrame
   | HelloFrame
@@ -370,7 +396,9 @@ export function decodeClientFrame(text: string): ClientFrame {
     case 'peerState':
       return peerState(frame);
     case 'follow':
-      return { type };
+      return frame.history === undefined ? { type } : { type, history: followHistory(frame) };
+    case 'historyAck':
+      return { type, n: int(frame, 'n') };
     case 'offer':
       return { type, messages: peerMessages(frame) };
     case 'keys':
@@ -414,6 +442,29 @@ function strings(frame: Obj, key: string): string[] {
   return array(frame, key).map((value) => {
     if (typeof value !== 'string' || value.length > 128) throw protocolError(`${key} must hold message ids`);
     return value;
+  });
+}
+
+/** channels a `follow` lists at most, and ids per channel */
+export const FOLLOW_CHANNELS = 10_000;
+export const FOLLOW_ANCHORS = 16;
+function followHistory(frame: Obj): FollowHistory[] {
+  return array(frame, 'history', FOLLOW_CHANNELS).map((value) => {
+    const h = obj(value, 'history');
+    return { queue: str(h, 'queue', 300), after: array(h, 'after', FOLLOW_ANCHORS).map((id) => {
+      if (typeof id !== 'string' || id.length > 128) throw protocolError('after must hold message ids');
+      return id;
+    }) };
+  });
+}
+
+/** records per `history` frame at most (a master sends 1,000) */
+const HISTORY_RECORDS = 10_000;
+function peerRecords(frame: Obj): PeerRecord[] {
+  return array(frame, 'records', HISTORY_RECORDS).map((value) => {
+    const r = obj(value, 'record');
+    if (r.data === undefined) throw protocolError('record without data');
+    return { messageId: str(r, 'messageId', 128), id: str(r, 'id', 1024), acceptedAt: int(r, 'acceptedAt'), created: int(r, 'created'), from: str(r, 'from', 128), data: r.data };
   });
 }
 
@@ -496,6 +547,12 @@ export function decodeBrokerFrame(text: string): BrokerFrame {
       return decodeClusterFrame(frame);
     case 'sync':
       return { type, messages: peerMessages(frame), removed: strings(frame, 'removed'), done: bool(frame, 'done') };
+    case 'history': {
+      const history: HistoryFrame = { type, n: int(frame, 'n'), queue: str(frame, 'queue', 300), records: peerRecords(frame), last: bool(frame, 'last') };
+      if (frame.after === null) history.after = null;
+      else if (frame.after !== undefined) history.after = str(frame, 'after', 128);
+      return history;
+    }
     case 'keys':
       return { type, req: int(frame, 'req'), bound: keyBindings(frame, 'bound'), revoked: keyBindings(frame, 'revoked') };
     case 'reservations':

@@ -50,6 +50,7 @@ function expected(phase: FuzzCase['phase'], input: FuzzInput): Expected {
       return { answer: 'nothing' };
     case 'peerState':
     case 'follow':
+    case 'historyAck':
     case 'offer':
       // frames between brokers: a client sending one is refused
       return { answer: 'refusal', codes: ['E_PROTOCOL'] };

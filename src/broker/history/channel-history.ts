@@ -1,6 +1,10 @@
 import { mkdir, rm, unlink, type FileHandle } from 'node:fs/promises';
 import type { Retention } from '../../config/types.js';
 import { encodeRecord, forEachRecord, type HistoryRecord, openForAppend, type ReadRecord, scanSegments, type SegmentMeta, segmentPath, writeSegmentMeta } from './segment.js';
+import { HistoryView } from './history-view.js';
+import { dropFromSegments, newestIds, readSide, SIDE_GAP, type SideLine, writeSide } from './side-line.js';
+
+export { HistoryView } from './history-view.js';
 
 /** a segment closes past this size, or past an eighth of `maxBytes`, so trimming stays fine-grained */
 const SEGMENT_BYTES = 8 * 1_048_576;
@@ -20,6 +24,10 @@ export function segmentLimit(retention: Retention): number {
 }
 
 /**
+ * Why this file is long: one channel's segments and every change to them (open, append, trim,
+ * clear, and a mirror's side line and catch-up) run through one queue in call order; split,
+ * the state would part from the changes that keep it consistent.
+ *
  * One retained channel's history (SPEC-style retention, issue 19): segments in acceptance
  * order, the oldest dropped whole when past `retention.seconds` or `retention.maxBytes`.
  * Only its metadata is in memory; records are read back from disk for replays. Every change
@@ -34,6 +42,13 @@ export class ChannelHistory {
   /** the last change queued: the next one starts after it */
   #writing: Promise<void> = Promise.resolve();
   #closed = false;
+  /**
+   * While this mirror is out of step with a master (docs/operations.md#history-catch-up): its own
+   * writes go to segments from `side.from` on, and a catch-up from the master goes before them
+   */
+  #side: SideLine | null = null;
+  /** the catch-up being written: its open segment, and the ids this broker's history already ends with */
+  #catchUp: { segment: SegmentMeta | null; handle: FileHandle | null; skip: ReadonlySet<string> } | null = null;
 
   constructor(dir: string) {
     this.#dir = dir;
@@ -54,6 +69,11 @@ export class ChannelHistory {
     await mkdir(this.#dir, { recursive: true, mode: 0o700 });
     this.#segments = await scanSegments(this.#dir);
     this.#nextSeq = (this.#segments.at(-1)?.seq ?? 0) + 1;
+    this.#side = await readSide(this.#dir);
+    if (this.#side) {
+      this.#nextSeq = Math.max(this.#nextSeq, this.#side.from);
+      this.#side.gapNext = Math.max(this.#side.gapNext, ...this.#main().map((m) => m.seq + 1));
+    }
   }
 
   get bytes(): number {
@@ -249,9 +269,179 @@ export class ChannelHistory {
     }
   }
 
+  // ---- a mirror out of step, and its catch-up (docs/operations.md#history-catch-up) ---------
+
+  /** the segments written before this broker fell out of step (all of them while it is in step) */
+  #main(): SegmentMeta[] {
+    const side = this.#side;
+    return side ? this.#segments.filter((s) => s.seq < side.from) : this.#segments;
+  }
+
+  /** from now on this broker's own writes go after whatever a catch-up will put before them */
+  beginSide(): Promise<void> {
+    return this.#queue(async () => {
+      if (!this.#closed) await this.#openSide();
+    });
+  }
+
+  async #openSide(): Promise<SideLine> {
+    if (this.#side) return this.#side;
+    await this.#closeCurrent();
+    const side: SideLine = { from: this.#nextSeq + SIDE_GAP, gapNext: this.#nextSeq, catchUpFrom: null };
+    this.#side = side;
+    this.#nextSeq = side.from;
+    await writeSide(this.#dir, side);
+    return side;
+  }
+
+  /** the ids of the newest `count` records written before this broker fell out of step, oldest first */
+  async anchors(count: number): Promise<string[]> {
+    await this.#writing;
+    return newestIds(this.#main(), count);
+  }
+
+  /**
+   * A catch-up of this channel begins: the master's records follow `after` (null: from the
+   * start, what this broker had before falling out of step goes). Its records land before this
+   * broker's own writes since; those it already ends with (`tail` ids) are not written twice.
+   */
+  catchUpBegin(after: string | null, tail: number): Promise<void> {
+    return this.#queue(async () => {
+      if (this.#closed) throw new Error('history closed');
+      await this.#openSide();
+      await this.#endCatchUp();
+      if (after === null) {
+        for (const segment of this.#main()) await this.#drop(segment);
+      }
+      const skip = new Set(await newestIds(this.#main(), tail));
+      this.#catchUp = { segment: null, handle: null, skip };
+    });
+  }
+
+  /** the master's records, in its order, before this broker's own writes since it fell out of step */
+  catchUpWrite(records: readonly HistoryRecord[], retention: Retention, now: () => number): Promise<void> {
+    return this.#queue(async () => {
+      const catchUp = this.#catchUp;
+      if (!catchUp || !this.#side) return;
+      const limit = segmentLimit(retention);
+      const maxBytes = retention.maxBytes ?? Infinity;
+      // runs that fit the open catch-up segment, each written at once (one O_DSYNC write)
+      let run: Buffer[] = [];
+      let runBytes = 0;
+      let firstAt = 0;
+      let lastAt = 0;
+      const flush = async () => {
+        if (run.length === 0) return;
+        await this.#writeCatchUp(Buffer.concat(run, runBytes), run.length, firstAt, lastAt, limit, maxBytes);
+        run = [];
+        runBytes = 0;
+      };
+      for (const record of records) {
+        if (catchUp.skip.has(record.messageId)) continue;
+        const buffer = encodeRecord(record);
+        if (buffer.length > maxBytes) continue;
+        const open = catchUp.handle && catchUp.segment && this.#segments.includes(catchUp.segment) ? catchUp.segment.bytes : 0;
+        if (run.length > 0 && open + runBytes + buffer.length > limit) await flush();
+        if (run.length === 0) firstAt = record.acceptedAt;
+        run.push(buffer);
+        runBytes += buffer.length;
+        lastAt = record.acceptedAt;
+      }
+      await flush();
+      await this.#trim(retention, now());
+    });
+  }
+
+  /** records that fit one segment: the open catch-up segment if they fit, else a new one in the gap */
+  async #writeCatchUp(buffer: Buffer, count: number, firstAt: number, lastAt: number, limit: number, maxBytes: number): Promise<void> {
+    const catchUp = this.#catchUp!;
+    const side = this.#side!;
+    // room first, as for an append: the files never add up to more than maxBytes
+    await this.#trim({ maxBytes: maxBytes - buffer.length }, -Infinity);
+    let segment = catchUp.segment;
+    if (!segment || !catchUp.handle || !this.#segments.includes(segment) || (segment.bytes > 0 && segment.bytes + buffer.length > limit)) {
+      await this.#endCatchUpSegment();
+      const seq = side.gapNext++;
+      if (side.catchUpFrom === null) side.catchUpFrom = seq;
+      await writeSide(this.#dir, side);
+      const path = segmentPath(this.#dir, seq);
+      segment = { path, seq, count: 0, bytes: 0, firstAt, lastAt };
+      catchUp.handle = await openForAppend(path);
+      catchUp.segment = segment;
+      const at = this.#segments.findIndex((s) => s.seq > seq);
+      this.#segments.splice(at < 0 ? this.#segments.length : at, 0, segment);
+    }
+    await catchUp.handle!.write(buffer);
+    segment.bytes += buffer.length;
+    segment.count += count;
+    segment.lastAt = lastAt;
+  }
+
+  /**
+   * The master's catch-up of this channel is complete: its file is closed. What the master's
+   * feed names before the sync is done still goes after it (`catchUpWrite`), until `joinSide`.
+   */
+  catchUpEnd(): Promise<void> {
+    return this.#queue(() => this.#endCatchUpSegment());
+  }
+
+  async #endCatchUpSegment(): Promise<void> {
+    const catchUp = this.#catchUp;
+    if (!catchUp?.handle) return;
+    const handle = catchUp.handle;
+    catchUp.handle = null;
+    await handle.close();
+    if (catchUp.segment && this.#segments.includes(catchUp.segment)) await writeSegmentMeta(catchUp.segment);
+  }
+
+  async #endCatchUp(): Promise<void> {
+    await this.#endCatchUpSegment();
+    this.#catchUp = null;
+  }
+
+  /**
+   * In step (or promoted): this broker's own writes since it fell out of step stay where they
+   * are, after the catch-up, less the records the catch-up brought too (the master's order wins).
+   */
+  joinSide(): Promise<void> {
+    return this.#queue(async () => {
+      const side = this.#side;
+      if (!side) return;
+      await this.#endCatchUp();
+      if (side.catchUpFrom !== null) {
+        const from = side.catchUpFrom;
+        await this.#closeCurrent();
+        const caughtUp = this.#segments.filter((s) => s.seq >= from && s.seq < side.from);
+        const own = this.#segments.filter((s) => s.seq >= side.from);
+        for (const emptied of await dropFromSegments(own, caughtUp)) await this.#drop(emptied);
+      }
+      this.#side = null;
+      await writeSide(this.#dir, null);
+    });
+  }
+
+  async #drop(segment: SegmentMeta): Promise<void> {
+    const at = this.#segments.indexOf(segment);
+    if (at < 0) return;
+    if (at === this.#segments.length - 1 && this.#current) {
+      const current = this.#current;
+      this.#current = null;
+      await current.close();
+    }
+    this.#segments.splice(at, 1);
+    await unlink(segment.path).catch(() => undefined);
+    await unlink(`${segment.path}.meta`).catch(() => undefined);
+  }
+
+  /** the records as they are now, for a follower's catch-up: later appends are not part of it */
+  view(notBefore: number): HistoryView {
+    return new HistoryView(this.#segments.map((s) => ({ path: s.path, bytes: s.bytes, lastAt: s.lastAt })), notBefore);
+  }
+
   close(): Promise<void> {
     this.#closed = true;
     return this.#queue(async () => {
+      await this.#endCatchUp();
       await this.#closeCurrent();
     });
   }

@@ -3,17 +3,28 @@ import { join } from 'node:path';
 import type { Retention } from '../../config/types.js';
 import type { Logger } from '../../runtime/logger.js';
 import type { StoredMessage } from '../store/store.js';
-import { ChannelHistory, type ReadRange } from './channel-history.js';
+import { ChannelHistory, type HistoryView, type ReadRange } from './channel-history.js';
 import type { HistoryRecord, ReadRecord } from './segment.js';
 
 export type { HistoryRecord, ReadRecord } from './segment.js';
-export type { ReadRange } from './channel-history.js';
+export type { HistoryView, ReadRange } from './channel-history.js';
 
 /** at start, at most this much of a channel's newest history is read to check it against the log */
 const RECOVER_BYTES = 16 * 1_048_576;
 
 /** how often retention by time is applied when nothing is appended */
 const TRIM_INTERVAL_MS = 5_000;
+
+/** a message as a peer names it (protocol PeerMessage), what a history record is made of */
+interface PeerMessageLike {
+  readonly messageId: string;
+  readonly queue: string;
+  readonly id: string;
+  readonly acceptedAt: number;
+  readonly created: number;
+  readonly from: string;
+  readonly data: unknown;
+}
 
 export interface HistoryStats {
   readonly bytes: number;
@@ -42,6 +53,8 @@ export class History {
   readonly #alreadyWritten = new Set<string>();
   /** settles after every append so far: the next one resolves after it */
   #lastAppend: Promise<void> = Promise.resolve();
+  /** this broker is out of step with a master: every channel writes to its side line (docs/operations.md#history-catch-up) */
+  #outOfStep = false;
   /** replays served since start (metrics: whisker_replays_total) */
   replays = 0;
   /** replays reading now (whisker_replays_in_progress) */
@@ -191,6 +204,77 @@ export class History {
     await Promise.all([...this.#channels.values()].map((c) => c.close()));
   }
 
+  // ---- mirrors: out of step, catch-up (docs/operations.md#history-catch-up) ----------------
+
+  /**
+   * This broker is neither master nor in step with one: its own writes go after whatever the
+   * master's catch-up will bring (a no-op while already so).
+   */
+  outOfStep(): Promise<void> {
+    this.#outOfStep = true;
+    return Promise.all([...this.#channels.values()].map((c) => c.beginSide())).then(() => undefined);
+  }
+
+  /** in step with a master (after its catch-up), or master: the channels' own writes join the rest */
+  inStep(): Promise<void> {
+    this.#outOfStep = false;
+    return Promise.all([...this.#channels.values()].map((c) => c.joinSide())).then(() => undefined);
+  }
+
+  /** per retained channel with a history: the ids of its newest records from before this broker fell out of step */
+  async anchors(count: number): Promise<Array<{ queue: string; after: string[] }>> {
+    const anchors: Array<{ queue: string; after: string[] }> = [];
+    for (const [queue, channel] of this.#channels) {
+      if (this.#retention(queue) === null) continue;
+      const after = await channel.anchors(count);
+      if (after.length > 0) anchors.push({ queue, after });
+    }
+    return anchors;
+  }
+
+  /** the master's records of `queue` follow `after` (null: from the start); `tail`: own newest ids compared */
+  catchUpBegin(queue: string, after: string | null, tail: number): Promise<void> {
+    return this.#channel(queue).catchUpBegin(after, tail);
+  }
+
+  catchUpWrite(queue: string, records: readonly HistoryRecord[]): Promise<void> {
+    const retention = this.#retention(queue);
+    if (retention === null) return Promise.resolve(); // not retained here: kept nowhere
+    return this.#channel(queue).catchUpWrite(records, retention, this.#now);
+  }
+
+  /**
+   * Messages the master's feed named during a sync (its backlog, sent before `done`): written
+   * after that channel's catch-up, in the feed's order; a channel without one ignores them
+   */
+  catchUpFeed(messages: readonly PeerMessageLike[]): Promise<void> {
+    const byQueue = new Map<string, HistoryRecord[]>();
+    for (const m of messages) {
+      const channel = this.#channels.get(m.queue);
+      if (!channel || this.#retention(m.queue) === null || m.data === undefined) continue;
+      let records = byQueue.get(m.queue);
+      if (!records) byQueue.set(m.queue, (records = []));
+      records.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
+    }
+    return Promise.all([...byQueue].map(([queue, records]) => this.#channels.get(queue)!.catchUpWrite(records, this.#retention(queue)!, this.#now))).then(() => undefined);
+  }
+
+  catchUpEnd(queue: string): Promise<void> {
+    return this.#channels.get(queue)?.catchUpEnd() ?? Promise.resolve();
+  }
+
+  /** what a master reads for a follower's catch-up: the channels retained here, as they are now */
+  views(): Array<{ queue: string; view: HistoryView }> {
+    const views: Array<{ queue: string; view: HistoryView }> = [];
+    for (const [queue, channel] of this.#channels) {
+      const retention = this.#retention(queue);
+      if (retention === null) continue;
+      const notBefore = retention.seconds === undefined ? -Infinity : this.#now() - retention.seconds * 1000;
+      views.push({ queue, view: channel.view(notBefore) });
+    }
+    return views;
+  }
+
   /** made and opened at once: its open is queued before any append to it */
   #channel(queue: string): ChannelHistory {
     let channel = this.#channels.get(queue);
@@ -198,6 +282,7 @@ export class History {
       channel = new ChannelHistory(join(this.#dir, queue.replace('/', '@')));
       this.#channels.set(queue, channel);
       channel.open().catch((error: unknown) => this.#log.error('history could not be opened', { queue, error: (error as Error).message }));
+      if (this.#outOfStep) channel.beginSide().catch((error: unknown) => this.#log.error('history could not be set aside', { queue, error: (error as Error).message }));
     }
     return channel;
   }

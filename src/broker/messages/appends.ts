@@ -29,6 +29,11 @@ export class Appends {
     }
   }
 
+  /** every id under way now */
+  ids(): IterableIterator<string> {
+    return this.#underWay.keys();
+  }
+
   /** runs `then` once this id is admitted; false (and nothing kept) when no append is under way */
   afterAdmit(messageId: string, then: () => void): boolean {
     if (!this.#underWay.has(messageId)) return false;

@@ -174,6 +174,8 @@ export class Router {
   }
 
   setMaster(isMaster: boolean): void {
+    // a master's history is whole; a slave's own writes wait for its master's catch-up (mirror/peer-link.ts)
+    if (isMaster !== this.#isMaster) this.#historyRole(isMaster);
     this.#isMaster = isMaster;
     // before deliveries start: a subscription on an id another name holds goes first
     for (const { subscription, channel } of this.#reservations.setMaster(isMaster)) {
@@ -242,6 +244,16 @@ export class Router {
     return this.#appends.of(messageId);
   }
 
+  /** ids whose append is under way now: written (or being written) and not queued yet */
+  appendsUnderWay(): Set<string> {
+    return new Set(this.#appends.ids());
+  }
+
+  /** retained channels' history, if this broker keeps any */
+  get history(): History | undefined {
+    return this.#history;
+  }
+
   /** appends the messages, then queues them: rejects when the store refused them */
   store(messages: readonly StoredMessage[], fromClient: boolean): Promise<void> {
     return this.#appends.run(messages, this.#append, () => this.#admit(messages, fromClient));
@@ -297,8 +309,16 @@ export class Router {
     this.#reservations.restore();
     this.#reservations.setMaster(this.#isMaster);
     await this.#recoverHistory(messages.map((m) => m.message), new Set(recent.map((r) => r.messageId)));
+    this.#historyRole(this.#isMaster);
     this.#idleQueues.start();
     return messages.length;
+  }
+
+  /** a master's history takes its own writes in line; a slave's wait aside for its master's catch-up */
+  #historyRole(isMaster: boolean): void {
+    const history = this.#history;
+    if (!history) return;
+    (isMaster ? history.inStep() : history.outOfStep()).catch((error: unknown) => this.log.error('history could not follow the role', { isMaster, error: (error as Error).message }));
   }
 
   /** every message the log holds is in its channel's history too, whatever stopped the broker (issue 27) */

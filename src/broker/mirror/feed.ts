@@ -1,5 +1,6 @@
-import type { BrokerFrame, PeerMessage, PeerReservation, PeerSettlement } from '../../protocol/frames.js';
+import type { BrokerFrame, FollowHistory, PeerMessage, PeerReservation, PeerSettlement } from '../../protocol/frames.js';
 import type { Logger } from '../../runtime/logger.js';
+import { type HistoryPlan, HistoryStream } from './history-stream.js';
 import { type HeldMessages, type Replica, toPeerMessage } from './replica.js';
 import type { StoreEvent, StoredMessage } from '../store/store.js';
 
@@ -8,6 +9,8 @@ export interface Follower {
   send(frame: BrokerFrame): void;
   /** a frame already encoded (the same feed text goes to every follower) */
   sendText(text: string): void;
+  /** resolves once the link has drained under its bound (a catch-up waits for it) */
+  whenWritable(): Promise<void>;
   /** the peer's serviceId, for the dashboard's view of who follows this broker */
   readonly clientName?: string;
 }
@@ -28,6 +31,8 @@ export class PeerFeed {
   readonly #followers = new Set<Follower>();
   /** followers still getting their sync, with the feed frames that come after it */
   readonly #syncing = new Map<Follower, Array<BrokerFrame | string>>();
+  /** the history catch-up of a follower's sync, while it runs */
+  readonly #catchUps = new Map<Follower, HistoryStream>();
   #settled: PeerSettlement[] = [];
   #removed: string[] = [];
   /** each message made since the last feed, as its JSON in the frame (the body spliced in as stored) */
@@ -48,8 +53,9 @@ export class PeerFeed {
   /**
    * A mirror asks to follow: only a master answers, with its state first. Bodies left on disk
    * are read a chunk at a time; the feed of what happens meanwhile waits behind the sync.
+   * `history`: the follower takes a history catch-up (its newest ids per retained channel).
    */
-  follow(follower: Follower): void {
+  follow(follower: Follower, history?: readonly FollowHistory[]): void {
     if (!this.#replica.isMaster || this.#followers.has(follower) || this.#syncing.has(follower)) return;
     this.#flush(); // what happened before the snapshot reaches the older followers first
     // reserved ids first, whole: what changes later follows in order (SPEC §5)
@@ -58,12 +64,19 @@ export class PeerFeed {
       follower.send({ type: 'reservations', full: i === 0, set: reservations.slice(i, i + CHUNK_RESERVATIONS), released: [] });
     }
     const { messages, removed } = this.#replica.snapshot();
+    // the history as it is now: what is accepted from now on reaches the follower in the feed
+    const plan = history ? this.#replica.historyPlan(history) : null;
     const backlog: Array<BrokerFrame | string> = [];
     this.#syncing.set(follower, backlog);
-    void this.#sync(follower, backlog, messages, removed);
+    void this.#sync(follower, backlog, messages, removed, plan);
   }
 
-  async #sync(follower: Follower, backlog: Array<BrokerFrame | string>, messages: HeldMessages, removed: readonly string[]): Promise<void> {
+  /** the follower wrote `history` frame `n` */
+  historyAck(follower: Follower, n: number): void {
+    this.#catchUps.get(follower)?.acked(n);
+  }
+
+  async #sync(follower: Follower, backlog: Array<BrokerFrame | string>, messages: HeldMessages, removed: readonly string[], plan: HistoryPlan | null): Promise<void> {
     let chunk: PeerMessage[] = [];
     let bytes = 0;
     for (let i = 0; i < messages.length; i += CHUNK_MESSAGES) {
@@ -89,13 +102,36 @@ export class PeerFeed {
       follower.send({ type: 'sync', messages: chunk, removed: removed.slice(i, i + 10 * CHUNK_MESSAGES), done: false });
       chunk = [];
     }
-    follower.send({ type: 'sync', messages: chunk, removed: [], done: true });
+    if (plan && !(await this.#catchUp(follower, backlog, plan))) return;
+    // with a catch-up, the feed of what happened meanwhile comes before `done`: the follower
+    // writes its history after the catch-up's (docs/protocol.md#history-catch-up)
+    if (!plan) follower.send({ type: 'sync', messages: chunk, removed: [], done: true });
     this.#syncing.delete(follower);
     for (const frame of backlog) {
       if (typeof frame === 'string') follower.sendText(frame);
       else follower.send(frame);
     }
+    if (plan) follower.send({ type: 'sync', messages: chunk, removed: [], done: true });
     this.#followers.add(follower);
+  }
+
+  /** the history records the follower lacks, before its sync is done (docs/protocol.md#history-catch-up) */
+  async #catchUp(follower: Follower, backlog: Array<BrokerFrame | string>, plan: HistoryPlan): Promise<boolean> {
+    const stream = new HistoryStream(follower);
+    this.#catchUps.set(follower, stream);
+    try {
+      const ok = await stream.run(plan);
+      if (ok && this.#syncing.get(follower) === backlog) {
+        if (stream.records > 0) this.#log.info('history catch-up sent to a mirror', { peer: follower.clientName, records: stream.records });
+        return true;
+      }
+    } catch (error) {
+      this.#log.error('history catch-up to a mirror failed: its sync ends without it', { peer: follower.clientName, error: (error as Error).message });
+      return this.#syncing.get(follower) === backlog;
+    } finally {
+      if (this.#catchUps.get(follower) === stream) this.#catchUps.delete(follower);
+    }
+    return false;
   }
 
   /** the peers that follow this broker, by serviceId: true once past their sync (in step) */
@@ -109,12 +145,14 @@ export class PeerFeed {
   unfollow(follower: Follower): void {
     this.#followers.delete(follower);
     this.#syncing.delete(follower);
+    this.#catchUps.get(follower)?.cancel();
   }
 
   /** this broker stopped acting as master: followers will ask again when it is one */
   demoted(): void {
     this.#followers.clear();
     this.#syncing.clear();
+    for (const stream of this.#catchUps.values()) stream.cancel();
     this.#settled = [];
     this.#removed = [];
     this.#messages = [];

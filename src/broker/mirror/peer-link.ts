@@ -1,6 +1,6 @@
 import { Connection, type ConnectionOwner } from '../../link/connection.js';
 import type { HostTarget } from '../../link/hosts.js';
-import type { BrokerFrame, FeedFrame, KeysFrame, PeerMessage, SyncFrame } from '../../protocol/frames.js';
+import { type BrokerFrame, type FeedFrame, FOLLOW_ANCHORS, type FollowHistory, type HistoryFrame, type KeysFrame, type PeerMessage, type SyncFrame } from '../../protocol/frames.js';
 import type { KeyLink } from './key-sync.js';
 import type { LinkDeps, LinkOwner, PeerStatus, PeerView } from './types.js';
 
@@ -21,6 +21,8 @@ export class PeerLink implements KeyLink {
   readonly #connection: Connection;
   view: PeerView | null = null;
   #following = false;
+  /** counts follows: an anchors read that finished after its follow ended sends nothing */
+  #follows = 0;
   #linked = false;
   #told = '';
   /** the peer said it takes `keys` frames (its peerState): an older one would close the link */
@@ -121,11 +123,29 @@ export class PeerLink implements KeyLink {
     const shouldFollow = this.view?.isMaster === true && !this.#peers.isMaster;
     if (shouldFollow && !this.#following) {
       this.#following = true;
-      this.#deps.replica.followsMaster(true);
-      this.#connection.send({ type: 'follow' });
+    const wasFollowing = this.#following;
+    if (wasFollowing) this.#deps.replica.followsMaster(false);
     } else if (!shouldFollow) {
       this.#stopFollowing();
     }
+  }
+
+  /**
+   * Asks the master to be followed, with the ids of our newest history records per retained
+   * channel (from before we fell out of step): its sync then brings the records we lack.
+   */
+  async #follow(follow: number): Promise<void> {
+    const { replica, log } = this.#deps;
+    let history: FollowHistory[] = [];
+    try {
+      await replica.historyOutOfStep();
+      history = fitFrame(await replica.historyAnchors(FOLLOW_ANCHORS), this.#connection.maxPayloadBytes * 0.9);
+    } catch (error) {
+      log.error('could not read the history to follow the master: it sends all it keeps', { master: this.target.serviceId, error: (error as Error).message });
+    }
+    if (follow !== this.#follows || !this.#following || !this.#connection.isReady) return;
+    this.#named = new Set(); // what the sync names, its feed included
+    this.#connection.send({ type: 'follow', history });
   }
 
   #sendAllKeys(): void {
@@ -152,6 +172,9 @@ export class PeerLink implements KeyLink {
         // a master sends these to those that asked, also while it drains at soft-stop
         if (!this.#peers.isMaster) this.#apply(frame);
         return;
+      case 'history':
+        this.#applyHistory(frame);
+        return;
       case 'reservations':
         if (!this.#peers.isMaster && this.#following) this.#deps.replica.applyReservations(frame);
         return;
@@ -174,6 +197,8 @@ export class PeerLink implements KeyLink {
           replica.applySettled([], frame.removed);
           if (frame.done && this.#following) {
             this.#named = null;
+            // our own history writes since we fell out of step go after the master's catch-up
+            await replica.historyInStep();
             // tracking first: a client message stored while the offer reads bodies is not missed
             this.#inStep();
             await this.#offerHeldOnlyHere(named);
@@ -181,6 +206,12 @@ export class PeerLink implements KeyLink {
             log.info('in step with the master', { master: this.target.serviceId, epoch: this.view?.epoch });
           }
         } else {
+          if (this.#named && frame.messages.length > 0) {
+            // the master's feed of its sync (sent before `done` with a catch-up): named, and
+            // written in the history after the catch-up, in its order
+            for (const m of frame.messages) this.#named.add(m.messageId);
+            await replica.historyFromFeed(frame.messages);
+          }
           if (frame.messages.length > 0) await replica.applyMessages(frame.messages);
           replica.applySettled(frame.settled, frame.removed);
         }
@@ -189,10 +220,33 @@ export class PeerLink implements KeyLink {
       .finally(() => this.#unapplied.splice(this.#unapplied.indexOf(received), 1));
   }
 
+  /** records of a retained channel we lack, part of the sync: written, then answered (the master waits) */
+  #applyHistory(frame: HistoryFrame): void {
+    const { replica, log } = this.#deps;
+    const received = { at: Date.now(), items: frame.records.length };
+    this.#unapplied.push(received);
+    this.#applying = this.#applying
+      .then(() => (this.#peers.isMaster ? undefined : replica.applyHistory(frame)))
+      .catch((error: unknown) => log.error('could not write the history the master sent', { master: this.target.serviceId, queue: frame.queue, error: (error as Error).message }))
+      .finally(() => {
+        this.#unapplied.splice(this.#unapplied.indexOf(received), 1);
+        if (this.#connection.isReady) this.#connection.send({ type: 'historyAck', n: frame.n });
+      });
+  }
+
   #stopFollowing(): void {
+<<<<<<< HEAD
     if (this.#following) this.#deps.replica.followsMaster(false);
+=======
+    const wasFollowing = this.#following;
+>>>>>>> histsync
     this.#following = false;
+    this.#follows++;
     this.#named = null;
+    // out of step: our own history writes wait aside for the next catch-up
+    if (wasFollowing && !this.#peers.isMaster) {
+      this.#deps.replica.historyOutOfStep().catch((error: unknown) => this.#deps.log.error('could not set the history aside', { error: (error as Error).message }));
+    }
     if (!this.#offerTimer) return; // not in step with this peer: another link may be
     clearInterval(this.#offerTimer);
     this.#offerTimer = null;
@@ -254,4 +308,16 @@ export class PeerLink implements KeyLink {
     log.info(`offered the master what ${what}`, { master: this.target.serviceId, messages: routine ? this.#offeredSinceLog : offered, ...(routine ? { sinceSeconds: OFFER_LOG_EVERY_MS / 1000 } : {}) });
     if (routine) this.#offeredSinceLog = 0;
   }
+}
+
+/** the anchors a `follow` frame holds within `maxBytes`: channels past it get the master's whole history */
+function fitFrame(history: readonly FollowHistory[], maxBytes: number): FollowHistory[] {
+  const fitting: FollowHistory[] = [];
+  let bytes = 64;
+  for (const entry of history) {
+    bytes += Buffer.byteLength(JSON.stringify(entry)) + 1;
+    if (bytes > maxBytes) break;
+    fitting.push(entry);
+  }
+  return fitting;
 }

@@ -1,10 +1,13 @@
-import type { PeerMessage, PeerReservation, PeerSettlement, ReservationsFrame } from '../../protocol/frames.js';
+import type { FollowHistory, HistoryFrame, PeerMessage, PeerReservation, PeerSettlement, ReservationsFrame } from '../../protocol/frames.js';
 import type { Router } from '../messages/router.js';
 import { makeStoredMessage, type StoredMessage } from '../store/store.js';
+import { type HistoryPlan, HistoryStream } from './history-stream.js';
 import { Unconfirmed } from './unconfirmed.js';
 
 /** how far two mirrors' clocks may disagree on when a message was accepted */
 const CLOCK_MARGIN_MS = 10_000;
+/** a catch-up's records are compared with this many of the follower's newest ones (written once) */
+const CATCH_UP_TAIL = 10_000;
 
 export function toPeerMessage(m: StoredMessage): PeerMessage {
   return { messageId: m.messageId, queue: m.queue, id: m.id, data: m.data, created: m.created, acceptedAt: m.acceptedAt, from: m.from };
@@ -68,6 +71,15 @@ export class Replica {
     return { messages, removed };
   }
 
+  /**
+   * What a follower's history catch-up reads: every retained channel as it is now, less the
+   * messages still being written (their feed frame names them: docs/protocol.md#history-catch-up)
+   */
+  historyPlan(history: readonly FollowHistory[]): HistoryPlan {
+    const views = this.#router.history?.views() ?? [];
+    return HistoryStream.plan(views, views.length > 0 ? this.#router.appendsUnderWay() : new Set(), history);
+  }
+
   /** the reserved ids a follower gets first (SPEC §5) */
   reservations(): PeerReservation[] {
     return this.#router.reservations.list();
@@ -90,6 +102,35 @@ export class Replica {
   }
 
   // ---- a slave's side -------------------------------------------------------------------
+
+  /** not in step with a master: this broker's own history writes go aside until its catch-up */
+  async historyOutOfStep(): Promise<void> {
+    await this.#router.history?.outOfStep();
+  }
+
+  /** in step (the sync is done): the writes set aside join the history, after the catch-up */
+  async historyInStep(): Promise<void> {
+    await this.#router.history?.inStep();
+  }
+
+  /** per retained channel, the ids of its newest records from before this broker fell out of step */
+  async historyAnchors(count: number): Promise<FollowHistory[]> {
+    return (await this.#router.history?.anchors(count)) ?? [];
+  }
+
+  /** a master's feed during its sync: the history of those messages follows the catch-up */
+  async historyFromFeed(messages: readonly PeerMessage[]): Promise<void> {
+    await this.#router.history?.catchUpFeed(messages);
+  }
+
+  /** a master's `history` frame: written before this broker's own writes since it fell out of step */
+  async applyHistory(frame: HistoryFrame): Promise<void> {
+    const history = this.#router.history;
+    if (!history) return;
+    if (frame.after !== undefined) await history.catchUpBegin(frame.queue, frame.after, CATCH_UP_TAIL);
+    if (frame.records.length > 0) await history.catchUpWrite(frame.queue, frame.records);
+    if (frame.last) await history.catchUpEnd(frame.queue);
+  }
 
   /** messages a master holds (or a follower offered): stored and queued here unless already known */
   async applyMessages(messages: readonly PeerMessage[]): Promise<void> {

@@ -327,6 +327,7 @@ export class Session implements ConnectedSession {
         return;
       case 'peerState':
       case 'follow':
+      case 'historyAck':
       case 'offer':
       case 'keys':
         this.fail(protocolError(`${frame.type} is a frame between brokers`));

@@ -29,7 +29,7 @@ function master(overrides: Record<string, unknown> = {}) {
 function follower() {
   const frames: BrokerFrame[] = [];
   // an encoded frame is read back as the mirror reads it: the protocol's own decoder
-  return { frames, send: (frame: BrokerFrame) => void frames.push(frame), sendText: (text: string) => void frames.push(decodeBrokerFrame(text)) };
+  return { frames, send: (frame: BrokerFrame) => void frames.push(frame), sendText: (text: string) => void frames.push(decodeBrokerFrame(text)), whenWritable: () => Promise.resolve() };
 }
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));

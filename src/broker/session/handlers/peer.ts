@@ -2,7 +2,7 @@ import { protocolError } from '../../../protocol/errors.js';
 import type { ClientFrame } from '../../../protocol/frames.js';
 import type { SessionPort } from '../ports.js';
 
-/** A mirror broker's link carries these four frames only (docs/protocol.md#peers). */
+/** A mirror broker's link carries these five frames only (docs/protocol.md#peers). */
 export function handlePeerFrame(session: SessionPort, frame: ClientFrame): void {
   const { ctx } = session;
   switch (frame.type) {
@@ -14,7 +14,10 @@ export function handlePeerFrame(session: SessionPort, frame: ClientFrame): void 
       ctx.peers.observeIncoming(session, session.clientName, { configuredMaster: frame.configuredMaster, isMaster: frame.isMaster });
       return;
     case 'follow':
-      ctx.feed.follow(session);
+      ctx.feed.follow(session, frame.history);
+      return;
+    case 'historyAck':
+      ctx.feed.historyAck(session, frame.n);
       return;
     case 'offer':
       // what only a follower stored (a send answered E_NO_MASTER) becomes the master's too
@@ -33,7 +36,7 @@ export function handlePeerFrame(session: SessionPort, frame: ClientFrame): void 
       return;
     }
     default:
-      session.fail(protocolError(`a peer link carries peerState, follow, offer and keys, not ${frame.type}`));
+      session.fail(protocolError(`a peer link carries peerState, follow, historyAck, offer and keys, not ${frame.type}`));
   }
 }
 

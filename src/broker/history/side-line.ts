@@ -1,0 +1,112 @@
+import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { encodeRecord, forEachRecord, type ReadRecord, type SegmentMeta, writeSegmentMeta } from './segment.js';
+
+/**
+ * A mirror's history while it is out of step with a master (docs/operations.md#history-catch-up):
+ * the segments it writes from `from` on are its own (clients' copies, the sync's messages), and
+ * a catch-up from the master lands in the numbers left free before them, so a replay reads what
+ * the master had, in its order, then what this broker took since. Kept in the channel's
+ * directory as `side` so a kill -9 while out of step keeps the line where it was.
+ */
+export interface SideLine {
+  /** the first segment number of this broker's own writes */
+  from: number;
+  /** the next number a catch-up segment takes (below `from`) */
+  gapNext: number;
+  /** the first catch-up segment: records from it on came from the master */
+  catchUpFrom: number | null;
+}
+
+/** segment numbers left free for a catch-up: far more segments than one catch-up can write */
+export const SIDE_GAP = 1_000_000_000;
+/** own records compared with the catch-up at a time when the two are joined (bounded memory) */
+const JOIN_ROUND = 100_000;
+
+export async function readSide(dir: string): Promise<SideLine | null> {
+  try {
+    const side = JSON.parse(await readFile(join(dir, 'side'), 'utf8')) as SideLine;
+    return typeof side.from === 'number' ? { from: side.from, gapNext: side.gapNext, catchUpFrom: side.catchUpFrom ?? null } : null;
+  } catch {
+    return null;
+  }
+}
+
+/** null: the line is joined (the file goes) */
+export async function writeSide(dir: string, side: SideLine | null): Promise<void> {
+  const path = join(dir, 'side');
+  if (side === null) await unlink(path).catch(() => undefined);
+  else await writeFile(path, JSON.stringify(side), { mode: 0o600 });
+}
+
+/** the ids of the newest `count` records of these segments (in order), oldest first */
+export async function newestIds(segments: readonly SegmentMeta[], count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = segments.length - 1; i >= 0 && ids.length < count; i--) {
+    const segment = segments[i]!;
+    // the last `want` ids of this segment, in a ring
+    const want = count - ids.length;
+    const ring: string[] = [];
+    let seen = 0;
+    await forEachRecord(segment.path, segment.bytes, (record) => {
+      ring[seen++ % want] = record.messageId;
+    });
+    const here = seen <= want ? ring : [...ring.slice(seen % want), ...ring.slice(0, seen % want)];
+    ids.unshift(...here);
+  }
+  return ids;
+}
+
+/**
+ * Removes from `own` the records whose ids `caughtUp` holds, rewriting those segments (a copy
+ * renamed over each); returns the segments left empty. A round at a time of own records.
+ */
+export async function dropFromSegments(own: readonly SegmentMeta[], caughtUp: readonly SegmentMeta[]): Promise<SegmentMeta[]> {
+  const emptied: SegmentMeta[] = [];
+  for (let start = 0; start < own.length; ) {
+    const round: SegmentMeta[] = [];
+    const ids = new Set<string>();
+    for (; start < own.length && (round.length === 0 || ids.size < JOIN_ROUND); start++) {
+      const segment = own[start]!;
+      round.push(segment);
+      await forEachRecord(segment.path, segment.bytes, (record) => void ids.add(record.messageId));
+    }
+    const twice = new Set<string>();
+    for (const segment of caughtUp) {
+      await forEachRecord(segment.path, segment.bytes, (record) => {
+        if (ids.has(record.messageId)) twice.add(record.messageId);
+      });
+    }
+    if (twice.size === 0) continue;
+    for (const segment of round) if (!(await rewriteWithout(segment, twice))) emptied.push(segment);
+  }
+  return emptied;
+}
+
+/** the segment without those records; false when none is left */
+async function rewriteWithout(segment: SegmentMeta, drop: ReadonlySet<string>): Promise<boolean> {
+  const kept: Buffer[] = [];
+  let dropped = 0;
+  let firstAt = 0;
+  let lastAt = 0;
+  await forEachRecord(segment.path, segment.bytes, (record: ReadRecord) => {
+    if (drop.has(record.messageId)) {
+      dropped++;
+      return;
+    }
+    if (kept.length === 0) firstAt = record.acceptedAt;
+    lastAt = record.acceptedAt;
+    kept.push(encodeRecord({ messageId: record.messageId, id: record.id, acceptedAt: record.acceptedAt, created: record.created, from: record.from, data: JSON.parse(record.dataJson) as unknown }));
+  });
+  if (dropped === 0) return true;
+  if (kept.length === 0) return false;
+  const buffer = Buffer.concat(kept);
+  await writeFile(`${segment.path}.tmp`, buffer, { mode: 0o600 });
+  await rename(`${segment.path}.tmp`, segment.path);
+  segment.bytes = buffer.length;
+  segment.count = kept.length;
+  segment.firstAt = firstAt;
+  segment.lastAt = lastAt;
+  await writeSegmentMeta(segment);
+  return true;
+}
