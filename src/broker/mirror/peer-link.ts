@@ -123,8 +123,8 @@ export class PeerLink implements KeyLink {
     const shouldFollow = this.view?.isMaster === true && !this.#peers.isMaster;
     if (shouldFollow && !this.#following) {
       this.#following = true;
-    const wasFollowing = this.#following;
-    if (wasFollowing) this.#deps.replica.followsMaster(false);
+      this.#deps.replica.followsMaster(true);
+      void this.#follow(++this.#follows);
     } else if (!shouldFollow) {
       this.#stopFollowing();
     }
@@ -235,11 +235,8 @@ export class PeerLink implements KeyLink {
   }
 
   #stopFollowing(): void {
-<<<<<<< HEAD
-    if (this.#following) this.#deps.replica.followsMaster(false);
-=======
     const wasFollowing = this.#following;
->>>>>>> histsync
+    if (wasFollowing) this.#deps.replica.followsMaster(false);
     this.#following = false;
     this.#follows++;
     this.#named = null;
