@@ -1,3 +1,4 @@
+import type { ClusterView } from './cluster/cluster.js';
 /**
  * The broker as the rest of the program sees it: types only. src/ops/, src/server/ and
  * embedders import these, never the broker's parts (docs/architecture.md#imports).
@@ -77,6 +78,8 @@ export interface Broker extends EmbeddedBroker {
   readonly peers: PeerView;
   /** with an `election` block: the election as this broker sees it, else null */
   readonly election: ElectionView | null;
+  /** with a `cluster` block: sets, brokers, masters and placements as this broker sees them (SPEC §13), else null */
+  readonly cluster: ClusterView | null;
   /** elected master: stop delivering, let deliveries in flight be acked, give the lease up */
   stepDown(): Promise<{ ok: boolean; error?: string }>;
   /** the registered client keys (docs/security.md#keys) */

@@ -7,6 +7,7 @@ import type { Broker as BrokerView, BrokerHooks, BrokerOptions, KeyList, QueueVi
 import type { History } from './history/history.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Router } from './messages/router.js';
+import type { Cluster, ClusterView } from './cluster/cluster.js';
 import type { Election } from './mirror/election.js';
 import type { Peers } from './mirror/peers.js';
 import type { ElectionView } from './mirror/types.js';
@@ -39,6 +40,7 @@ export class Broker implements BrokerView {
   readonly #lifecycle: Lifecycle;
   readonly #server: SocketServer;
   readonly #election: Election | null;
+  readonly #cluster: Cluster | null;
   readonly #hooks: BrokerHooks;
   readonly #log: Logger;
   readonly #notify: ServiceNotifier;
@@ -74,6 +76,7 @@ export class Broker implements BrokerView {
     this.#lifecycle = parts.lifecycle;
     this.#server = parts.server;
     this.#election = parts.election;
+    this.#cluster = parts.cluster;
     this.#hooks = hooks;
     this.#log = parts.log;
     this.#notify = parts.notify;
@@ -118,6 +121,11 @@ export class Broker implements BrokerView {
 
   get election(): ElectionView | null {
     return this.#election?.view() ?? null;
+  }
+
+  /** with a `cluster` block: sets, brokers and placements as this broker knows them (SPEC §13) */
+  get cluster(): ClusterView | null {
+    return this.#cluster?.view() ?? null;
   }
 
   get managementPort(): number | null {
@@ -253,6 +261,7 @@ export class Broker implements BrokerView {
       await hooks.closeFirst?.();
       await this.#watcher?.close();
       await this.#election?.close(); // gives the lease up: another broker is elected at once
+      await this.#cluster?.close(); // leaves the set's members at once
       await this.peers.close();
       await this.#server.close();
       this.router.close();

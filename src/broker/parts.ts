@@ -12,6 +12,7 @@ import { type ServiceNotifier, silentNotifier } from '../runtime/notify.js';
 import { loadOrCreateKeys } from '../link/keys.js';
 import { compilePolicy } from './access/policy.js';
 import type { BrokerHooks } from './api.js';
+import { Cluster } from './cluster/cluster.js';
 import type { BrokerOptions } from './embedded.js';
 import { History } from './history/history.js';
 import { Lifecycle } from './lifecycle.js';
@@ -40,6 +41,7 @@ export interface Parts {
   readonly lifecycle: Lifecycle;
   readonly server: SocketServer;
   readonly election: Election | null;
+  readonly cluster: Cluster | null;
   readonly log: Logger;
   readonly notify: ServiceNotifier;
   readonly restored: number; // messages the store gave back, for the `broker started` line
@@ -61,6 +63,7 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
   let server: SocketServer | undefined;
   let peers: Peers | undefined;
   let election: Election | null = null;
+  let cluster: Cluster | null = null;
   try {
     await history.open();
     const restored = await router.restore();
@@ -115,17 +118,37 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
       election = await Election.create(config.election, config.serviceId, log, {
         inStepWith: () => mirrors.inStepEpoch,
         mayCampaign: () => !lifecycle.isStopping,
-        onChange: () => mirrors.update(),
+        onChange: (view) => {
+          mirrors.update();
+          cluster?.role(view.isMaster, view.epoch);
+        },
       });
       mirrors.useElection(election);
       log.warn('election on: the master is elected through etcd, isMaster in the file is not used', { prefix: config.election.prefix, leaseTtl: config.election.leaseTtl });
+    }
+    if (config.cluster && config.election) {
+      cluster = await Cluster.create(config.cluster, config.election, config.serviceId, log, {
+        pin: (queue) => router.policy.config.channels[queue]?.set,
+        deadLetterOf: (queue) => deadLetterQueue(router.policy.config.channels[queue]?.deadLetter),
+        deadLetterSources: (queue) => Object.entries(router.policy.config.channels).filter(([, c]) => deadLetterQueue(c.deadLetter) === queue).map(([source]) => source),
+        maxPlacements: () => router.policy.config.limits.maxPlacements,
+        changed: (frames) => {
+          const texts = frames.map((frame) => JSON.stringify(frame));
+          for (const session of sessions()) if (session.isReady && !session.isPeer) for (const text of texts) session.sendText(text);
+        },
+      });
+      const placed = cluster;
+      keys.onRevoked = (name, pem) => placed.unbindKey(name, pem);
+      // an idle queue's placement goes with it, decided by the set's master (SPEC §13)
+      router.onForgotten((queue) => router.isMaster && placed.forget(queue, () => router.queues.has(queue)));
+      log.info('cluster on: queues are placed on mirror sets through etcd', { set: config.cluster.set, prefix: config.cluster.prefix, advertise: config.cluster.advertise });
     }
     const ctx: BrokerContext = {
       get policy() {
         return router.policy;
       },
       router,
-      intake: new Intake(router, lifecycle),
+      intake: new Intake(router, lifecycle, cluster),
       replica,
       keys,
       peerKeys: new KeyRegistry(join(config.dataDirectory, 'peers')),
@@ -133,6 +156,7 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
       keySync,
       feed,
       history,
+      cluster,
       log,
     };
     server = new SocketServer(config, ctx, lifecycle);
@@ -140,11 +164,16 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
     const address = await server.listen(config.socketServer.host, config.socketServer.port);
     peers.configure(config.peers, config.isMaster);
     election?.start();
-    return { config, address, startedAt, ctx, store, lifecycle, server, election, log, notify, restored };
+    cluster?.start();
+    return { config, address, startedAt, ctx, store, lifecycle, server, election, cluster, log, notify, restored };
   } catch (error) {
     const closeSockets = server?.close().catch(() => undefined);
-    await Promise.all([election?.close(), peers?.close(), store.close().catch(() => undefined), history.close(), closeSockets]);
+    await Promise.all([election?.close(), cluster?.close(), peers?.close(), store.close().catch(() => undefined), history.close(), closeSockets]);
     throw error;
   }
 }
 
+/** `endpoint/version` of a dead-letter channel `endpoint/version/id` */
+function deadLetterQueue(channel: string | undefined): string | undefined {
+  return channel?.split('/').slice(0, 2).join('/');
+}

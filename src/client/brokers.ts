@@ -2,6 +2,8 @@ import { errorFromPayload, WhiskerError } from '../protocol/errors.js';
 import type { BrokerFrame, ClientFrame, Delivery, PublishResult, ReplayEndFrame, ReplyFrame } from '../protocol/frames.js';
 import { Connection, type ConnectionOwner, finalAuthReason } from '../link/connection.js';
 import type { ClientKeys } from '../link/keys.js';
+import type { ClusterFrame } from '../protocol/cluster.js';
+import type { HostTarget } from '../link/hosts.js';
 import type { ClientOptions } from './options.js';
 import type { Outbox, PendingSend } from './outbox.js';
 import type { ClientSubscription } from './subscription.js';
@@ -17,15 +19,29 @@ export interface BrokersOwner {
   onReplaysLost(subs: readonly number[], error: WhiskerError): void;
   emit(event: 'connect' | 'reconnect' | 'disconnect' | 'master' | 'stale', ...args: unknown[]): void;
   onError(error: WhiskerError): void;
+  /** cluster (SPEC §13): does this set serve `queue`? Subscriptions and sends of others are not theirs */
+  serves?(queue: string): boolean;
+  /** cluster: a broker answered E_MOVED for a send or a subscription: the owner re-routes it */
+  onMoved?(error: WhiskerError, moved: { pending: PendingSend } | { subscription: ClientSubscription }): void;
+  /** cluster: a broker pushed (part of) the cluster map */
+  onCluster?(frame: ClusterFrame): void;
 }
 
+const servesAll = (): boolean => true;
+
 /**
+ * Why this file is long: one mirror set's connections as one: connect's outcome, broadcast of
+ * sends, subscriptions and acks, the master and its epoch, key refusals, replays; the cluster's
+ * sets are in sets.ts.
+ *
  * Every broker of `hosts` at once (SPEC §3, §9): one Connection each, dialled in parallel;
  * sends, subscriptions and acks go to all of them; the master's answers are the ones that count.
  */
 export class Brokers {
   readonly #connections: Connection[];
+  readonly #connectionOwner: ConnectionOwner;
   readonly #owner: BrokersOwner;
+  readonly #serves: (queue: string) => boolean;
   readonly #connectTimeoutMs: number;
   readonly #authRetryMs: number;
   /** brokers that refused the key itself, until they are dialed again */
@@ -46,8 +62,9 @@ export class Brokers {
   #onAnswer: (connection: Connection, error: WhiskerError | null) => void = () => {};
   #abortStart: () => void = () => {};
 
-  constructor(options: ClientOptions, keys: ClientKeys, owner: BrokersOwner) {
+  constructor(options: ClientOptions, keys: ClientKeys, owner: BrokersOwner, hosts: readonly HostTarget[] = options.hosts) {
     this.#owner = owner;
+    this.#serves = owner.serves ? (queue) => owner.serves!(queue) : servesAll;
     this.#connectTimeoutMs = options.connectTimeoutMs;
     this.#authRetryMs = options.reconnect.authRetryMs;
     this.#sendTimeoutMs = options.sendTimeoutMs;
@@ -61,7 +78,26 @@ export class Brokers {
       onDown: (connection, error) => this.#connectionDown(connection, error),
       onFrame: (connection, frame) => this.#onFrame(connection, frame),
     };
-    this.#connections = options.hosts.map((target) => new Connection(target, connectionOwner));
+    this.#connectionOwner = connectionOwner;
+    this.#connections = hosts.map((target) => new Connection(target, connectionOwner));
+  }
+
+  /** cluster: brokers of this set the map lists and this set does not dial yet (SPEC §13) */
+  addHosts(targets: readonly HostTarget[]): void {
+    for (const target of targets) {
+      if (this.#connections.some((c) => c.target.url === target.url)) continue;
+      const connection = new Connection(target, this.#connectionOwner);
+      this.#connections.push(connection);
+      connection.start();
+    }
+  }
+
+  /** a subscribe's answer: E_MOVED goes to the owner (it re-routes), the master's other answers to the subscription */
+  #subscribeReply(connection: Connection, subscription: ClientSubscription): (reply: ReplyFrame | null) => void {
+    return (reply) => {
+      if (reply?.error?.code === 'E_MOVED' && this.#owner.onMoved) return this.#owner.onMoved(errorFromPayload(reply.error), { subscription });
+      if (connection.isMaster) subscription.onMasterReply(reply);
+    };
   }
 
   get maxMessageBytes(): number {
@@ -150,13 +186,9 @@ export class Brokers {
   }
 
   subscribe(subscription: ClientSubscription): void {
-    const master = this.#master;
     for (const connection of this.#connections) {
       if (!connection.isReady) continue;
-      connection.request(
-        (req) => subscription.subscribeFrame(req),
-        (reply) => (connection === master ? subscription.onMasterReply(reply) : undefined),
-      );
+      connection.request((req) => subscription.subscribeFrame(req), this.#subscribeReply(connection, subscription));
     }
   }
 
@@ -202,14 +234,13 @@ export class Brokers {
     this.#refusals.delete(connection);
     // a broker announces its frame limit in `welcome`: the smallest one bounds every send
     this.#maxMessageBytes = Math.min(...this.#connections.map((c) => c.maxPayloadBytes), 1_048_576) - 512;
+    const serves = this.#serves;
     for (const subscription of this.#owner.subscriptions()) {
-      connection.request(
-        (req) => subscription.subscribeFrame(req),
-        (reply) => (connection.isMaster ? subscription.onMasterReply(reply) : undefined),
-      );
+      if (!serves(subscription.queue)) continue;
+      connection.request((req) => subscription.subscribeFrame(req), this.#subscribeReply(connection, subscription));
     }
     for (const pending of this.#owner.outbox.values()) {
-      if (!pending.answeredBy.has(connection)) connection.queuePublish(pending.message, pending.bytes);
+      if (!pending.answeredBy.has(connection) && serves(pending.queue)) connection.queuePublish(pending.message, pending.bytes);
     }
     this.#updateMaster();
     for (const [sub, { build, onReply, timer }] of [...this.#waitingReplays]) {
@@ -302,7 +333,7 @@ export class Brokers {
         this.#updateMaster();
         if (connection.isMaster) {
           // a promoted slave already holds every subscription and every send it stored as a slave
-          for (const subscription of this.#owner.subscriptions()) subscription.onMasterReply({ type: 'reply', req: 0 });
+          for (const subscription of this.#owner.subscriptions()) if (this.#serves(subscription.queue)) subscription.onMasterReply({ type: 'reply', req: 0 });
           for (const pending of [...this.#owner.outbox.values()]) {
             if (pending.storedBy.has(connection.serviceId)) this.#owner.outbox.settle(pending.message.messageId, null);
           }
@@ -310,6 +341,9 @@ export class Brokers {
         return;
       case 'revoked':
         this.#owner.onRevoked(frame.sub, frame.ids, errorFromPayload(frame.error));
+        return;
+      case 'cluster':
+        this.#owner.onCluster?.(frame);
         return;
       case 'replayEnd':
         if (this.#replays.get(frame.sub) !== connection) return;
@@ -327,9 +361,15 @@ export class Brokers {
       const pending = outbox.get(result.messageId);
       if (!pending) continue;
       pending.answeredBy.add(connection);
+      // cluster: the queue lives on another set; the owner sends it there with the same id (SPEC §13)
+      if (result.error?.code === 'E_MOVED' && this.#owner.onMoved) {
+        this.#owner.onMoved(errorFromPayload(result.error), { pending });
+        continue;
+      }
       // a master at soft-stop refuses: with mirrors, the send waits for the next master (SPEC §9)
       if (connection.isMaster && result.error?.code === 'E_STOPPING' && this.#connections.length > 1) continue;
-      if (connection.isMaster) outbox.settle(result.messageId, result.error ? errorFromPayload(result.error) : null);
+      // E_NO_PLACEMENT: etcd is out of reach, so there is no master to wait for either (SPEC §13)
+      if (connection.isMaster || (result.error?.code === 'E_NO_PLACEMENT' && !this.#master)) outbox.settle(result.messageId, result.error ? errorFromPayload(result.error) : null);
       else if (!result.error) pending.storedBy.add(connection.serviceId);
     }
   }

@@ -4,7 +4,7 @@ import { DedupeWindow } from '../protocol/dedupe.js';
 import { WhiskerError } from '../protocol/errors.js';
 import type { Delivery, PublishedMessage } from '../protocol/frames.js';
 import { handlerSink } from './dispatch.js';
-import { Brokers } from './brokers.js';
+import { Sets } from './sets.js';
 import { MessageIds } from './message-ids.js';
 import { clientKeys, clientOptions, type ClientOptions, DEFAULTS } from './options.js';
 import { reportedPromise } from './observed.js';
@@ -45,7 +45,7 @@ type AnyHandler = (...args: never[]) => unknown;
  */
 export class WhiskerClient extends EventEmitter<ClientEvents> {
   #options: ClientOptions | null = null;
-  #brokers: Brokers | null = null;
+  #brokers: Sets | null = null;
   #firstConnect: { hosts: string; clientId: string; outcome: WhiskerError | null | undefined; waiting: ConnectCallback[] } | null = null;
   #disconnected = false;
   #lastEmitted: WhiskerError | null = null;
@@ -62,8 +62,11 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   /** delivery keys answered, with the answer (`key|1` acked, `key|0` refused): a copy is answered again */
   #settled = new DedupeWindow(DEFAULTS.dedupeWindowSeconds * 1000, Date.now);
   readonly #host: SubscriptionHost = {
-    request: (build, onMasterReply) => (this.#brokers ? this.#brokers.request(build, onMasterReply) : onMasterReply(null)),
-    forget: (subscription) => void this.#subscriptions.delete(subscription.sub),
+    request: (subscription, build, onMasterReply) => (this.#brokers ? this.#brokers.request(subscription, build, onMasterReply) : onMasterReply(null)),
+    forget: (subscription) => {
+      this.#subscriptions.delete(subscription.sub);
+      this.#brokers?.forget(subscription.sub);
+    },
     report: (error) => this.#reportUnobserved(error),
     // not connected yet: the limit goes with the subscription when it is registered
     flow: (sub, limit) => this.#brokers?.flow(sub, limit) ?? true,
@@ -216,7 +219,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
           : sink;
         this.#replays.add(sub, target, set.ids.length, (error, count) => (error ? reject(error) : resolve(count)));
         if (this.#disconnected || !this.#brokers) return this.#replays.fail([sub], new WhiskerError('E_DISCONNECTED', 'Client not connected'));
-        this.#brokers.replay(sub, frame, (reply) => this.#replays.replied(sub, reply));
+        this.#brokers.replay(`${set.endpoint}/${set.version}`, sub, frame, (reply) => this.#replays.replied(sub, reply));
         cancellable?.(() => this.#brokers?.cancelReplay(sub));
       } catch (error) {
         reject(error instanceof WhiskerError ? error : new WhiskerError('E_BAD_ARGUMENT', (error as Error).message));
@@ -260,7 +263,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     this.#options = options;
     this.#processed = new DedupeWindow(options.dedupeWindowSeconds * 1000, Date.now);
     this.#settled = new DedupeWindow(options.dedupeWindowSeconds * 1000, Date.now);
-    this.#brokers = new Brokers(options, keys, {
+    this.#brokers = new Sets(options, keys, {
       subscriptions: () => this.#subscriptions.values(),
       outbox: this.#outbox,
       onDelivery: (delivery) => this.#onDelivery(delivery),

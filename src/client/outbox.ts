@@ -6,6 +6,8 @@ export interface PendingSend {
   readonly message: PublishedMessage;
   readonly bytes: number;
   readonly channel: Channel;
+  /** `endpoint/version`: where a cluster routes it */
+  readonly queue: string;
   /** brokers (by object) that answered this send */
   readonly answeredBy: Set<object>;
   /** serviceIds of the slaves that stored it */
@@ -49,6 +51,7 @@ export class Outbox {
       message,
       bytes,
       channel,
+      queue: `${channel.endpoint}/${channel.version}`,
       answeredBy: new Set(),
       storedBy: new Set(),
       cb,

@@ -21,7 +21,7 @@ export interface SubscriptionSink {
 /** What a subscription needs of its client. */
 export interface SubscriptionHost {
   /** sends to every connected broker; `onMasterReply` gets the master's answer, or null if none */
-  request(build: (req: number) => ClientFrame, onMasterReply: (reply: ReplyFrame | null) => void): void;
+  request(subscription: ClientSubscription, build: (req: number) => ClientFrame, onMasterReply: (reply: ReplyFrame | null) => void): void;
   forget(subscription: ClientSubscription): void;
   /** the failure of a promise nobody awaited (addId, removeId, close without a callback) */
   report(error: WhiskerError): void;
@@ -46,6 +46,8 @@ export class ClientSubscription {
   readonly mode: SubscriptionMode;
   readonly endpoint: string;
   readonly version: string;
+  /** `endpoint/version`: where a cluster routes it */
+  readonly queue: string;
   readonly prefetch: number | undefined;
   readonly sink: SubscriptionSink;
   /** the flow limit the user set (null: none) and whether it is paused (docs/client.md#flow) */
@@ -75,6 +77,7 @@ export class ClientSubscription {
     this.mode = mode;
     this.endpoint = set.endpoint;
     this.version = set.version;
+    this.queue = `${set.endpoint}/${set.version}`;
     this.prefetch = prefetch;
     this.sink = sink;
     this.#broken = broken;
@@ -144,6 +147,7 @@ export class ClientSubscription {
     if (added.length === 0 || this.#closed) return cb(null);
     // without a master yet, the callback waits for the master's answer to the whole subscription
     this.#host.request(
+      this,
       (req) => ({ type: 'addIds', req, sub: this.sub, ids: added }),
       (reply) => (reply ? cb(this.#applyReply(reply)) : this.#waiting.push(cb)),
     );
@@ -161,6 +165,7 @@ export class ClientSubscription {
     this.#removeLocal(removed);
     if (removed.length === 0 || this.#closed) return cb(null);
     this.#host.request(
+      this,
       (req) => ({ type: 'removeIds', req, sub: this.sub, ids: removed }),
       (reply) => cb(reply?.error ? errorFromPayload(reply.error) : null),
     );
@@ -172,7 +177,7 @@ export class ClientSubscription {
     this.#readyWith(new WhiskerError('E_ABORTED', 'Subscription closed before the master registered it'));
     this.#host.forget(this);
     this.sink.closed?.();
-    this.#host.request((req) => ({ type: 'unsubscribe', req, sub: this.sub }), () => cb(null));
+    this.#host.request(this, (req) => ({ type: 'unsubscribe', req, sub: this.sub }), () => cb(null));
   }
 
   /** the broker removed ids on its own (a reload took the right away, docs/protocol.md#revoked) */

@@ -153,8 +153,8 @@ export interface ClientEvents {
   disconnect: [];
   /** a refusal, a lost broker, a connect timeout, a handler that threw (E_HANDLER) */
   error: [error: WhiskerError];
-  /** the master changed; null when none is connected */
-  master: [serviceId: string | null];
+  /** the master changed; null when none is connected. In a cluster, `set` names the mirror set (SPEC §13), else null */
+  master: [serviceId: string | null, set: string | null];
   /** a frame from a broker acting as master with an older election epoch was ignored (docs/protocol.md#epochs) */
   stale: [serviceId: string, frameType: string];
 }

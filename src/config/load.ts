@@ -93,7 +93,7 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
   if (keysName) problems.unshift(keysName);
   const config = copy as Record<string, unknown> & Omit<Config, 'configPath' | 'ignoredKeys' | 'renamedKeys'>;
   if (Array.isArray(config.peers)) problems.push(...peerProblems(config.peers ?? [], config.serviceId));
-  if (problems.length === 0) problems.push(...portClash(config));
+  if (problems.length === 0) problems.push(...portClash(config), ...clusterProblems(config));
   if (check) problems.push(...laterProblems(problems, check, copy));
   if (problems.length > 0) throw ConfigError.of(problems);
   const paths = ['dataDirectory', 'registeredClientsPath', 'keysDirectory'] as const;
@@ -114,6 +114,35 @@ export function buildConfig(raw: unknown, baseDirectory: string, configPath: str
   const peerTls = config.peerTls ? resolvePaths(config.peerTls, ['ca', 'cert', 'key'], baseDirectory) : undefined;
   const election = config.election?.etcd.tls ? resolveElectionTls(config.election, baseDirectory) : config.election;
   return deepFreeze({ ...config, ...resolved, socketServer, ...(peerTls ? { peerTls } : {}), ...(election ? { election } : {}), configPath, ignoredKeys, renamedKeys } as Config);
+}
+
+/**
+ * The cluster block needs the election (each set elects its master through the same etcd); its
+ * keys must not sit under the election's (SPEC §13); `advertise` names this broker, no token.
+ */
+function clusterProblems(config: Pick<Config, 'cluster' | 'election' | 'serviceId' | 'channels'>): Problem[] {
+  const { cluster, election } = config;
+  const problems: Problem[] = [];
+  if (!cluster) {
+    for (const [queue, settings] of Object.entries(config.channels)) {
+      if (settings.set !== undefined) problems.push({ key: `channels.${queue}.set`, message: 'pins a queue to a set of a cluster: it needs the "cluster" block' });
+    }
+    return problems;
+  }
+  if (!election) problems.push({ key: 'cluster', message: 'needs the "election" block: each set elects its master through etcd, and the cluster uses the same etcd' });
+  else if (cluster.prefix === election.prefix || cluster.prefix.startsWith(`${election.prefix}/`) || election.prefix.startsWith(`${cluster.prefix}/`)) {
+    problems.push({ key: 'cluster.prefix', message: `"${cluster.prefix}" overlaps election.prefix "${election.prefix}": the cluster's keys and each set's election keys live apart` });
+  }
+  let target;
+  try {
+    target = parseHost(cluster.advertise);
+  } catch (error) {
+    problems.push({ key: 'cluster.advertise', message: (error as Error).message });
+    return problems;
+  }
+  if (target.socketToken !== undefined) problems.push({ key: 'cluster.advertise', message: 'must not carry a token: clients reuse the token of the hosts they were given, and the map is shown to every client' });
+  if (target.serviceId !== undefined && target.serviceId !== config.serviceId) problems.push({ key: 'cluster.advertise', message: `names serviceId "${target.serviceId}", but this broker is "${config.serviceId}"` });
+  return problems;
 }
 
 const WILDCARDS = new Set(['0.0.0.0', '::', '']);

@@ -17,6 +17,7 @@ export const RESTART_KEYS = [
   'management',
   'limits.maxPayloadBytes',
   'election',
+  'cluster',
 ] as const;
 
 function valueAt(config: Config, path: string): unknown {
@@ -49,7 +50,7 @@ export function restartOnlyChanges(running: Config, next: Config): string[] {
 export function keepRestartKeys(running: Config, next: Config): Config {
   const { tls } = running.socketServer;
   const { tls: _tls, ...nextSocket } = next.socketServer;
-  const { management: _management, election: _election, ...rest } = next;
+  const { management: _management, election: _election, cluster: _cluster, ...rest } = next;
   return deepFreeze({
     ...rest,
     dataDirectory: running.dataDirectory,
@@ -59,6 +60,7 @@ export function keepRestartKeys(running: Config, next: Config): Config {
     socketServer: { ...nextSocket, host: running.socketServer.host, port: running.socketServer.port, ...(tls ? { tls } : {}) },
     ...(running.management ? { management: running.management } : {}),
     ...(running.election ? { election: running.election } : {}),
+    ...(running.cluster ? { cluster: running.cluster } : {}),
     limits: { ...next.limits, maxPayloadBytes: running.limits.maxPayloadBytes },
   });
 }

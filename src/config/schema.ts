@@ -29,6 +29,8 @@ const channelSettings = {
         maxBytes: { type: 'integer', minimum: 65_536, maximum: 1_099_511_627_776 },
       },
     },
+    // the mirror set that owns this queue in a cluster, for a queue not placed yet (SPEC §13)
+    set: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
   },
 } as const;
 
@@ -121,6 +123,18 @@ export const configSchema = {
         leaseTtl: { type: 'integer', minimum: 2, maximum: 300, default: 10 },
       },
     },
+    // a cluster of mirror sets, each queue placed on one set through etcd (SPEC §13, docs/operations.md#running-a-cluster)
+    cluster: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['prefix', 'set', 'advertise'],
+      properties: {
+        prefix: { type: 'string', pattern: '^(/[A-Za-z0-9._-]+)+$' },
+        set: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
+        advertise: { type: 'string', minLength: 1, maxLength: 512 },
+        weight: { type: 'number', exclusiveMinimum: 0, maximum: 1000, default: 1 },
+      },
+    },
     management: {
       type: 'object',
       additionalProperties: false,
@@ -149,6 +163,7 @@ export const configSchema = {
         maxQueues: { type: 'integer', minimum: 1, default: 10_000 },
         maxRegisteredClients: { type: 'integer', minimum: 1, default: 10_000 },
         maxReservations: { type: 'integer', minimum: 1, default: 10_000 },
+        maxPlacements: { type: 'integer', minimum: 1, default: 10_000 },
         maxReservationsPerClient: { type: 'integer', minimum: 1, default: 1_000 },
         maxMirrorBacklogBytes: { type: 'integer', minimum: 65_536, default: 16_777_216 },
         maxMirrorLinkBytes: { type: 'integer', minimum: 1_048_576, default: 67_108_864 },

@@ -15,6 +15,8 @@ export interface ChannelConfig {
   readonly deadLetter?: string;
   /** keep the channel's history after acks, for replays: until older than `seconds` or past `maxBytes` (oldest first) */
   readonly retention?: Retention;
+  /** cluster: the set a queue not placed yet is placed on (SPEC §13) */
+  readonly set?: string;
 }
 
 export interface Retention {
@@ -39,6 +41,18 @@ export interface ElectionConfig {
   readonly prefix: string;
   /** seconds */
   readonly leaseTtl: number;
+}
+
+/** a cluster of mirror sets (SPEC §13): needs `election`, whose etcd it uses */
+export interface ClusterConfig {
+  /** cluster-wide keys: `<prefix>/members/<set>/<serviceId>`, `<prefix>/placements/<ep/ver>` */
+  readonly prefix: string;
+  /** this broker's mirror set */
+  readonly set: string;
+  /** the host string clients dial for this broker, without its token (`host:port@serviceId`) */
+  readonly advertise: string;
+  /** share of new placements this set takes (rendezvous hashing) */
+  readonly weight: number;
 }
 
 /** A loaded, validated config: defaults applied, paths absolute, deeply frozen. */
@@ -88,6 +102,8 @@ export interface Config {
   readonly peers: readonly string[];
   /** automatic failover: the master is elected through etcd, `isMaster` is not used */
   readonly election?: ElectionConfig;
+  /** a cluster of mirror sets: queues placed on sets through etcd, clients routed (SPEC §13) */
+  readonly cluster?: ClusterConfig;
   /** how this broker checks its peers' certificates, and the one it shows them (paths) */
   readonly peerTls?: { readonly ca?: string; readonly cert?: string; readonly key?: string; readonly rejectUnauthorized?: boolean };
   readonly management?: {
@@ -116,6 +132,8 @@ export interface Config {
     readonly maxRegisteredClients: number;
     /** reserved ids (`!` read patterns) held at once; a new one past it is refused with E_LIMIT */
     readonly maxReservations: number;
+    /** cluster: queues placed in etcd at once; a new placement past it is E_LIMIT */
+    readonly maxPlacements: number;
     readonly maxReservationsPerClient: number;
     /** a slave: bytes of frames from its master read and not applied yet; past it, its link is not read (docs/security.md#limits) */
     readonly maxMirrorBacklogBytes: number;

@@ -363,6 +363,7 @@ export class Connection {
       case 'feed':
       case 'keys':
       case 'reservations':
+      case 'cluster':
         this.#owner.onFrame(this, frame, bytes);
         return;
       default: {

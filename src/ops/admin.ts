@@ -20,6 +20,9 @@ export function controlHandler(broker: Broker, log: Logger): ControlHandler {
     switch (request.command) {
       case 'status':
         return ok(statusView(broker));
+      case 'cluster-status':
+        if (!broker.cluster) throw new ControlError('E_COMMAND', 'this broker runs without a cluster block');
+        return ok({ ...broker.cluster, serviceId: broker.config.serviceId });
       case 'reload': {
         const outcome = broker.reloadFromFile();
         if (outcome.ok) return ok({ restartNeeded: outcome.restartNeeded, warnings: outcome.warnings });

@@ -22,6 +22,10 @@ export const ERROR_CODES = [
   'E_LIMIT',
   /** a replay asked of a channel that keeps no history (no `retention`) */
   'E_NO_HISTORY',
+  /** cluster: the queue is placed on another mirror set; `details` { set, hosts } (SPEC §13) */
+  'E_MOVED',
+  /** cluster: a queue not placed yet cannot be placed now (etcd unreachable, no live set) */
+  'E_NO_PLACEMENT',
   // client library only (docs/client.md#errors)
   'E_HANDLER',
   'E_ABORTED',

@@ -1,3 +1,4 @@
+import { type ClusterFrame, decodeClusterFrame } from './cluster.js';
 import { type ErrorPayload, isErrorCode, protocolError } from './errors.js';
 
 /**
@@ -216,6 +217,7 @@ export interface PeerReservation {
 export type ReservationsFrame = { type: 'reservations'; full: boolean; set: PeerReservation[]; released: string[] };
 
 export type BrokerFrame =
+  | ClusterFrame
   | ReservationsFrame
   | ReplayEndFrame
   | PeerStateFrame
@@ -541,6 +543,8 @@ export function decodeBrokerFrame(text: string): BrokerFrame {
     }
     case 'peerState':
       return peerState(frame);
+    case 'cluster':
+      return decodeClusterFrame(frame);
     case 'sync':
       return { type, messages: peerMessages(frame), removed: strings(frame, 'removed'), done: bool(frame, 'done') };
     case 'history': {

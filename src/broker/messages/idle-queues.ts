@@ -5,6 +5,8 @@ export interface IdleQueuesOptions {
   /** seconds (idleQueueTimeout), read at each sweep so a reload applies */
   readonly timeoutSeconds: () => number;
   readonly now: () => number;
+  /** a queue was forgotten (a cluster deletes its placement, SPEC §13) */
+  readonly forgotten?: (name: string) => void;
 }
 
 /**
@@ -41,6 +43,7 @@ export class IdleQueues {
         queues.delete(name);
         this.#idleSince.delete(name);
         forgotten++;
+        this.#options.forgotten?.(name);
       }
     }
     for (const name of this.#idleSince.keys()) if (!queues.has(name)) this.#idleSince.delete(name);

@@ -1,6 +1,7 @@
 import { ChannelCache } from '../../protocol/channel.js';
 import { type ErrorPayload, WhiskerError } from '../../protocol/errors.js';
 import type { PublishedMessage, PublishResult } from '../../protocol/frames.js';
+import type { Cluster } from '../cluster/cluster.js';
 import type { Lifecycle } from '../lifecycle.js';
 import { makeStoredMessage, type StoredMessage } from '../store/store.js';
 import type { Router } from './router.js';
@@ -24,10 +25,13 @@ export class Intake {
   readonly #channels = new ChannelCache(1024, true);
   /** per queue, sends checked and not yet queued (being stored): `overflow: reject` counts them */
   readonly #pending = new Map<string, number>();
+  /** with a `cluster` block: a queue of another set is E_MOVED, one not placed yet is placed first */
+  readonly #cluster: Cluster | null;
 
-  constructor(router: Router, lifecycle: Lifecycle) {
+  constructor(router: Router, lifecycle: Lifecycle, cluster: Cluster | null = null) {
     this.#router = router;
     this.#lifecycle = lifecycle;
+    this.#cluster = cluster;
   }
 
   async publish(clientName: string, messages: readonly PublishedMessage[]): Promise<PublishResult[]> {
@@ -40,6 +44,8 @@ export class Intake {
     const copies: Array<[index: number, first: number]> = [];
     /** queues this batch would make: counted against limits.maxQueues before anything is stored */
     const creates = new Set<string>();
+    /** cluster: queues of this batch not placed yet; placed (once each) after rules and format passed */
+    const unplaced = new Set<string>();
     const now = router.now();
     messages.forEach((m, index) => {
       try {
@@ -54,12 +60,13 @@ export class Intake {
           return;
         }
         if (router.isKnown(m.messageId)) return;
-        accepted.push({ index, message: this.#check(clientName, m, now, creates) });
+        accepted.push({ index, message: this.#check(clientName, m, now, creates, unplaced) });
         firstCopy.set(m.messageId, index);
       } catch (error) {
         results[index] = { messageId: m.messageId, error: toPayload(error) };
       }
     });
+    if (unplaced.size > 0) await this.#place(unplaced, accepted, results);
     if (accepted.length > 0) {
       try {
         await router.store(accepted.map((c) => c.message), true);
@@ -76,11 +83,45 @@ export class Intake {
     return results;
   }
 
-  #check(clientName: string, m: PublishedMessage, now: number, creates: Set<string>): StoredMessage {
+  /**
+   * Places each queue once (SPEC §13): the messages of a queue placed on another set, or that
+   * could not be placed, are answered with that error and leave `accepted`.
+   */
+  async #place(queues: ReadonlySet<string>, accepted: Candidate[], results: PublishResult[]): Promise<void> {
+    const cluster = this.#cluster!;
+    const refused = new Map<string, ErrorPayload>();
+    await Promise.all(
+      [...queues].map((queue) =>
+        cluster.place(queue).then(
+          (set) => void (set !== cluster.set && refused.set(queue, cluster.moved(set, queue).toJSON())),
+          (error: unknown) => void refused.set(queue, toPayload(error)),
+        ),
+      ),
+    );
+    if (refused.size === 0) return;
+    const kept = accepted.filter(({ index, message }) => {
+      const error = refused.get(message.queue);
+      if (!error) return true;
+      results[index] = { messageId: message.messageId, error };
+      this.#unpend(message.queue);
+      return false;
+    });
+    accepted.splice(0, accepted.length, ...kept);
+  }
+
+  #check(clientName: string, m: PublishedMessage, now: number, creates: Set<string>, unplaced: Set<string>): StoredMessage {
     if (!this.#lifecycle.isRunning) throw new WhiskerError('E_STOPPING', 'Broker is stopping');
     const router = this.#router;
     if (!router.isStoreHealthy) throw new WhiskerError('E_STORE', 'Message store unavailable');
     const channel = this.#channels.parse(m.channel);
+    const cluster = this.#cluster;
+    let toPlace = false;
+    if (cluster) {
+      // the hot path of a cluster: one Map lookup (a queue of another set is checked there)
+      const owner = cluster.owner(channel.queue);
+      if (owner === undefined) toPlace = true;
+      else if (owner !== cluster.set) throw cluster.moved(owner, channel.queue);
+    }
     if (m.data === null || m.data === undefined) throw new WhiskerError('E_NO_VALUE', 'Bad format');
     if (tooDeep(m.data, MAX_DEPTH)) throw new WhiskerError('E_TOO_LARGE', `Message nested deeper than ${MAX_DEPTH} levels`);
     const policy = router.policy;
@@ -105,6 +146,7 @@ export class Intake {
       creates.add(queue);
     }
     this.#pending.set(queue, pending + 1);
+    if (toPlace) unplaced.add(queue); // rules and format passed: it may be placed (SPEC §13)
     // the queue's own name string, not one more copy per waiting message
     return makeStoredMessage(router.nextSeq(), { messageId: m.messageId, queue: held?.name ?? queue, id: channel.id, data, created: m.created, acceptedAt: now, from: clientName });
   }

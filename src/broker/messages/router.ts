@@ -76,9 +76,11 @@ export class Router {
   readonly refusals: Refusals;
   readonly #deadLetters: DeadLetters;
   readonly #idleQueues: IdleQueues;
+  #forgotten: ((queue: string) => void) | null = null;
   readonly #history: History | undefined;
   #hooks: MirrorHooks | null = null;
   #isMaster: boolean;
+  #followsMaster = false;
   #held = false;
   #seq = 0;
   /** soft-stop waits for deliveries in flight to end: resolved when none is left */
@@ -121,7 +123,7 @@ export class Router {
       limit: () => this.#policy.config.limits.maxReservations,
       limitPerName: () => this.#policy.config.limits.maxReservationsPerClient,
     });
-    this.#idleQueues = new IdleQueues({ queues: this.#queues, timeoutSeconds: () => this.#policy.config.idleQueueTimeout, now: this.now });
+    this.#idleQueues = new IdleQueues({ queues: this.#queues, timeoutSeconds: () => this.#policy.config.idleQueueTimeout, now: this.now, forgotten: (name) => this.#forgotten?.(name) });
   }
 
   /** forgets queues idle for idleQueueTimeout now (the sweep does it on its own); returns how many */
@@ -140,6 +142,11 @@ export class Router {
 
   observe(hooks: MirrorHooks | null): void {
     this.#hooks = hooks;
+  }
+
+  /** told each queue the idle sweep forgets (a cluster deletes its placement then, SPEC §13) */
+  onForgotten(listener: (queue: string) => void): void {
+    this.#forgotten = listener;
   }
 
   /** reserved ids (SPEC §5): listed and released by the operator, released for a revoked name */
@@ -178,6 +185,15 @@ export class Router {
       subscription.owner.revoked?.(subscription.sub, [id], error);
     }
     for (const queue of this.#queues.values()) queue.setDelivering(isMaster);
+  }
+
+  /**
+   * This slave follows a master (mirror/peer-link.ts, from its `follow` to the link's end): its
+   * queues drop and expire only what the master settles (queue.ts, setFollowsMaster)
+   */
+  setFollowsMaster(follows: boolean): void {
+    this.#followsMaster = follows;
+    for (const queue of this.#queues.values()) queue.setFollowsMaster(follows);
   }
 
   /** `whisker step-down` (mirror/election.ts): no new deliveries, acks still settle those in flight */
@@ -457,6 +473,7 @@ export class Router {
         flightEnded: () => this.#checkIdle(),
       });
       queue.setDelivering(this.#isMaster);
+      queue.setFollowsMaster(this.#followsMaster);
       this.#queues.set(name, queue);
     }
     return queue;

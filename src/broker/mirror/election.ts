@@ -57,24 +57,7 @@ export class Election {
 
   /** etcd3 (grpc-js, protobufjs) is loaded only by a broker that runs an election: it takes a while */
   static async create(config: ElectionConfig, serviceId: string, log: Logger, hooks: ElectionHooks): Promise<Election> {
-    const { Etcd3: Client } = await loadEtcd3();
-    const { tls } = config.etcd;
-    // etcd3's own fault handling: a member that fails 3 times is skipped for 5 s, a call is
-    // retried on another member; each call is still bounded by a round (withTimeout below)
-    const client = new Client({
-      hosts: [...config.etcd.hosts],
-      dialTimeout: pollMsOf(config),
-      ...(tls
-        ? {
-            credentials: {
-              rootCertificate: readFileSync(tls.ca),
-              ...(tls.cert ? { certChain: readFileSync(tls.cert) } : {}),
-              ...(tls.key ? { privateKey: readFileSync(tls.key) } : {}),
-            },
-          }
-        : {}),
-    });
-    return new Election(config, serviceId, log, hooks, client);
+    return new Election(config, serviceId, log, hooks, await etcdClient(config));
   }
 
   private constructor(config: ElectionConfig, serviceId: string, log: Logger, hooks: ElectionHooks, client: Etcd3) {
@@ -282,12 +265,35 @@ export class Election {
   }
 }
 
+/**
+ * A client of the election's etcd (the cluster, src/broker/cluster/, opens its own). etcd3's own
+ * fault handling: a member that fails 3 times is skipped for 5 s, a call is retried on another
+ * member; each call is still bounded by a round (withTimeout below)
+ */
+export async function etcdClient(config: ElectionConfig): Promise<Etcd3> {
+  const { Etcd3: Client } = await loadEtcd3();
+  const { tls } = config.etcd;
+  return new Client({
+    hosts: [...config.etcd.hosts],
+    dialTimeout: pollMsOf(config),
+    ...(tls
+      ? {
+          credentials: {
+            rootCertificate: readFileSync(tls.ca),
+            ...(tls.cert ? { certChain: readFileSync(tls.cert) } : {}),
+            ...(tls.key ? { privateKey: readFileSync(tls.key) } : {}),
+          },
+        }
+      : {}),
+  });
+}
+
 /** a round (renew, read, maybe campaign) every second, every TTL/4 when that is shorter */
 function pollMsOf(config: ElectionConfig): number {
   return Math.min(1_000, (config.leaseTtl * 1000) / 4);
 }
 
-function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+export function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer from etcd within ${ms} ms`)), ms);
@@ -299,7 +305,7 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
  * etcd3 is an optional peer dependency (package.json): only a config with an `election` block
  * needs it and its gRPC tree. Missing, the start stops on a config error naming the command.
  */
-async function loadEtcd3(): Promise<typeof import('etcd3')> {
+export async function loadEtcd3(): Promise<typeof import('etcd3')> {
   try {
     return await import('etcd3');
   } catch (error) {

@@ -129,6 +129,7 @@ export class PeerLink implements KeyLink {
     const shouldFollow = this.view?.isMaster === true && !this.#peers.isMaster;
     if (shouldFollow && !this.#following) {
       this.#following = true;
+      this.#deps.replica.followsMaster(true);
       void this.#follow(++this.#follows);
     } else if (!shouldFollow) {
       this.#stopFollowing();
@@ -263,6 +264,7 @@ export class PeerLink implements KeyLink {
 
   #stopFollowing(): void {
     const wasFollowing = this.#following;
+    if (wasFollowing) this.#deps.replica.followsMaster(false);
     this.#following = false;
     this.#follows++;
     this.#named = null;

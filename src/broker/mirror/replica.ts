@@ -34,6 +34,7 @@ export class Replica {
   readonly #router: Router;
   /** on a slave in step with its master: client messages the master has not named yet */
   readonly #unconfirmed = new Unconfirmed();
+  #followingLinks = 0;
 
   constructor(router: Router) {
     this.#router = router;
@@ -171,6 +172,15 @@ export class Replica {
   /** a client's message stored here while a master is followed: the master should name it */
   storedFromClient(message: StoredMessage): void {
     this.#unconfirmed.stored(message.messageId, message.acceptedAt);
+  }
+
+  /**
+   * A link starts or stops following a master (from the `follow` asked of it): while one does,
+   * its settlements bound the queues here (two brokers both master: two links may follow)
+   */
+  followsMaster(follows: boolean): void {
+    this.#followingLinks = Math.max(0, this.#followingLinks + (follows ? 1 : -1));
+    this.#router.setFollowsMaster(this.#followingLinks > 0);
   }
 
   /** in step with a master: from now on its feed names every message it has */

@@ -42,6 +42,8 @@ export class Queue {
   #settings: QueueSettings;
   readonly #env: QueueEnvironment;
   #delivering = false;
+  /** a slave that follows a master: its overflow and ttl are the master's settlements, not its own count */
+  #followsMaster = false;
 
   /** message id -> entry, shared by every queue of the router (QueueEnvironment.index); cold rows are found by the Backlog */
   readonly #index: Map<string, Entry>;
@@ -202,8 +204,33 @@ export class Queue {
 
   /** only the master delivers (SPEC §9); a slave keeps the same state and stays silent */
   setDelivering(delivering: boolean): void {
+    const own = this.#ownLimits;
     this.#delivering = delivering;
+    this.#limitsOwnedSince(own);
     if (delivering) this.#pumpAll();
+  }
+
+  /**
+   * A slave follows a master (its sync and feed): it then drops and expires only what the master
+   * tells it it dropped or expired. It holds the master's deliveries in flight as waiting (it
+   * delivers nothing), and by its own count would drop them while the master still holds them:
+   * lost if it is promoted (SPEC §9, test/broker/mirror/slave-overflow.test.ts). Without a master
+   * it keeps its own bounds, what the master it becomes applies to the same sends anyway.
+   */
+  setFollowsMaster(follows: boolean): void {
+    const own = this.#ownLimits;
+    this.#followsMaster = follows;
+    this.#limitsOwnedSince(own);
+  }
+
+  /** the ttl it left to a master is its own again: what is due expires now */
+  #limitsOwnedSince(ownBefore: boolean): void {
+    if (!ownBefore && this.#ownLimits && this.#settings.ttlMs !== null) this.#timer.armAt(this.#env.now());
+  }
+
+  /** its own overflow and ttl apply: a master, or a slave that follows none */
+  get #ownLimits(): boolean {
+    return this.#delivering || !this.#followsMaster;
   }
 
   /** E_QUEUE_FULL when the queue is full and its overflow policy is `reject`; `pending`: accepted sends still being stored */
@@ -218,7 +245,7 @@ export class Queue {
     if (this.#index.has(message.messageId) || this.#backlog.find(message.messageId) >= 0) return;
     this.counters.received++;
     // with `reject` the check came before storing; a stored message is never dropped for it
-    if (this.#depth >= this.#settings.maxItems && this.#settings.overflow === 'drop-oldest') this.#dropOldest(message.id);
+    if (this.#depth >= this.#settings.maxItems && this.#settings.overflow === 'drop-oldest' && this.#ownLimits) this.#dropOldest(message.id);
     // while older waiting messages are being adopted, a new one queues behind them (order per id)
     const groups = this.#adoptCursor || this.#adoptColdAt !== null ? [] : this.#matchingGroups(message.id);
     if (this.#goesCold()) {
@@ -1007,7 +1034,8 @@ export class Queue {
       }
     }
 
-    const ttl = this.#settings.ttlMs;
+    // a slave that follows a master expires what the master expired (its feed), nothing more
+    const ttl = this.#ownLimits ? this.#settings.ttlMs : null;
     while (ttl !== null && this.#ttlHead < this.#ttlOrder.length) {
       const entry = this.#ttlOrder[this.#ttlHead] as Entry;
       if (entry.message.acceptedAt + ttl > now) {

@@ -22,6 +22,8 @@ export interface AuthPolicy {
   mayRegister(name: string): boolean;
   /** names registered past which a new one is refused with E_LIMIT (limits.maxRegisteredClients) */
   readonly maxRegistered?: number;
+  /** cluster (SPEC §13): binds a new name once per cluster; resolves to the key (SPKI PEM) it is bound to */
+  bind?(name: string, pem: string): Promise<string>;
 }
 
 /** why E_AUTH refused a handshake: `details.reason` (docs/protocol.md#auth-reasons) */
@@ -54,6 +56,8 @@ export class KeyRegistry {
   readonly #conflicted = new Set<string>();
   /** a name registered on first use here: the mirrors are told (mirror/key-sync.ts) */
   onRegistered: (name: string, key: KeyObject) => void = () => {};
+  /** a key was revoked (its SPKI PEM): a cluster frees the name's binding in etcd (SPEC §13) */
+  onRevoked: (name: string, pem: string) => void = () => {};
 
   constructor(directory: string) {
     this.#directory = directory;
@@ -141,6 +145,7 @@ export class KeyRegistry {
   revoke(name: string, key: KeyObject): void {
     const pem = key.export({ type: 'spki', format: 'pem' }).toString();
     writeFileSync(join(this.#revokedDirectory, `${fingerprint(key)}.pub`), `# ${name}\n${pem}`, { mode: 0o644 });
+    this.onRevoked(name, pem);
   }
 
   isRevoked(key: KeyObject): boolean {
@@ -282,6 +287,13 @@ export class KeyRegistry {
         throw authError('other-key', `Client name ${name} is registered with another key; see whisker keys revoke ${name}`);
       }
       throw error;
+    }
+    if (isNew && policy.bind) {
+      const pem = key.export({ type: 'spki', format: 'pem' }).toString();
+      const bound = await policy.bind(name, pem).catch(() => {
+        throw authError('timeout', `Client name ${name} is new here and its key could not be bound in the cluster (etcd out of reach); try again`);
+      });
+      if (bound !== pem) throw authError('other-key', `Client name ${name} is registered with another key in this cluster; see whisker keys revoke ${name}`);
     }
     if (isNew) {
       const winner = this.register(name, key);

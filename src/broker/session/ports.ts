@@ -3,6 +3,7 @@ import type { WhiskerError } from '../../protocol/errors.js';
 import type { BrokerFrame, PublishResult } from '../../protocol/frames.js';
 import type { Logger } from '../../runtime/logger.js';
 import type { Policy } from '../access/policy.js';
+import type { Cluster } from '../cluster/cluster.js';
 import type { History } from '../history/history.js';
 import type { Intake } from '../messages/intake.js';
 import type { Router } from '../messages/router.js';
@@ -27,6 +28,8 @@ export interface BrokerContext {
   readonly keySync: KeySync;
   readonly feed: PeerFeed;
   readonly history: History;
+  /** with a `cluster` block: placements and routing (SPEC §13); null without */
+  readonly cluster: Cluster | null;
   readonly log: Logger;
 }
 

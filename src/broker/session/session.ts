@@ -131,6 +131,8 @@ export class Session implements ConnectedSession {
     this.#handshakeTimer = null;
     const config = this.ctx.policy.config;
     const epoch = this.ctx.peers.epoch;
+    // the cluster map first: the client knows its set when `welcome` makes it ready (SPEC §13, docs/protocol.md#cluster)
+    if (!isPeer && this.ctx.cluster) for (const frame of this.ctx.cluster.mapFrames()) this.send(frame);
     this.send({ type: 'welcome', node: this.node, serviceId: config.serviceId, isMaster: this.ctx.router.isMaster, maxPayloadBytes: config.limits.maxPayloadBytes, ...(epoch !== undefined ? { epoch } : {}), features: ['touch', 'flow'] });
     if (isPeer) {
       this.send(this.ctx.peers.state());

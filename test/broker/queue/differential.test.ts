@@ -68,11 +68,13 @@ async function run(seed: number): Promise<{ deliveries: number; discards: number
   const bodyWindow = pick([1, 3, 10, 1_000]);
   const store = new BodyStore();
   const realDiscards: ModelDiscard[] = [];
-  // a slave beside it (SPEC §9): it delivers nothing, hears every client's acks and the master's
-  // settlements (feed.ts), and must hold what the master holds; its own ttl and maxItems are off
-  // here (it follows the master's expiries and drops through the settlements)
-  const slave = new Queue('q/v1', { ...settings, ttlMs: null, maxItems: Number.MAX_SAFE_INTEGER }, { now: () => Date.now(), store: new BodyStore(), bodyWindow, discard: () => undefined });
+  // a slave beside it (SPEC §9) with the master's settings: it delivers nothing, hears every
+  // client's acks and the master's settlements (feed.ts), and must hold what the master holds.
+  // Following a master, it drops and expires only what the master settles: by its own count it
+  // dropped the master's deliveries in flight (test/broker/mirror/slave-overflow.test.ts)
+  const slave = new Queue('q/v1', settings, { now: () => Date.now(), store: new BodyStore(), bodyWindow, discard: () => undefined });
   slave.setDelivering(false);
+  slave.setFollowsMaster(true);
   const open = () =>
     new Queue('q/v1', settings, {
       now: () => Date.now(),

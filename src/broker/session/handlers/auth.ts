@@ -7,7 +7,7 @@ export function handleAuth(session: SessionPort, frame: AuthFrame): void {
     session.fail(protocolError(`protocol version ${frame.protocol} not supported, this broker speaks ${PROTOCOL_VERSION}`));
     return;
   }
-  const { policy, peers } = session.ctx;
+  const { policy, peers, cluster } = session.ctx;
   const isPeer = frame.role === 'peer';
   // a peer logs in under its serviceId, and only a serviceId this broker lists in `peers`
   const registry = isPeer ? session.ctx.peerKeys : session.ctx.keys;
@@ -18,6 +18,8 @@ export function handleAuth(session: SessionPort, frame: AuthFrame): void {
       mayRegister: (name) => (isPeer ? peers.isPeer(name) : policy.mayRegister(name)),
       // mirrors are listed in `peers`: only client names are bounded
       ...(isPeer ? {} : { maxRegistered: policy.config.limits.maxRegisteredClients }),
+      // a cluster binds a client name once for all its sets (SPEC §13)
+      ...(!isPeer && cluster ? { bind: (name: string, pem: string) => cluster.bindKey(name, pem) } : {}),
     })
     .then(
       ({ name, key }) => {

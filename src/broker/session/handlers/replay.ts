@@ -3,6 +3,7 @@ import { WhiskerError } from '../../../protocol/errors.js';
 import type { RefusedId, ReplayFrame } from '../../../protocol/frames.js';
 import type { ReadRecord } from '../../history/history.js';
 import type { SessionPort } from '../ports.js';
+import { routed } from './routed.js';
 
 /** replays under way on one connection at most (docs/configuration.md#retention) */
 export const MAX_REPLAYS_PER_CONNECTION = 4;
@@ -13,6 +14,12 @@ export const MAX_REPLAYS_PER_CONNECTION = 4;
  * touches the live queue: no ack is expected, none is applied. Flow control as for deliveries.
  */
 export function handleReplay(session: SessionPort, frame: ReplayFrame): void {
+  // in a cluster, the set that owns the queue holds its history; a replay places nothing
+  const moved = (error: WhiskerError) => session.send({ type: 'reply', req: frame.req, error: error.toJSON() });
+  routed(session, `${frame.endpoint}/${frame.version}`, () => false, moved, () => replay(session, frame));
+}
+
+function replay(session: SessionPort, frame: ReplayFrame): void {
   const { ctx } = session;
   let ids: Set<string>;
   try {

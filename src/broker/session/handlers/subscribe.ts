@@ -2,6 +2,7 @@ import { canonicalIdSegment, checkQueueParts } from '../../../protocol/channel.j
 import { WhiskerError } from '../../../protocol/errors.js';
 import type { AddIdsFrame, RemoveIdsFrame, ReplyFrame, SubscribeFrame, UnsubscribeFrame } from '../../../protocol/frames.js';
 import type { SessionPort } from '../ports.js';
+import { mayRead, routed } from './routed.js';
 import { Subscription } from '../../queue/subscription.js';
 
 /**
@@ -45,7 +46,17 @@ function add(session: SessionPort, subscription: Subscription, ids: string[]) {
   return refused.length > 0 ? { refused } : {};
 }
 
+function refuse(session: SessionPort, req: number): (error: WhiskerError) => void {
+  return (error) => session.send({ type: 'reply', req, error: error.toJSON() });
+}
+
+/** in a cluster, on the set that owns the queue (routed.ts) */
 export function handleSubscribe(session: SessionPort, frame: SubscribeFrame): void {
+  const queue = `${frame.endpoint}/${frame.version}`;
+  routed(session, queue, () => mayRead(session, frame.endpoint, frame.version, frame.ids), refuse(session, frame.req), () => subscribe(session, frame));
+}
+
+function subscribe(session: SessionPort, frame: SubscribeFrame): void {
   answer(session, frame.req, () => {
     if (session.subscriptions.has(frame.sub)) throw new WhiskerError('E_PROTOCOL', `Subscription ${frame.sub} already exists`);
     checkQueueParts(frame.endpoint, frame.version);
@@ -67,7 +78,11 @@ export function handleSubscribe(session: SessionPort, frame: SubscribeFrame): vo
 }
 
 export function handleAddIds(session: SessionPort, frame: AddIdsFrame): void {
-  answer(session, frame.req, () => add(session, subscriptionOf(session, frame.sub), wireIds(frame.ids)));
+  const run = () => answer(session, frame.req, () => add(session, subscriptionOf(session, frame.sub), wireIds(frame.ids)));
+  const subscription = session.subscriptions.get(frame.sub);
+  if (!subscription) return run();
+  const [endpoint = '', version = ''] = subscription.queue.split('/');
+  routed(session, subscription.queue, () => mayRead(session, endpoint, version, frame.ids), refuse(session, frame.req), run);
 }
 
 export function handleRemoveIds(session: SessionPort, frame: RemoveIdsFrame): void {

@@ -1,0 +1,222 @@
+import type { ClusterFrame } from '../protocol/cluster.js';
+import { errorFromPayload, type WhiskerError } from '../protocol/errors.js';
+import type { ClientFrame, Delivery, ReplyFrame } from '../protocol/frames.js';
+import { type HostTarget, parseHost } from '../link/hosts.js';
+import type { ClientKeys } from '../link/keys.js';
+import { Brokers, type BrokersOwner } from './brokers.js';
+import type { ClientOptions } from './options.js';
+import type { PendingSend } from './outbox.js';
+import type { ClientSubscription } from './subscription.js';
+
+/**
+ * The mirror sets of a cluster as one client uses them (SPEC §13, docs/client.md#clusters): the
+ * brokers of `hosts` (the seed set), and the brokers of each other set the client uses, dialed
+ * lazily. Each message, subscription and ack goes to every broker of the set that owns its queue
+ * (Brokers keeps SPEC §9's rule inside a set). The map comes from the brokers (`cluster` frames);
+ * an E_MOVED answer updates it and the send or subscription goes to its set, same message id.
+ * Without a cluster (no `cluster` frame) everything goes to the seed set, as before.
+ */
+export class Sets {
+  readonly #options: ClientOptions;
+  readonly #keys: ClientKeys;
+  readonly #owner: BrokersOwner;
+  readonly #seed: Brokers;
+  /** the seed's set, once a broker named it */
+  #seedSet: string | null = null;
+  readonly #others = new Map<string, Brokers>();
+  readonly #hosts = new Map<string, string[]>();
+  readonly #placements = new Map<string, string>();
+  /** where each subscription was registered last, by sub: its acks and id changes go there */
+  readonly #subscribedOn = new Map<number, Brokers>();
+  /** the set each send went to last: a second E_MOVED for it (each broker of a set answers) sends it once */
+  readonly #sentTo = new WeakMap<PendingSend, Brokers>();
+  /** the token of the hosts the client was given: the map carries none (SPEC §13) */
+  readonly #token: string | undefined;
+
+  constructor(options: ClientOptions, keys: ClientKeys, owner: BrokersOwner) {
+    this.#options = options;
+    this.#keys = keys;
+    this.#owner = owner;
+    this.#token = options.hosts.find((h) => h.socketToken)?.socketToken;
+    this.#seed = new Brokers(options, keys, this.#ownerFor(null));
+  }
+
+  get maxMessageBytes(): number {
+    let bytes = this.#seed.maxMessageBytes;
+    for (const brokers of this.#others.values()) bytes = Math.min(bytes, brokers.maxMessageBytes);
+    return bytes;
+  }
+
+  isConnected(): boolean {
+    return this.#seed.isConnected() || [...this.#others.values()].some((b) => b.isConnected());
+  }
+
+  start(cb: (err: WhiskerError | null) => void): void {
+    this.#seed.start(cb);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.#seed.close(), ...[...this.#others.values()].map((b) => b.close())]);
+  }
+
+  keyRefusal(): WhiskerError | null {
+    return this.#seed.keyRefusal();
+  }
+
+  retryRefused(): void {
+    this.#seed.retryRefused();
+    for (const brokers of this.#others.values()) brokers.retryRefused();
+  }
+
+  request(subscription: ClientSubscription, build: (req: number) => ClientFrame, onMasterReply: (reply: ReplyFrame | null) => void): void {
+    const brokers = this.#subscribedOn.get(subscription.sub) ?? this.#route(subscription.queue);
+    if (!brokers) return onMasterReply(null);
+    brokers.request(build, (reply) => {
+      // an addIds that placed its queue on another set: the whole subscription goes there; the
+      // caller waits for that set's master like a subscribe made before any master (null)
+      if (reply?.error?.code !== 'E_MOVED') return onMasterReply(reply);
+      this.#moved(errorFromPayload(reply.error), { subscription });
+      onMasterReply(null);
+    });
+  }
+
+  replay(queue: string, sub: number, build: (req: number) => ClientFrame, onReply: (reply: ReplyFrame | null) => void): void {
+    (this.#route(queue) ?? this.#seed).replay(sub, build, onReply);
+  }
+
+  cancelReplay(sub: number): void {
+    this.#seed.cancelReplay(sub);
+    for (const brokers of this.#others.values()) brokers.cancelReplay(sub);
+  }
+
+  subscribe(subscription: ClientSubscription): void {
+    const brokers = this.#route(subscription.queue);
+    if (!brokers) return; // the set has no known broker yet: sent when one connects
+    this.#subscribedOn.set(subscription.sub, brokers);
+    brokers.subscribe(subscription);
+  }
+
+  publish(pending: PendingSend): void {
+    const brokers = this.#route(pending.queue);
+    if (!brokers) return; // the set has no known broker yet: sent when one connects, else E_NO_MASTER at sendTimeout
+    if (this.#seedSet !== null) this.#sentTo.set(pending, brokers); // without a cluster nothing answers E_MOVED
+    brokers.publish(pending);
+  }
+
+  settle(delivery: Delivery, ok: boolean, delaySeconds: number): void {
+    (this.#subscribedOn.get(delivery.sub) ?? this.#seed).settle(delivery, ok, delaySeconds);
+  }
+
+  touch(delivery: Delivery): boolean {
+    return (this.#subscribedOn.get(delivery.sub) ?? this.#seed).touch(delivery);
+  }
+
+  /** a subscription's flow limit, to the set it lives on (docs/protocol.md#flow) */
+  flow(sub: number, limit: number | null): boolean {
+    return (this.#subscribedOn.get(sub) ?? this.#seed).flow(sub, limit);
+  }
+
+  forget(sub: number): void {
+    this.#subscribedOn.delete(sub);
+  }
+
+  /** the brokers of the set that owns `queue`: the seed's while not placed (its broker places it); null while the set has no known broker */
+  #route(queue: string): Brokers | null {
+    const set = this.#placements.get(queue);
+    if (set === undefined || set === this.#seedSet || this.#seedSet === null) return this.#seed;
+    const known = this.#others.get(set);
+    if (known) return known;
+    const hosts = this.#hosts.get(set);
+    if (!hosts || hosts.length === 0) return null;
+    const brokers = new Brokers(this.#options, this.#keys, this.#ownerFor(set), this.#targets(hosts));
+    this.#others.set(set, brokers);
+    brokers.start(() => undefined);
+    return brokers;
+  }
+
+  #targets(hosts: readonly string[]): HostTarget[] {
+    const targets: HostTarget[] = [];
+    for (const host of hosts) {
+      try {
+        targets.push(parseHost(this.#token ? `${host}#${this.#token}` : host));
+      } catch {
+        // a host the broker could not have advertised (config checks it): skipped
+      }
+    }
+    return targets;
+  }
+
+  /** what one set's Brokers is told: the client's owner, narrowed to the queues of that set */
+  #ownerFor(set: string | null): BrokersOwner {
+    const owner = this.#owner;
+    const isSeed = set === null;
+    const self = () => (isSeed ? this.#seed : this.#others.get(set));
+    return {
+      subscriptions: () => owner.subscriptions(),
+      outbox: owner.outbox,
+      onDelivery: (delivery) => owner.onDelivery(delivery),
+      onRevoked: (sub, ids, error) => owner.onRevoked(sub, ids, error),
+      onReplayEnd: (frame) => owner.onReplayEnd(frame),
+      onReplaysLost: (subs, error) => owner.onReplaysLost(subs, error),
+      // connect, reconnect and disconnect speak of the brokers of `hosts`; `master` names its set
+      emit: (event, ...args) => {
+        if (event === 'master') return owner.emit('master', args[0] ?? null, isSeed ? this.#seedSet : set);
+        if (isSeed || event === 'stale') owner.emit(event, ...args);
+      },
+      onError: (error) => owner.onError(error),
+      serves: (queue) => this.#route(queue) === self(),
+      onMoved: (error, moved) => this.#moved(error, moved),
+      onCluster: (frame) => this.#cluster(frame),
+    };
+  }
+
+  #cluster(frame: ClusterFrame): void {
+    if (this.#seedSet === null) this.#seedSet = frame.set;
+    if (frame.full && frame.set === this.#seedSet) this.#placements.clear();
+    if (frame.sets) for (const set of frame.sets) this.#learnHosts(set.name, set.hosts);
+    for (const [queue, set] of frame.placed) this.#placements.set(queue, set);
+    for (const queue of frame.removed) this.#placements.delete(queue);
+  }
+
+  #learnHosts(set: string, hosts: readonly string[]): void {
+    const known = this.#hosts.get(set) ?? [];
+    const added = hosts.filter((h) => !known.includes(h));
+    if (added.length === 0) return;
+    this.#hosts.set(set, [...known, ...added]);
+    this.#others.get(set)?.addHosts(this.#targets(added));
+  }
+
+  /** E_MOVED (SPEC §13): the map learns where the queue is; the send or subscription goes there, once */
+  #moved(error: WhiskerError, moved: { pending: PendingSend } | { subscription: ClientSubscription }): void {
+    const details = movedDetails(error.details);
+    const queue = 'pending' in moved ? moved.pending.queue : moved.subscription.queue;
+    if (!details) {
+      // a broker that says moved but not where: the send waits for its timeout (never surfaced as E_MOVED)
+      return;
+    }
+    this.#learnHosts(details.set, details.hosts);
+    this.#placements.set(queue, details.set);
+    const target = this.#route(queue);
+    if ('pending' in moved) {
+      const { pending } = moved;
+      if (!target || this.#sentTo.get(pending) === target) return;
+      this.#sentTo.set(pending, target);
+      target.publish(pending);
+      return;
+    }
+    const { subscription } = moved;
+    if (!target || this.#subscribedOn.get(subscription.sub) === target) return;
+    this.#subscribedOn.set(subscription.sub, target);
+    target.subscribe(subscription);
+  }
+}
+
+/** `details` of an E_MOVED: `{ set, hosts }`, checked as a cluster frame's fields are */
+function movedDetails(details: unknown): { set: string; hosts: string[] } | null {
+  if (typeof details !== 'object' || details === null) return null;
+  const { set, hosts } = details as { set?: unknown; hosts?: unknown };
+  if (typeof set !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(set)) return null;
+  const list = Array.isArray(hosts) ? hosts.slice(0, 100).filter((h): h is string => typeof h === 'string' && h.length > 0 && h.length <= 512 && !h.includes('#') && !/\s/.test(h)) : [];
+  return { set, hosts: list };
+}
+
