@@ -173,7 +173,8 @@ export class Connection {
   /**
    * Backpressure (a slave's backlog from its master, docs/security.md#limits): the socket is not
    * read, so the broker's writes wait in TCP, then in its own bound; the heartbeat blames nobody
-   * for the silence meanwhile. A redial stays paused until `resumeReading`.
+   * for the silence meanwhile. A new socket (a redial) is read: its handshake must be, and the
+   * owner pauses it again at its next frame if it still has to.
    */
   pauseReading(): void {
     if (this.#readingPaused) return;
@@ -278,12 +279,7 @@ export class Connection {
     // the heartbeat terminates a silent socket; its 'close' below redials as for any loss
     ws.once('open', () => {
       const heartbeat = new Heartbeat(ws, this.#owner.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS, () => undefined);
-      if (this.#ws !== ws) return;
-      this.#heartbeat = heartbeat;
-      if (this.#readingPaused) {
-        ws.pause();
-        heartbeat.hold(true);
-      }
+      if (this.#ws === ws) this.#heartbeat = heartbeat;
     });
     ws.on('message', (data) => {
       let frame: BrokerFrame;
@@ -383,6 +379,7 @@ export class Connection {
     const wasClosed = this.#status === 'closed';
     this.#ws = null;
     this.#heartbeat = null;
+    this.#readingPaused = false;
     this.#isMaster = false;
     this.#publishes = [];
     this.#acks = [];

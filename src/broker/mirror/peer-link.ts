@@ -1,6 +1,7 @@
 import { Connection, type ConnectionOwner } from '../../link/connection.js';
 import type { HostTarget } from '../../link/hosts.js';
 import { type BrokerFrame, type FeedFrame, FOLLOW_ANCHORS, type FollowHistory, type HistoryFrame, type KeysFrame, type PeerMessage, type SyncFrame } from '../../protocol/frames.js';
+import { ApplyBacklog } from './apply-backlog.js';
 import type { KeyLink } from './key-sync.js';
 import type { LinkDeps, LinkOwner, PeerStatus, PeerView } from './types.js';
 
@@ -33,11 +34,8 @@ export class PeerLink implements KeyLink {
   #named: Set<string> | null = null;
   /** while in step with the master: offers what only we got from clients, once a second */
   #offerTimer: NodeJS.Timeout | null = null;
-  /** frames from the master received and not applied yet: when each came, how many items, their size */
-  readonly #unapplied: Array<{ at: number; items: number; bytes: number }> = [];
-  /** the sum of their sizes: past limits.maxMirrorBacklogBytes the link is not read (docs/security.md#limits) */
-  #unappliedBytes = 0;
-  #pausedAt = 0;
+  /** frames from the master received and not applied yet: past limits.maxMirrorBacklogBytes the link is not read */
+  readonly #backlog: ApplyBacklog;
   #offerLoggedAt = -Infinity;
   #offeredSinceLog = 0;
 
@@ -83,6 +81,7 @@ export class PeerLink implements KeyLink {
       onFrame: (_connection, frame, bytes) => this.#onFrame(frame, bytes),
     };
     this.#connection = new Connection(target, owner);
+    this.#backlog = new ApplyBacklog(this.#connection, deps.backlogBytes, deps.log, target.serviceId ?? target.spec);
   }
 
   start(): void {
@@ -106,12 +105,10 @@ export class PeerLink implements KeyLink {
 
   status(): Omit<PeerStatus, 'followsUs'> {
     const role = this.view ? (this.view.isMaster ? 'master' : 'slave') : 'unknown';
-    const lagMessages = this.#unapplied.reduce((sum, frame) => sum + frame.items, 0);
-    const lagSeconds = this.#unapplied.length > 0 ? (Date.now() - this.#unapplied[0]!.at) / 1000 : 0;
     const inStep = this.#following && this.#offerTimer !== null;
     return {
       serviceId: this.target.serviceId!, spec: this.target.spec, connected: this.#connection.isReady, role, following: this.#following, inStep,
-      lagMessages, lagSeconds, lagBytes: this.#unappliedBytes, readingPaused: this.#connection.readingPaused, owedBytes: 0,
+      lagMessages: this.#backlog.items, lagSeconds: this.#backlog.seconds, lagBytes: this.#backlog.bytes, readingPaused: this.#connection.readingPaused, owedBytes: 0,
     };
   }
 
@@ -189,33 +186,9 @@ export class PeerLink implements KeyLink {
     }
   }
 
-  /** a frame read from the master waits in the apply chain: past the bound, the link is not read */
-  #received(items: number, bytes: number): { at: number; items: number; bytes: number } {
-    const received = { at: Date.now(), items, bytes };
-    this.#unapplied.push(received);
-    this.#unappliedBytes += bytes;
-    const bound = this.#deps.backlogBytes();
-    if (this.#unappliedBytes > bound && !this.#connection.readingPaused) {
-      this.#connection.pauseReading();
-      this.#pausedAt = Date.now();
-      this.#deps.log.info('not reading the master until what it sent is applied (limits.maxMirrorBacklogBytes)', { master: this.target.serviceId, backlogBytes: this.#unappliedBytes, limitBytes: bound });
-    }
-    return received;
-  }
-
-  /** applied: under half the bound, the link is read again */
-  #applied(received: { at: number; items: number; bytes: number }): void {
-    this.#unapplied.splice(this.#unapplied.indexOf(received), 1);
-    this.#unappliedBytes -= received.bytes;
-    if (this.#connection.readingPaused && this.#unappliedBytes <= this.#deps.backlogBytes() / 2) {
-      this.#connection.resumeReading();
-      this.#deps.log.debug('reading the master again', { master: this.target.serviceId, pausedMs: Date.now() - this.#pausedAt });
-    }
-  }
-
   #apply(frame: SyncFrame | FeedFrame, bytes: number): void {
     const { replica, log } = this.#deps;
-    const received = this.#received(frame.messages.length + frame.removed.length + (frame.type === 'feed' ? frame.settled.length : 0), bytes);
+    const received = this.#backlog.received(frame.messages.length + frame.removed.length + (frame.type === 'feed' ? frame.settled.length : 0), bytes);
     this.#applying = this.#applying
       .then(async () => {
         if (frame.type === 'sync') {
@@ -246,18 +219,18 @@ export class PeerLink implements KeyLink {
         }
       })
       .catch((error: unknown) => log.error('could not apply what the master sent', { master: this.target.serviceId, error: (error as Error).message }))
-      .finally(() => this.#applied(received));
+      .finally(() => this.#backlog.applied(received));
   }
 
   /** records of a retained channel we lack, part of the sync: written, then answered (the master waits) */
   #applyHistory(frame: HistoryFrame, bytes: number): void {
     const { replica, log } = this.#deps;
-    const received = this.#received(frame.records.length, bytes);
+    const received = this.#backlog.received(frame.records.length, bytes);
     this.#applying = this.#applying
       .then(() => (this.#peers.isMaster ? undefined : replica.applyHistory(frame)))
       .catch((error: unknown) => log.error('could not write the history the master sent', { master: this.target.serviceId, queue: frame.queue, error: (error as Error).message }))
       .finally(() => {
-        this.#applied(received);
+        this.#backlog.applied(received);
         if (this.#connection.isReady) this.#connection.send({ type: 'historyAck', n: frame.n });
       });
   }
