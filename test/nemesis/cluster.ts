@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Network, unavailable } from '../support/netns.js';
+import { freePort } from '../support/ports.js';
 import { ProxyLinks } from './proxy.js';
 
 /**
@@ -25,15 +25,6 @@ export const DEDUPE_WINDOW_S = 60;
 const LOG_KEEP = 4 << 20;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** a loopback port nobody listens on (test/support/harness.ts has one, but with vitest hooks) */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** a child process whose output is kept (the last LOG_KEEP characters) and can be waited on */
 export class Proc {
