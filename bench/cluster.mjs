@@ -1,7 +1,8 @@
-// The cluster row of `npm run bench` (issue 31), also `node bench/cluster.mjs [--count=N] [--runs=N]`.
+// The cluster row of `npm run bench` (issue 31), also `node bench/cluster.mjs [--count=N] [--runs=N]
+// [--window=N] [--layouts=none,one,two]` (a producer's unanswered sends; which layouts).
 // Three layouts on a real etcd (Debian's etcd, started here), alternated in each run, with the
 // same clients: 2 producers and 2 consumers (in-process clients, prefetch 100, a window of 2,000
-// unanswered sends each) pass `count` durable messages over 8 queues:
+// unanswered sends each unless --window) pass `count` durable messages over 8 queues:
 // - `none`: one broker process with an election and no cluster block;
 // - `one`: the same broker with a one-set cluster block (the routing cost: one vs none);
 // - `two`: two sets of one broker each, the 8 queues pinned 4 and 4, each client seeded with the
@@ -17,12 +18,13 @@ import { freePort, spawnServer, stopServer, waitForPort } from './servers.mjs';
 
 const QUEUES = Array.from({ length: 8 }, (_, i) => `cl${i}/v1`);
 const TICKS = 100; // USER_HZ on Linux
-const WINDOW = 2000;
 export const LAYOUTS = ['none', 'one', 'two'];
+let PROF_DIR = null;
 
+/** a process's CPU time so far, ms: user + system, and system alone */
 function cpuMs(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS;
+  return { total: ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS, sys: (Number(fields[12]) * 1000) / TICKS };
 }
 
 /** null when etcd can run here, else why not */
@@ -49,12 +51,14 @@ async function startBroker(dir, name, etcdUrl, prefix, set, withCluster, channel
   if (withCluster) config.cluster = { prefix, set, advertise: `127.0.0.1:${port}@${name}` };
   rmSync(home, { recursive: true, force: true });
   writeFileSync(join(dir, `${name}.json`), JSON.stringify(config));
-  const proc = spawnServer([join(import.meta.dirname, '..', 'bin', 'whisker'), 'start', '-c', join(dir, `${name}.json`)], dir);
+  // --cpu-prof-dir=DIR (alone): each broker runs with node --cpu-prof (bench/profile-summary.mjs reads them)
+  const profile = PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROF_DIR}`, `--cpu-prof-name=cluster-${prefix.split('-').pop()}-${name}-${Date.now()}.cpuprofile`] : [];
+  const proc = spawnServer([...profile, join(import.meta.dirname, '..', 'bin', 'whisker'), 'start', '-c', join(dir, `${name}.json`)], dir);
   await waitForPort(port, proc, 30_000, `broker ${name}`);
   return { proc, host: `127.0.0.1:${port}@${name}` };
 }
 
-async function once(layout, etcdUrl, count, client) {
+async function once(layout, etcdUrl, count, client, window) {
   const dir = mkdtempSync(join(tmpdir(), 'whisker-bench-cluster-'));
   const prefix = `/bench/${Date.now()}-${layout}`;
   const sets = layout === 'two' ? ['a', 'b'] : ['a'];
@@ -89,7 +93,7 @@ async function once(layout, etcdUrl, count, client) {
     let sent = 0;
     let open = 0;
     const pump = () => {
-      while (open < WINDOW && sent < total) {
+      while (open < window && sent < total) {
         const q = QUEUES[(sent + i) % QUEUES.length];
         sent++;
         open++;
@@ -104,25 +108,27 @@ async function once(layout, etcdUrl, count, client) {
   })));
   await done;
   const seconds = (performance.now() - startedAt) / 1000;
-  const cpu = brokers.reduce((sum, b, i) => sum + cpuMs(b.proc.pid) - cpuBefore[i], 0);
+  const after = brokers.map((b) => cpuMs(b.proc.pid));
+  const cpu = after.reduce((sum, x, i) => sum + x.total - cpuBefore[i].total, 0);
+  const sys = after.reduce((sum, x, i) => sum + x.sys - cpuBefore[i].sys, 0);
   await Promise.all([...producers, ...consumers].map((c) => c.disconnect()));
   await Promise.all(brokers.map((b) => stopServer(b.proc)));
   rmSync(dir, { recursive: true, force: true });
-  return { rate: count / seconds, cpuUsPerMessage: (cpu * 1000) / count, brokerCpuPct: (cpu / 10) / seconds };
+  return { rate: count / seconds, cpuUsPerMessage: (cpu * 1000) / count, sysUsPerMessage: (sys * 1000) / count, brokerCpuPct: (cpu / 10) / seconds };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** runs every layout `runs` times, alternated; medians per layout and the ratios */
-export async function measureCluster({ runs = 3, count = 40_000, log = () => {} } = {}) {
+export async function measureCluster({ runs = 3, count = 40_000, window = 2000, layouts: only = LAYOUTS, log = () => {} } = {}) {
   const { client } = await import(pathToFileURL(join(import.meta.dirname, '..', 'dist', 'index.js')).href);
   const dir = mkdtempSync(join(tmpdir(), 'whisker-bench-etcd-'));
   const etcd = await startEtcd(dir);
   const runsBy = Object.fromEntries(LAYOUTS.map((l) => [l, []]));
   try {
     for (let run = 0; run < runs; run++) {
-      for (const layout of LAYOUTS) {
-        const result = await once(layout, etcd.url, count, client);
+      for (const layout of only) {
+        const result = await once(layout, etcd.url, count, client, window);
         log(`cluster ${layout} run ${run + 1}: ${result.rate.toFixed(0)} msg/s, ${result.cpuUsPerMessage.toFixed(1)} µs broker CPU per message`);
         runsBy[layout].push(result);
       }
@@ -131,13 +137,14 @@ export async function measureCluster({ runs = 3, count = 40_000, log = () => {} 
     etcd.proc.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   }
-  const layouts = Object.fromEntries(LAYOUTS.map((l) => [l, { rate: median(runsBy[l].map((r) => r.rate)), cpuUsPerMessage: median(runsBy[l].map((r) => r.cpuUsPerMessage)), brokerCpuPct: median(runsBy[l].map((r) => r.brokerCpuPct)), runs: runsBy[l] }]));
+  const layouts = Object.fromEntries(only.map((l) => [l, { rate: median(runsBy[l].map((r) => r.rate)), cpuUsPerMessage: median(runsBy[l].map((r) => r.cpuUsPerMessage)), sysUsPerMessage: median(runsBy[l].map((r) => r.sysUsPerMessage)), brokerCpuPct: median(runsBy[l].map((r) => r.brokerCpuPct)), runs: runsBy[l] }]));
   return {
     count,
     layouts,
-    routingCpuRatio: layouts.one.cpuUsPerMessage / layouts.none.cpuUsPerMessage,
-    twoSetsRateRatio: layouts.two.rate / layouts.one.rate,
-    twoSetsCpuRatio: layouts.two.cpuUsPerMessage / layouts.one.cpuUsPerMessage,
+    window,
+    routingCpuRatio: layouts.one && layouts.none ? layouts.one.cpuUsPerMessage / layouts.none.cpuUsPerMessage : null,
+    twoSetsRateRatio: layouts.two && layouts.one ? layouts.two.rate / layouts.one.rate : null,
+    twoSetsCpuRatio: layouts.two && layouts.one ? layouts.two.cpuUsPerMessage / layouts.one.cpuUsPerMessage : null,
   };
 }
 
@@ -145,17 +152,18 @@ const LABELS = { none: 'election, no cluster block (1 broker)', one: 'cluster of
 
 export function printCluster(result) {
   console.log(`\nCluster (issue 31): 2 producers, 2 consumers, 8 queues, ${result.count.toLocaleString('en-US')} durable messages per run (medians)`);
-  for (const l of LAYOUTS) {
-    const x = result.layouts[l];
-    console.log(`  ${LABELS[l].padEnd(40)} ${x.rate.toFixed(0).padStart(7)} msg/s  ${x.cpuUsPerMessage.toFixed(1).padStart(6)} µs broker CPU per message  ${x.brokerCpuPct.toFixed(0).padStart(4)}% of a core, brokers  (runs: ${x.runs.map((r) => `${r.rate.toFixed(0)}/${r.cpuUsPerMessage.toFixed(1)}`).join(', ')})`);
+  for (const [l, x] of Object.entries(result.layouts)) {
+    console.log(`  ${LABELS[l].padEnd(40)} ${x.rate.toFixed(0).padStart(7)} msg/s  ${x.cpuUsPerMessage.toFixed(1).padStart(6)} µs broker CPU per message (${x.sysUsPerMessage.toFixed(1)} system)  ${x.brokerCpuPct.toFixed(0).padStart(4)}% of a core, brokers  (runs: ${x.runs.map((r) => `${r.rate.toFixed(0)}/${r.cpuUsPerMessage.toFixed(1)}`).join(', ')})`);
   }
-  console.log(`  routing cost, CPU per message 1 set / no cluster block: ${result.routingCpuRatio.toFixed(3)}`);
-  console.log(`  2 sets / 1 set: msg/s x${result.twoSetsRateRatio.toFixed(2)}, broker CPU per message x${result.twoSetsCpuRatio.toFixed(2)}`);
+  if (result.routingCpuRatio !== null) console.log(`  routing cost, CPU per message 1 set / no cluster block: ${result.routingCpuRatio.toFixed(3)}`);
+  if (result.twoSetsRateRatio !== null) console.log(`  2 sets / 1 set: msg/s x${result.twoSetsRateRatio.toFixed(2)}, broker CPU per message x${result.twoSetsCpuRatio.toFixed(2)}`);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
-  const result = await measureCluster({ runs: Number(args.runs ?? 3), count: Number(args.count ?? 40_000), log: (l) => console.log(l) });
+  const layouts = args.layouts ? args.layouts.split(',') : LAYOUTS;
+  PROF_DIR = args['cpu-prof-dir'] ?? null;
+  const result = await measureCluster({ runs: Number(args.runs ?? 3), count: Number(args.count ?? 40_000), window: Number(args.window ?? 2000), layouts, log: (l) => console.log(l) });
   printCluster(result);
   process.exit(0);
 }
