@@ -58,7 +58,7 @@ async function startBroker(dir, name, etcdUrl, prefix, set, withCluster, channel
   return { proc, host: `127.0.0.1:${port}@${name}` };
 }
 
-async function once(layout, etcdUrl, count, client, window) {
+async function once(layout, etcdUrl, count, client, window, clients) {
   const dir = mkdtempSync(join(tmpdir(), 'whisker-bench-cluster-'));
   const prefix = `/bench/${Date.now()}-${layout}`;
   const sets = layout === 'two' ? ['a', 'b'] : ['a'];
@@ -66,9 +66,10 @@ async function once(layout, etcdUrl, count, client, window) {
   const channels = Object.fromEntries(QUEUES.map((q, i) => [q, layout === 'two' ? { set: sets[i % 2] } : {}]));
   const brokers = [];
   for (const set of sets) brokers.push(await startBroker(dir, `s${set}`, etcdUrl, prefix, set, layout !== 'none', channels));
-  const seeds = [0, 1].map((i) => [brokers[i % brokers.length].host]);
-  const producers = [0, 1].map(() => client());
-  const consumers = [0, 1].map(() => client());
+  const pairs = Array.from({ length: clients }, (_, i) => i);
+  const seeds = pairs.map((i) => [brokers[i % brokers.length].host]);
+  const producers = pairs.map(() => client());
+  const consumers = pairs.map(() => client());
   await Promise.all([
     ...producers.map((c, i) => c.connect({ hosts: seeds[i], clientId: `p${i}`, keysDirectory: join(dir, `pk${i}`) })),
     ...consumers.map((c, i) => c.connect({ hosts: seeds[i], clientId: `c${i}`, keysDirectory: join(dir, `ck${i}`) })),
@@ -120,7 +121,7 @@ async function once(layout, etcdUrl, count, client, window) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** runs every layout `runs` times, alternated; medians per layout and the ratios */
-export async function measureCluster({ runs = 3, count = 40_000, window = 2000, layouts: only = LAYOUTS, log = () => {} } = {}) {
+export async function measureCluster({ runs = 3, count = 40_000, window = 2000, clients = 2, layouts: only = LAYOUTS, log = () => {} } = {}) {
   const { client } = await import(pathToFileURL(join(import.meta.dirname, '..', 'dist', 'index.js')).href);
   const dir = mkdtempSync(join(tmpdir(), 'whisker-bench-etcd-'));
   const etcd = await startEtcd(dir);
@@ -128,7 +129,7 @@ export async function measureCluster({ runs = 3, count = 40_000, window = 2000, 
   try {
     for (let run = 0; run < runs; run++) {
       for (const layout of only) {
-        const result = await once(layout, etcd.url, count, client, window);
+        const result = await once(layout, etcd.url, count, client, window, clients);
         log(`cluster ${layout} run ${run + 1}: ${result.rate.toFixed(0)} msg/s, ${result.cpuUsPerMessage.toFixed(1)} µs broker CPU per message`);
         runsBy[layout].push(result);
       }
@@ -142,6 +143,7 @@ export async function measureCluster({ runs = 3, count = 40_000, window = 2000, 
     count,
     layouts,
     window,
+    clients,
     routingCpuRatio: layouts.one && layouts.none ? layouts.one.cpuUsPerMessage / layouts.none.cpuUsPerMessage : null,
     twoSetsRateRatio: layouts.two && layouts.one ? layouts.two.rate / layouts.one.rate : null,
     twoSetsCpuRatio: layouts.two && layouts.one ? layouts.two.cpuUsPerMessage / layouts.one.cpuUsPerMessage : null,
@@ -151,7 +153,7 @@ export async function measureCluster({ runs = 3, count = 40_000, window = 2000, 
 const LABELS = { none: 'election, no cluster block (1 broker)', one: 'cluster of 1 set (1 broker)', two: 'cluster of 2 sets (1 broker each)' };
 
 export function printCluster(result) {
-  console.log(`\nCluster (issue 31): 2 producers, 2 consumers, 8 queues, ${result.count.toLocaleString('en-US')} durable messages per run (medians)`);
+  console.log(`\nCluster (issue 31): ${result.clients} producers, ${result.clients} consumers, 8 queues, ${result.count.toLocaleString('en-US')} durable messages per run (medians)`);
   for (const [l, x] of Object.entries(result.layouts)) {
     console.log(`  ${LABELS[l].padEnd(40)} ${x.rate.toFixed(0).padStart(7)} msg/s  ${x.cpuUsPerMessage.toFixed(1).padStart(6)} µs broker CPU per message (${x.sysUsPerMessage.toFixed(1)} system)  ${x.brokerCpuPct.toFixed(0).padStart(4)}% of a core, brokers  (runs: ${x.runs.map((r) => `${r.rate.toFixed(0)}/${r.cpuUsPerMessage.toFixed(1)}`).join(', ')})`);
   }
@@ -163,7 +165,7 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
   const layouts = args.layouts ? args.layouts.split(',') : LAYOUTS;
   PROF_DIR = args['cpu-prof-dir'] ?? null;
-  const result = await measureCluster({ runs: Number(args.runs ?? 3), count: Number(args.count ?? 40_000), window: Number(args.window ?? 2000), layouts, log: (l) => console.log(l) });
+  const result = await measureCluster({ runs: Number(args.runs ?? 3), count: Number(args.count ?? 40_000), window: Number(args.window ?? 2000), clients: Number(args.clients ?? 2), layouts, log: (l) => console.log(l) });
   printCluster(result);
   process.exit(0);
 }
