@@ -2,7 +2,8 @@
 // [--window=N] [--layouts=none,one,two]` (a producer's unanswered sends; which layouts).
 // Three layouts on a real etcd (Debian's etcd, started here), alternated in each run, with the
 // same clients: 2 producers and 2 consumers (in-process clients, prefetch 100, a window of 2,000
-// unanswered sends each unless --window) pass `count` durable messages over 8 queues:
+// unanswered sends each unless --window), after --warm messages per broker (default 40,000)
+// that are not measured; `count` messages per broker are measured (2 sets: twice as many in all) pass `count` durable messages over 8 queues:
 // - `none`: one broker process with an election and no cluster block;
 // - `one`: the same broker with a one-set cluster block (the routing cost: one vs none);
 // - `two`: two sets of one broker each, the 8 queues pinned 4 and 4, each client seeded with the
@@ -58,7 +59,7 @@ async function startBroker(dir, name, etcdUrl, prefix, set, withCluster, channel
   return { proc, host: `127.0.0.1:${port}@${name}` };
 }
 
-async function once(layout, etcdUrl, count, client, window, clients) {
+async function once(layout, etcdUrl, count, client, window, clients, warm) {
   const dir = mkdtempSync(join(tmpdir(), 'whisker-bench-cluster-'));
   const prefix = `/bench/${Date.now()}-${layout}`;
   const sets = layout === 'two' ? ['a', 'b'] : ['a'];
@@ -75,39 +76,50 @@ async function once(layout, etcdUrl, count, client, window, clients) {
     ...consumers.map((c, i) => c.connect({ hosts: seeds[i], clientId: `c${i}`, keysDirectory: join(dir, `ck${i}`) })),
   ]);
   let received = 0;
+  let target = Infinity;
   let allIn;
-  const done = new Promise((resolve) => (allIn = resolve));
   const handles = consumers.flatMap((c) => QUEUES.map((q) => c.consume(`${q}/x`, { prefetch: 100 }, (_err, _m, ack) => {
     ack();
-    if (++received === count) allIn();
+    if (++received === target) allIn();
   })));
   await Promise.all(handles.map((h) => h.ready));
   // warm-up: the queues placed (etcd), the masters elected, every set dialed, before the measure
   await Promise.all(producers.flatMap((p) => QUEUES.map((q) => p.send(`${q}/x`, { warm: true }))));
   while (received < QUEUES.length * producers.length) await new Promise((r) => setTimeout(r, 10));
-  received = 0;
+  /** `total` messages from the producers, resolved once all were received */
+  const pass = async (total) => {
+    received = 0;
+    target = total;
+    const done = new Promise((resolve) => (allIn = resolve));
+    const share = Math.ceil(total / producers.length);
+    await Promise.all(producers.map((producer, i) => new Promise((resolve) => {
+      const mine = Math.min(share, total - i * share);
+      let sent = 0;
+      let open = 0;
+      const pump = () => {
+        while (open < window && sent < mine) {
+          const q = QUEUES[(sent + i) % QUEUES.length];
+          sent++;
+          open++;
+          producer.send(`${q}/x`, { n: sent }, () => {
+            open--;
+            if (sent < mine) pump();
+            else if (open === 0) resolve();
+          });
+        }
+      };
+      pump();
+    })));
+    await done;
+  };
+  // every broker warmed up alike (JIT, heap): a fresh process's first tens of thousands of
+  // messages cost more, and with 2 sets each broker gets half of them
+  if (warm > 0) await pass(warm * brokers.length);
+  // `count` per broker: each broker measured over as many messages in every layout
+  const measured = count * brokers.length;
   const cpuBefore = brokers.map((b) => cpuMs(b.proc.pid));
   const startedAt = performance.now();
-  const share = Math.ceil(count / producers.length);
-  await Promise.all(producers.map((producer, i) => new Promise((resolve) => {
-    const total = Math.min(share, count - i * share);
-    let sent = 0;
-    let open = 0;
-    const pump = () => {
-      while (open < window && sent < total) {
-        const q = QUEUES[(sent + i) % QUEUES.length];
-        sent++;
-        open++;
-        producer.send(`${q}/x`, { n: sent }, () => {
-          open--;
-          if (sent < total) pump();
-          else if (open === 0) resolve();
-        });
-      }
-    };
-    pump();
-  })));
-  await done;
+  await pass(measured);
   const seconds = (performance.now() - startedAt) / 1000;
   const after = brokers.map((b) => cpuMs(b.proc.pid));
   const cpu = after.reduce((sum, x, i) => sum + x.total - cpuBefore[i].total, 0);
@@ -115,13 +127,13 @@ async function once(layout, etcdUrl, count, client, window, clients) {
   await Promise.all([...producers, ...consumers].map((c) => c.disconnect()));
   await Promise.all(brokers.map((b) => stopServer(b.proc)));
   rmSync(dir, { recursive: true, force: true });
-  return { rate: count / seconds, cpuUsPerMessage: (cpu * 1000) / count, sysUsPerMessage: (sys * 1000) / count, brokerCpuPct: (cpu / 10) / seconds };
+  return { rate: measured / seconds, cpuUsPerMessage: (cpu * 1000) / measured, sysUsPerMessage: (sys * 1000) / measured, brokerCpuPct: (cpu / 10) / seconds };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** runs every layout `runs` times, alternated; medians per layout and the ratios */
-export async function measureCluster({ runs = 3, count = 40_000, window = 2000, clients = 2, layouts: only = LAYOUTS, log = () => {} } = {}) {
+export async function measureCluster({ runs = 3, count = 40_000, window = 2000, clients = 2, warm = 40_000, layouts: only = LAYOUTS, log = () => {} } = {}) {
   const { client } = await import(pathToFileURL(join(import.meta.dirname, '..', 'dist', 'index.js')).href);
   const dir = mkdtempSync(join(tmpdir(), 'whisker-bench-etcd-'));
   const etcd = await startEtcd(dir);
@@ -129,7 +141,7 @@ export async function measureCluster({ runs = 3, count = 40_000, window = 2000, 
   try {
     for (let run = 0; run < runs; run++) {
       for (const layout of only) {
-        const result = await once(layout, etcd.url, count, client, window, clients);
+        const result = await once(layout, etcd.url, count, client, window, clients, warm);
         log(`cluster ${layout} run ${run + 1}: ${result.rate.toFixed(0)} msg/s, ${result.cpuUsPerMessage.toFixed(1)} µs broker CPU per message`);
         runsBy[layout].push(result);
       }
@@ -144,6 +156,7 @@ export async function measureCluster({ runs = 3, count = 40_000, window = 2000, 
     layouts,
     window,
     clients,
+    warm,
     routingCpuRatio: layouts.one && layouts.none ? layouts.one.cpuUsPerMessage / layouts.none.cpuUsPerMessage : null,
     twoSetsRateRatio: layouts.two && layouts.one ? layouts.two.rate / layouts.one.rate : null,
     twoSetsCpuRatio: layouts.two && layouts.one ? layouts.two.cpuUsPerMessage / layouts.one.cpuUsPerMessage : null,
@@ -153,7 +166,7 @@ export async function measureCluster({ runs = 3, count = 40_000, window = 2000, 
 const LABELS = { none: 'election, no cluster block (1 broker)', one: 'cluster of 1 set (1 broker)', two: 'cluster of 2 sets (1 broker each)' };
 
 export function printCluster(result) {
-  console.log(`\nCluster (issue 31): ${result.clients} producers, ${result.clients} consumers, 8 queues, ${result.count.toLocaleString('en-US')} durable messages per run (medians)`);
+  console.log(`\nCluster (issue 31): ${result.clients} producers, ${result.clients} consumers, 8 queues, ${result.count.toLocaleString('en-US')} durable messages measured per broker and run after ${result.warm.toLocaleString('en-US')} per broker to warm it up (medians)`);
   for (const [l, x] of Object.entries(result.layouts)) {
     console.log(`  ${LABELS[l].padEnd(40)} ${x.rate.toFixed(0).padStart(7)} msg/s  ${x.cpuUsPerMessage.toFixed(1).padStart(6)} µs broker CPU per message (${x.sysUsPerMessage.toFixed(1)} system)  ${x.brokerCpuPct.toFixed(0).padStart(4)}% of a core, brokers  (runs: ${x.runs.map((r) => `${r.rate.toFixed(0)}/${r.cpuUsPerMessage.toFixed(1)}`).join(', ')})`);
   }
@@ -165,7 +178,7 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
   const layouts = args.layouts ? args.layouts.split(',') : LAYOUTS;
   PROF_DIR = args['cpu-prof-dir'] ?? null;
-  const result = await measureCluster({ runs: Number(args.runs ?? 3), count: Number(args.count ?? 40_000), window: Number(args.window ?? 2000), clients: Number(args.clients ?? 2), layouts, log: (l) => console.log(l) });
+  const result = await measureCluster({ runs: Number(args.runs ?? 3), count: Number(args.count ?? 40_000), window: Number(args.window ?? 2000), clients: Number(args.clients ?? 2), warm: Number(args.warm ?? 40_000), layouts, log: (l) => console.log(l) });
   printCluster(result);
   process.exit(0);
 }
