@@ -8,7 +8,10 @@
 // rows check that every message arrived exactly once (loss, duplicates and stalls exit 1).
 // The table is printed and written to bench/results/ (latest.json for a full default run).
 //
-// Options: --runs=N (default 3), --only=key[,key] (row keys, or the groups "flow" and "rss"),
+// The cluster row (bench/cluster.mjs, needs etcd on PATH): 1 set vs 2 sets, and the routing
+// cost; in every run unless --skip=cluster, alone with --only=cluster.
+//
+// Options: --runs=N (default 3), --only=key[,key] (row keys, the groups "flow" and "rss", or "cluster"),
 //          --with-rss (add the "rss" group, default off: about 4 minutes more),
 //          --with-replay (add the "replay" group, default off: about 4 minutes more with NATS),
 //          --skip=key[,key], --no-reference, --no-relay (leave those columns out),
@@ -31,6 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { MAP, now } from './lib.mjs';
 import { measureFormats } from './formats.mjs';
 import { freePort, spawnServer, stopServer, waitForPort } from './servers.mjs';
+import { clusterUnavailable, measureCluster, printCluster } from './cluster.mjs';
 import { fillHistory } from './history-fill.mjs';
 import { natsSystem, natsUnavailable } from './peers/nats.mjs';
 import { redisSystem, redisUnavailable } from './peers/redis.mjs';
@@ -117,6 +121,7 @@ const ALL_SCENARIOS = [
 const optIn = { rss: WITH_RSS, replay: WITH_REPLAY };
 const selected = (s) => (ONLY ? ONLY.includes(s.key) || ONLY.includes(s.group) : !(s.group in optIn) || optIn[s.group]) && !SKIP.includes(s.key) && !SKIP.includes(s.group);
 const SCENARIOS = ALL_SCENARIOS.filter(selected);
+const WITH_CLUSTER = (ONLY ? ONLY.includes('cluster') : true) && !SKIP.includes('cluster') && SYSTEMS.includes('whisker');
 
 // ---- processes ---------------------------------------------------------------------------
 
@@ -1037,12 +1042,17 @@ for (const s of SCENARIOS) {
   }
   rows.push(row);
 }
+let cluster = null;
+const clusterWhy = WITH_CLUSTER ? clusterUnavailable() : null;
+if (WITH_CLUSTER && !clusterWhy) cluster = await measureCluster({ runs: RUNS, count: Math.max(1, Math.round(40_000 * SCALE)) });
 console.log('');
 const stores = new Set(rows.flatMap((r) => (r.whisker?.runs ?? []).map((run) => run.durableStore)).filter((x) => x !== undefined));
 console.log(`Whisker store: durable (data/store written) unless the row says "memory store"${stores.size === 0 ? '' : `; durable store written in ${rows.filter((r) => r.whisker?.runs?.some((run) => run.durableStore)).length} of ${rows.length} rows`}`);
 if (peersRefused.reason) console.log(`Mirror rows ran WITHOUT peers: a broker refused them (${peersRefused.reason})`);
 console.log('');
 printResults(rows);
+if (cluster) printCluster(cluster);
+else if (clusterWhy) console.log(`\ncluster: n/a (${clusterWhy})`);
 const totalSeconds = (now() - started) / 1000;
 console.log(`\ntotal ${totalSeconds.toFixed(1)} s; CPU columns are % of one core over the measured window (medians; recv is the sum over receivers; other = the rest of the machine, a disturbance)`);
 
@@ -1067,6 +1077,7 @@ const out = {
   peersRefused: peersRefused.reason,
   productionPeers: PEERS.map((p) => ({ key: p.key, system: p.system.name, durability: p.system.durability, unavailable: p.why })),
   totalSeconds,
+  cluster,
   rows: rows.map((r) => ({ key: r.scenario.key, label: r.scenario.label, unit: r.scenario.latency ? 'ms' : r.scenario.kind && r.scenario.kind !== 'replay' ? 'MB' : r.scenario.unit, scenario: r.scenario, whisker: r.whisker, kitten: r.kitten, relay1: r.relay1, relay50: r.relay50, peers: r.peers })),
 };
 const defaultRun = !ONLY && SKIP.length === 0 && WINDOW === 2000 && typeof args.systems !== 'string' && !CPU_PROF && SCALE === 1 && RUNS === 3 && !RATE && !BROKER_FLAGS.length && !Object.keys(BROKER_CONFIG).length && WITH_REFERENCE && WITH_RELAY && !args['no-peers'];

@@ -132,6 +132,10 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
         deadLetterOf: (queue) => deadLetterQueue(router.policy.config.channels[queue]?.deadLetter),
         deadLetterSources: (queue) => Object.entries(router.policy.config.channels).filter(([, c]) => deadLetterQueue(c.deadLetter) === queue).map(([source]) => source),
         maxPlacements: () => router.policy.config.limits.maxPlacements,
+        keyUnbound: (name, pem) => {
+          // its reserved ids are free for others now (SPEC §5), as after `whisker keys revoke` here
+          if (keySync.revokedInCluster(name, pem)) router.reservations.releaseName(name);
+        },
         changed: (frames) => {
           const texts = frames.map((frame) => JSON.stringify(frame));
           for (const session of sessions()) if (session.isReady && !session.isPeer) for (const text of texts) session.sendText(text);

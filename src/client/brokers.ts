@@ -170,7 +170,11 @@ export class Brokers {
       return;
     }
     this.#replays.set(sub, connection);
-    connection.request(build, onReply);
+    connection.request(build, (reply) => {
+      // refused (E_MOVED among others): no replayEnd follows from this broker
+      if (reply?.error && this.#replays.get(sub) === connection) this.#replays.delete(sub);
+      onReply(reply);
+    });
   }
 
   /** stops a replay on its broker (an `unsubscribe` of its sub); its `replayEnd` follows with the count so far */

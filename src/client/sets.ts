@@ -80,8 +80,15 @@ export class Sets {
     });
   }
 
-  replay(queue: string, sub: number, build: (req: number) => ClientFrame, onReply: (reply: ReplyFrame | null) => void): void {
-    (this.#route(queue) ?? this.#seed).replay(sub, build, onReply);
+  /** a replay goes to the set that holds the queue's history; an E_MOVED sends it there, up to MAX_REPLAY_HOPS sets */
+  replay(queue: string, sub: number, build: (req: number) => ClientFrame, onReply: (reply: ReplyFrame | null) => void, hops = 0): void {
+    const brokers = this.#route(queue) ?? this.#seed;
+    brokers.replay(sub, build, (reply) => {
+      if (reply?.error?.code !== 'E_MOVED') return onReply(reply);
+      // never surfaced as E_MOVED: a move that says not where, or sets that keep sending it on, end it as no broker to replay from
+      if (!this.#learnMove(queue, errorFromPayload(reply.error)) || hops + 1 >= MAX_REPLAY_HOPS) return onReply(null);
+      this.replay(queue, sub, build, onReply, hops + 1);
+    });
   }
 
   cancelReplay(sub: number): void {
@@ -186,16 +193,20 @@ export class Sets {
     this.#others.get(set)?.addHosts(this.#targets(added));
   }
 
-  /** E_MOVED (SPEC §13): the map learns where the queue is; the send or subscription goes there, once */
-  #moved(error: WhiskerError, moved: { pending: PendingSend } | { subscription: ClientSubscription }): void {
+  /** what an E_MOVED says of `queue` joins the map: false when it does not say where */
+  #learnMove(queue: string, error: WhiskerError): boolean {
     const details = movedDetails(error.details);
-    const queue = 'pending' in moved ? moved.pending.queue : moved.subscription.queue;
-    if (!details) {
-      // a broker that says moved but not where: the send waits for its timeout (never surfaced as E_MOVED)
-      return;
-    }
+    if (!details) return false;
     this.#learnHosts(details.set, details.hosts);
     this.#placements.set(queue, details.set);
+    return true;
+  }
+
+  /** E_MOVED (SPEC §13): the map learns where the queue is; the send or subscription goes there, once */
+  #moved(error: WhiskerError, moved: { pending: PendingSend } | { subscription: ClientSubscription }): void {
+    const queue = 'pending' in moved ? moved.pending.queue : moved.subscription.queue;
+    // a broker that says moved but not where: the send waits for its timeout (never surfaced as E_MOVED)
+    if (!this.#learnMove(queue, error)) return;
     const target = this.#route(queue);
     if ('pending' in moved) {
       const { pending } = moved;
@@ -210,6 +221,9 @@ export class Sets {
     target.subscribe(subscription);
   }
 }
+
+/** sets one replay may be sent to in turn, each answering E_MOVED, before it ends (a placement changing meanwhile) */
+const MAX_REPLAY_HOPS = 4;
 
 /** `details` of an E_MOVED: `{ set, hosts }`, checked as a cluster frame's fields are */
 function movedDetails(details: unknown): { set: string; hosts: string[] } | null {

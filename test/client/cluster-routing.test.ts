@@ -98,3 +98,39 @@ describe('client routing in a cluster: dead letters', () => {
     await c.disconnect();
   }, 60_000);
 });
+
+describe('client routing in a cluster: replays', () => {
+  test('replay and listen({ since }) made before the map arrived, of a queue of set b: E_MOVED is followed, the history comes from b', async () => {
+    const etcd = await startEtcd();
+    const spec = clusterSpec(etcd.url);
+    const config = { channels: { 'hist/v1': { set: 'b', retention: { seconds: 3600 } } } };
+    const a = await clusterBroker(spec, 'a', 'a1', config);
+    const b = await clusterBroker(spec, 'b', 'b1', config);
+    await Promise.all([elected(a), elected(b)]);
+    await until(() => a.cluster!.sets.length === 2 && b.cluster!.sets.length === 2, 10_000, 'both sets registered');
+    const producer = unconnected();
+    await producer.connect(clientConfig('hist-producer', b.hostSpec));
+    for (let n = 0; n < 5; n++) await producer.send('hist/v1/x', { n });
+    await until(() => a.cluster!.placements === 1, 10_000, 'set a knows the placement');
+
+    // called before connect() resolved: the client has no map yet and asks set a, which answers E_MOVED
+    const c = unconnected();
+    const errors: Error[] = [];
+    c.on('error', (error) => errors.push(error));
+    const connecting = c.connect(clientConfig('hist-reader', a.hostSpec));
+    const replayed: number[] = [];
+    const done = c.replay('hist/v1/x', { since: 0 }, (_err, msg) => void replayed.push((msg as { n: number }).n)).done;
+    const listened: number[] = [];
+    const listen = c.listen('hist/v1/x', { since: 0 }, (_err, msg) => void listened.push((msg as { n: number }).n));
+    await connecting;
+    expect(await done).toBe(5);
+    expect(replayed).toEqual([0, 1, 2, 3, 4]);
+    await listen.ready;
+    await until(() => listened.length >= 5, 10_000, `the listen's history (${listened.length})`);
+    await producer.send('hist/v1/x', { n: 5 });
+    await until(() => listened.includes(5), 10_000, 'a live message after the seam');
+    expect(listened).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(errors).toEqual([]);
+    await Promise.all([c.disconnect(), producer.disconnect()]);
+  }, 60_000);
+});

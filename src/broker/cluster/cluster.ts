@@ -9,6 +9,7 @@ import { Membership } from './membership.js';
 import { Placements } from './placements.js';
 import { rendezvous } from './rendezvous.js';
 import type { Member, Placement } from './types.js';
+import { WatchedPrefix } from './watched.js';
 
 /** the cluster as one broker sees it (`whisker cluster status`, SPEC §13) */
 export interface ClusterView {
@@ -28,6 +29,8 @@ export interface ClusterHooks {
   maxPlacements(): number;
   /** the map changed: these frames tell a client what changed (coalesced per tick) */
   changed(frames: readonly ClusterFrame[]): void;
+  /** `name`'s binding to `pem` went from etcd: its key was revoked on some set, and is here too */
+  keyUnbound(name: string, pem: string): void;
 }
 
 /** etcd calls of the cluster are bounded: a placement answers E_NO_PLACEMENT, it never hangs */
@@ -43,6 +46,8 @@ export class Cluster {
   readonly #client: Etcd3;
   readonly #membership: Membership;
   readonly #placements: Placements;
+  /** `<prefix>/keys/`: a binding deleted is a revocation on some set (SPEC §13), applied here */
+  readonly #keyBindings: WatchedPrefix;
   readonly #hooks: ClusterHooks;
   readonly #log: Logger;
   readonly #prefix: string;
@@ -69,15 +74,18 @@ export class Cluster {
       placed: (queue, set) => this.#changed({ placed: [queue, set] }),
       removed: (queue) => this.#changed({ removed: queue }),
     });
+    const bindings = { put: () => {}, loaded: () => {}, deleted: (name: string, pem?: string) => void (pem !== undefined && hooks.keyUnbound(name, pem)) };
+    this.#keyBindings = new WatchedPrefix(client, `${config.prefix}/keys/`, bindings, log, ETCD_TIMEOUT_MS, true);
   }
 
   start(): void {
     this.#membership.start();
     this.#placements.start();
+    this.#keyBindings.start();
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.#membership.close(), this.#placements.close()]);
+    await Promise.all([this.#membership.close(), this.#placements.close(), this.#keyBindings.close()]);
     this.#client.close();
   }
 

@@ -5,7 +5,8 @@ import { withTimeout } from '../mirror/election.js';
 export interface PrefixEvents {
   /** a key under the prefix holds `value` (after the first read, and on every put) */
   put(key: string, value: string): void;
-  deleted(key: string): void;
+  /** `previous`: the value it held, when the watch was asked for it (`withPrevious`) and etcd still had it */
+  deleted(key: string, previous?: string): void;
   /** the first read is done: the copy is complete from now on */
   loaded(): void;
 }
@@ -26,9 +27,11 @@ export class WatchedPrefix {
   #watcher: Watcher | null = null;
   #closed = false;
   #timer: NodeJS.Timeout | null = null;
+  readonly #withPrevious: boolean;
 
-  constructor(client: Etcd3, prefix: string, events: PrefixEvents, log: Logger, timeoutMs: number) {
+  constructor(client: Etcd3, prefix: string, events: PrefixEvents, log: Logger, timeoutMs: number, withPrevious = false) {
     this.#client = client;
+    this.#withPrevious = withPrevious;
     this.#prefix = prefix;
     this.#events = events;
     this.#log = log;
@@ -51,11 +54,12 @@ export class WatchedPrefix {
       if (this.#closed) return;
       for (const kv of read.kvs) this.#events.put(this.#key(kv), kv.value.toString());
       this.#events.loaded();
-      const watcher = await withTimeout(this.#client.watch().prefix(this.#prefix).startRevision(String(Number(read.header.revision) + 1)).create(), this.#timeoutMs);
+      const builder = this.#client.watch().prefix(this.#prefix).startRevision(String(Number(read.header.revision) + 1));
+      const watcher = await withTimeout((this.#withPrevious ? builder.withPreviousKV() : builder).create(), this.#timeoutMs);
       if (this.#closed) return void watcher.cancel().catch(() => undefined);
       this.#watcher = watcher;
       watcher.on('put', (kv) => this.#events.put(this.#key(kv), kv.value.toString()));
-      watcher.on('delete', (kv) => this.#events.deleted(this.#key(kv)));
+      watcher.on('delete', (kv, previous) => this.#events.deleted(this.#key(kv), previous?.value.toString()));
       watcher.on('error', (error) => this.#log.warn('etcd watch failed', { prefix: this.#prefix, error: error.message }));
     } catch (error) {
       if (this.#closed) return;

@@ -74,6 +74,25 @@ export class KeySync {
     return { name, fingerprint: fingerprint(key), closedConnections, confirmedBy, notConfirmedBy };
   }
 
+  /**
+   * `name`'s cluster binding to `pem` was deleted in etcd: revoked on another set (SPEC §13). When
+   * that is still the name's key here, it is revoked as `revoke` does, the peers told; true then.
+   */
+  revokedInCluster(name: string, pem: string): boolean {
+    const { registry, log } = this.#deps;
+    let key: KeyObject | null;
+    try {
+      key = registry.registered(name);
+      if (!key || !key.equals(createPublicKey(pem))) return false;
+    } catch {
+      return false; // not a key: nothing of ours to revoke
+    }
+    const closedConnections = this.#revokeHere(name, key);
+    log.warn('key revoked on another set of the cluster', { client: name, fingerprint: fingerprint(key), closedConnections });
+    void this.#spread({ bound: [], revoked: [binding({ name, key })] });
+    return true;
+  }
+
   /** a reload found `.pub` files removed or replaced by hand: their keys are revoked, new ones told */
   reloaded(changes: { removed: readonly NamedKey[]; added: readonly NamedKey[] }): void {
     const revoked: KeyBinding[] = [];

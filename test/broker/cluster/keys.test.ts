@@ -3,6 +3,7 @@ import { whisker } from '../../support/broker-process.js';
 import { clusterBroker, clusterSpec, elected } from '../../support/cluster.js';
 import { startEtcd } from '../../support/etcd.js';
 import { until } from '../../support/harness.js';
+import type { WhiskerError } from '../../../src/protocol/errors.js';
 import { freshKeys, reasonOf, tryConnect } from '../../support/key-clients.js';
 
 /** key bindings are one per cluster (SPEC §4, §13): create-if-absent in etcd */
@@ -31,5 +32,37 @@ describe('cluster key bindings', () => {
       await again.client.disconnect();
       return again.error?.code ?? null;
     }, { timeout: 5_000, interval: 300 }).toBeNull();
+  }, 60_000);
+
+  test('revoked on set a: the client connected to set b is closed and refused there too; the name registers anew with a new key', async () => {
+    const etcd = await startEtcd();
+    const spec = clusterSpec(etcd.url);
+    const a = await clusterBroker(spec, 'a', 'a1');
+    const b = await clusterBroker(spec, 'b', 'b1');
+    await Promise.all([elected(a), elected(b)]);
+    await until(() => a.cluster!.sets.length === 2, 10_000, 'both sets registered');
+
+    const keys = freshKeys('ledger');
+    const onA = await tryConnect('ledger', [a.hostSpec], keys);
+    const onB = await tryConnect('ledger', [b.hostSpec], keys);
+    expect([onA.error, onB.error]).toEqual([null, null]);
+    const errors: WhiskerError[] = [];
+    onB.client.on('error', (e: WhiskerError) => void errors.push(e));
+
+    const revoked = await whisker(['keys', 'revoke', 'ledger', '--socket', a.controlSocketPath!]);
+    expect(revoked.code).toBe(0);
+    // set b applies the revocation from the binding's deletion in etcd: its session of that key is closed
+    await until(() => !onB.client.isConnected() && errors.length >= 1, 10_000, 'closed by set b');
+    expect(errors.map(reasonOf)).toEqual(['revoked']);
+    const again = await tryConnect('ledger', [b.hostSpec], keys);
+    expect(again.error?.code).toBe('E_AUTH');
+    expect(reasonOf(again.error)).toBe('revoked');
+
+    // a new key takes the name, on either set
+    const renewed = freshKeys('ledger');
+    const newOnB = await tryConnect('ledger', [b.hostSpec], renewed);
+    const newOnA = await tryConnect('ledger', [a.hostSpec], renewed);
+    expect([newOnB.error, newOnA.error]).toEqual([null, null]);
+    await Promise.all([onA, onB, again, newOnA, newOnB].map(({ client }) => client.disconnect()));
   }, 60_000);
 });
