@@ -92,11 +92,12 @@ export class Brokers {
     }
   }
 
-  /** a subscribe's answer: E_MOVED goes to the owner (it re-routes), the master's other answers to the subscription */
+  /** a subscribe's answer: E_MOVED goes to the owner (it re-routes), the master's other answers (and any E_NO_PLACEMENT while there is none) to the subscription */
   #subscribeReply(connection: Connection, subscription: ClientSubscription): (reply: ReplyFrame | null) => void {
     return (reply) => {
       if (reply?.error?.code === 'E_MOVED' && this.#owner.onMoved) return this.#owner.onMoved(errorFromPayload(reply.error), { subscription });
-      if (connection.isMaster) subscription.onMasterReply(reply);
+      // E_NO_PLACEMENT: etcd is out of reach, so no master will answer it either (SPEC §13)
+      if (connection.isMaster || (reply?.error?.code === 'E_NO_PLACEMENT' && !this.#master)) subscription.onMasterReply(reply);
     };
   }
 
