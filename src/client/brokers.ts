@@ -52,6 +52,8 @@ export class Brokers {
   /** replays under way, by sub: the one broker each was asked of */
   readonly #replays = new Map<number, Connection>();
   /** replays asked for while no broker was connected, by sub */
+  /** subscriptions already refused E_NO_PLACEMENT by a broker while the set had no master */
+  readonly #toldNoPlacement = new WeakSet<ClientSubscription>();
   readonly #waitingReplays = new Map<number, { build: (req: number) => ClientFrame; onReply: (reply: ReplyFrame | null) => void; timer: NodeJS.Timeout }>();
   readonly #sendTimeoutMs: number;
   #wasConnected = false;
@@ -96,8 +98,12 @@ export class Brokers {
   #subscribeReply(connection: Connection, subscription: ClientSubscription): (reply: ReplyFrame | null) => void {
     return (reply) => {
       if (reply?.error?.code === 'E_MOVED' && this.#owner.onMoved) return this.#owner.onMoved(errorFromPayload(reply.error), { subscription });
-      // E_NO_PLACEMENT: etcd is out of reach, so no master will answer it either (SPEC §13)
-      if (connection.isMaster || (reply?.error?.code === 'E_NO_PLACEMENT' && !this.#master)) subscription.onMasterReply(reply);
+      if (connection.isMaster) return subscription.onMasterReply(reply);
+      // E_NO_PLACEMENT: etcd is out of reach, so no master will answer it either (SPEC §13); each
+      // broker of the set says so: the subscription is told once
+      if (reply?.error?.code !== 'E_NO_PLACEMENT' || this.#master || this.#toldNoPlacement.has(subscription)) return;
+      this.#toldNoPlacement.add(subscription);
+      subscription.onMasterReply(reply);
     };
   }
 
