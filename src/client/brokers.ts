@@ -159,9 +159,16 @@ export class Brokers {
 
   request(build: (req: number) => ClientFrame, onMasterReply: (reply: ReplyFrame | null) => void): void {
     const master = this.#master;
+    // without a master, a broker's E_NO_PLACEMENT (etcd out of reach, SPEC §13) is the answer: once
+    let toldNoPlacement = false;
+    const noPlacement = (reply: ReplyFrame | null) => {
+      if (toldNoPlacement || this.#master || reply?.error?.code !== 'E_NO_PLACEMENT') return;
+      toldNoPlacement = true;
+      onMasterReply(reply);
+    };
     for (const connection of this.#connections) {
       if (!connection.isReady) continue;
-      connection.request(build, connection === master ? onMasterReply : () => {});
+      connection.request(build, connection === master ? onMasterReply : master ? () => {} : noPlacement);
     }
     if (!master) onMasterReply(null);
   }

@@ -50,6 +50,11 @@ describe('cluster faults', () => {
     expect(ready).toBe('E_NO_PLACEMENT');
     await new Promise((resolve) => setTimeout(resolve, 500)); // the other broker's answer too
     expect(refusals).toEqual(['E_NO_PLACEMENT']);
+
+    // an id added to a listen that had none: its queue is placed then, so it is refused then
+    const later = c.listen({ endpoint: 'later', version: 'v1', ids: [] }, () => {});
+    const added = await Promise.race([later.addId('x').then(() => 'added', (error: { code: string }) => error.code), new Promise((resolve) => setTimeout(resolve, 10_000, 'no answer in 10 s'))]);
+    expect(added).toBe('E_NO_PLACEMENT');
     await c.disconnect();
   }, 60_000);
 
