@@ -52,6 +52,8 @@ export class Brokers {
   /** replays under way, by sub: the one broker each was asked of */
   readonly #replays = new Map<number, Connection>();
   /** replays asked for while no broker was connected, by sub */
+  /** subscriptions already refused E_NO_PLACEMENT by a broker while the set had no master */
+  readonly #toldNoPlacement = new WeakSet<ClientSubscription>();
   readonly #waitingReplays = new Map<number, { build: (req: number) => ClientFrame; onReply: (reply: ReplyFrame | null) => void; timer: NodeJS.Timeout }>();
   readonly #sendTimeoutMs: number;
   #wasConnected = false;
@@ -92,11 +94,16 @@ export class Brokers {
     }
   }
 
-  /** a subscribe's answer: E_MOVED goes to the owner (it re-routes), the master's other answers to the subscription */
+  /** a subscribe's answer: E_MOVED goes to the owner (it re-routes), the master's other answers (and any E_NO_PLACEMENT while there is none) to the subscription */
   #subscribeReply(connection: Connection, subscription: ClientSubscription): (reply: ReplyFrame | null) => void {
     return (reply) => {
       if (reply?.error?.code === 'E_MOVED' && this.#owner.onMoved) return this.#owner.onMoved(errorFromPayload(reply.error), { subscription });
-      if (connection.isMaster) subscription.onMasterReply(reply);
+      if (connection.isMaster) return subscription.onMasterReply(reply);
+      // E_NO_PLACEMENT: etcd is out of reach, so no master will answer it either (SPEC §13); each
+      // broker of the set says so: the subscription is told once
+      if (reply?.error?.code !== 'E_NO_PLACEMENT' || this.#master || this.#toldNoPlacement.has(subscription)) return;
+      this.#toldNoPlacement.add(subscription);
+      subscription.onMasterReply(reply);
     };
   }
 
@@ -152,9 +159,16 @@ export class Brokers {
 
   request(build: (req: number) => ClientFrame, onMasterReply: (reply: ReplyFrame | null) => void): void {
     const master = this.#master;
+    // without a master, a broker's E_NO_PLACEMENT (etcd out of reach, SPEC §13) is the answer: once
+    let toldNoPlacement = false;
+    const noPlacement = (reply: ReplyFrame | null) => {
+      if (toldNoPlacement || this.#master || reply?.error?.code !== 'E_NO_PLACEMENT') return;
+      toldNoPlacement = true;
+      onMasterReply(reply);
+    };
     for (const connection of this.#connections) {
       if (!connection.isReady) continue;
-      connection.request(build, connection === master ? onMasterReply : () => {});
+      connection.request(build, connection === master ? onMasterReply : master ? () => {} : noPlacement);
     }
     if (!master) onMasterReply(null);
   }

@@ -145,11 +145,22 @@ export class ClientSubscription {
       return;
     }
     if (added.length === 0 || this.#closed) return cb(null);
-    // without a master yet, the callback waits for the master's answer to the whole subscription
+    // without a master yet, the callback waits for the master's answer to the whole subscription,
+    // unless a broker answers E_NO_PLACEMENT first (then that is the answer)
+    let called = false;
+    const once: IdsCallback = (error) => {
+      if (called) return;
+      called = true;
+      cb(error);
+    };
     this.#host.request(
       this,
       (req) => ({ type: 'addIds', req, sub: this.sub, ids: added }),
-      (reply) => (reply ? cb(this.#applyReply(reply)) : this.#waiting.push(cb)),
+      (reply) => {
+        if (!reply) return void this.#waiting.push(once);
+        this.#waiting = this.#waiting.filter((waiting) => waiting !== once);
+        once(this.#applyReply(reply));
+      },
     );
   }
 
