@@ -149,7 +149,9 @@ describe('a slave that cannot keep up with its master', () => {
         `${(worst.owedBytes / MiB).toFixed(2)} MiB (bound ${LINK_BYTES / MiB} MiB), links cut: ${cuts.length}; lost after failover ${lost}\n${cuts[0] ?? ''}`,
     );
     expect(worst.lagBytes).toBeLessThanOrEqual(BACKLOG_BYTES + SLACK);
-    expect(worst.paused).toBe(1);
+    // whether the slave itself paused reading depends on the machine: starved, it may apply all it
+    // read each time it runs and leave the backlog in TCP and the master's buffer, which the cut bounds
+    // (seen in CI: backlog 0, one cut); the pause itself: test/link/pause-reading.test.ts
     expect(worst.owedBytes).toBeLessThanOrEqual(LINK_BYTES + SLACK);
     expect(cuts.length).toBeGreaterThan(0);
     expect(cuts[0]).toMatch(/"peer":"b"/);
