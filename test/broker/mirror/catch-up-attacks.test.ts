@@ -113,14 +113,17 @@ describe('atk27: history catch-up under repeated kill -9 (real processes)', () =
     })();
     for (let round = 0; round < 8; round++) {
       b.process = await startProcess(configure(b, [a, b], false, extra));
-      await sleep(50 + ((round * 137) % 400));
+      await sleep(50 + ((round * 373) % 1500));
       const mid = !/in step with the master/.test(b.process.output());
       console.log(`round ${round}: kill -9 ${mid ? 'in the middle of' : 'after'} the catch-up`);
       b.process.child.kill('SIGKILL');
       await b.process.exited;
     }
+    const started = Date.now();
     b.process = await startProcess(configure(b, [a, b], false, extra));
     await b.process.waitFor(/in step with the master/, 0, 60_000);
+    const sent = a.process.output().split('\n').filter((l) => /history catch-up sent/.test(l));
+    console.log(`final catch-up: in step ${Date.now() - started} ms after spawn; master logged ${sent.length} catch-ups sent: ${sent.map((l) => l.slice(0, 300)).join(' | ')}`);
     await sleep(1_000);
     sending = false;
     await pacer;
