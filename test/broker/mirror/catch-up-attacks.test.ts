@@ -438,4 +438,93 @@ describe('atk27: history catch-up under repeated kill -9 (real processes)', () =
     await consumer.disconnect();
     expect([...got].sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29]);
   }, 120_000);
+
+  test('the master killed -9 and restarted in the middle of a slave\'s catch-up, three times: the slave ends in step and replays what the master does', async () => {
+    const [a, b] = (await nodes('atk-master-mid', ['a', 'b'])) as [Node, Node];
+    const extra = { channels: { 'ev/v1': { retention: { seconds: 3600 } } } };
+    a.process = await startProcess(configure(a, [a, b], true, extra));
+    b.process = await startProcess(configure(b, [a, b], false, extra));
+    await b.process.waitFor(/in step with the master/);
+    const answered: number[] = [];
+    let producer = await connect('mm-producer', a.spec, { sendTimeout: 20_000 });
+    await sendMany(producer, 0, 500, answered);
+    b.process.child.kill('SIGKILL');
+    await b.process.exited;
+    await sendMany(producer, 500, 40_000, answered);
+    await producer.disconnect();
+    b.process = await startProcess(configure(b, [a, b], false, extra));
+    for (let round = 0; round < 3; round++) {
+      await sleep(150 + round * 200);
+      const mid = !/in step with the master/.test(b.process.output());
+      console.log(`master kill ${round}: slave ${mid ? 'mid-catch-up' : 'in step already'}`);
+      a.process.child.kill('SIGKILL');
+      await a.process.exited;
+      a.process = await startProcess(configure(a, [a, b], true, extra));
+    }
+    const from = b.process.output().length;
+    await b.process.waitFor(/in step with the master/, from, 60_000).catch(() => undefined);
+    producer = await connect('mm-producer2', a.spec, { sendTimeout: 20_000 });
+    await sendMany(producer, 40_500, 500, answered);
+    await producer.disconnect();
+    await sleep(1_000);
+    const fromMaster = await replayOf(a);
+    const fromSlave = await replayOf(b);
+    verdict('master', answered, fromMaster);
+    const v = verdict('slave after master kills mid-catch-up', answered, fromSlave);
+    expect(v).toEqual({ missing: 0, twice: 0, outOfOrder: 0 });
+    expect(fromSlave).toEqual(fromMaster);
+  }, 300_000);
+
+  test('a slave with a smaller maxBytes and seconds than its master: after the catch-up it keeps its own bound', async () => {
+    const [a, b] = (await nodes('atk-smaller', ['a', 'b'])) as [Node, Node];
+    const big = { channels: { 'ev/v1': { retention: { maxBytes: 8_000_000 } } } };
+    const small = { channels: { 'ev/v1': { retention: { maxBytes: 65_536, seconds: 600 } } } };
+    a.process = await startProcess(configure(a, [a, b], true, big));
+    b.process = await startProcess(configure(b, [a, b], false, small));
+    await b.process.waitFor(/in step with the master/);
+    const producer = await connect('small-producer', a.spec);
+    const answered: number[] = [];
+    await sendMany(producer, 0, 200, answered);
+    b.process.child.kill('SIGKILL');
+    await b.process.exited;
+    await sendMany(producer, 200, 20_000, answered);
+    b.process = await startProcess(configure(b, [a, b], false, small));
+    await b.process.waitFor(/in step with the master/, 0, 30_000);
+    await sendMany(producer, 20_200, 2_000, answered);
+    await producer.disconnect();
+    await sleep(6_000); // a periodic trim
+    const fromMaster = await replayOf(a);
+    const fromSlave = await replayOf(b);
+    const [la, lb] = [await listed(a), await listed(b)];
+    const bytes = (l: typeof la) => l.histories.find((h) => h.queue === 'ev/v1')?.bytes ?? 0;
+    console.log(`smaller bound on the slave: master ${fromMaster.length} records ${bytes(la)} B, slave ${fromSlave.length} records ${bytes(lb)} B`);
+    expect(fromMaster.length).toBe(answered.length);
+    expect(bytes(lb)).toBeLessThanOrEqual(65_536);
+    expect(fromSlave.at(-1)).toBe(answered.at(-1));
+    expect(fromSlave).toEqual(fromMaster.slice(fromMaster.indexOf(fromSlave[0]!)));
+  }, 120_000);
+
+  test('steady state, one producer connection on both brokers, no restart: the promoted slave replays in the send order', async () => {
+    const [a, b] = (await nodes('atk-steady', ['a', 'b'])) as [Node, Node];
+    const extra = { channels: { 'ev/v1': { retention: { seconds: 3600 } } } };
+    a.process = await startProcess(configure(a, [a, b], true, extra));
+    b.process = await startProcess(configure(b, [a, b], false, extra));
+    await b.process.waitFor(/in step with the master/);
+    const producer = await connect('steady-producer', [a.spec, b.spec], { sendTimeout: 20_000 });
+    await sleep(500); // both links up
+    const answered: number[] = [];
+    await sendMany(producer, 0, 40_000, answered);
+    await producer.disconnect();
+    await sleep(500);
+    const fromMaster = await replayOf(a);
+    a.process.child.kill('SIGKILL');
+    await a.process.exited;
+    const from = b.process.output().length;
+    configure(b, [a, b], true, extra);
+    await b.process.waitFor(/delivering: this broker acts as master/, from);
+    const fromPromoted = await replayOf(b);
+    verdict('master', answered, fromMaster);
+    const v = verdict('promoted slave, steady state', answered, fromPromoted);
+    expect(v).toEqual({ missing: 0, twice: 0, outOfOrder: 0 });
+  }, 120_000);
 });
