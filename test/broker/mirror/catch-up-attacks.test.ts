@@ -527,4 +527,31 @@ describe('atk27: history catch-up under repeated kill -9 (real processes)', () =
     const v = verdict('promoted slave, steady state', answered, fromPromoted);
     expect(v).toEqual({ missing: 0, twice: 0, outOfOrder: 0 });
   }, 120_000);
+
+  test('ttl 1 s: a slave killed -9 and restarted past the ttl while the master holds 3 deliveries unacked: in step again it still holds the 3 (whisker list)', async () => {
+    const [a, b] = (await nodes('atk-ttl', ['a', 'b'])) as [Node, Node];
+    const extra = { requeueInterval: 60, channels: { 'jobs/v1': { ttl: 1 } } };
+    a.process = await startProcess(configure(a, [a, b], true, extra));
+    b.process = await startProcess(configure(b, [a, b], false, extra));
+    await b.process.waitFor(/in step with the master/);
+    const holder = await connect('ttl-holder', a.spec, { dedupeWindow: 0 });
+    const held: number[] = [];
+    await holder.consume('jobs/v1/*', { prefetch: 3 }, (_err, msg) => void held.push((msg as { n: number }).n)).ready;
+    const producer = await connect('ttl-producer', [a.spec, b.spec]);
+    for (let n = 0; n < 3; n++) await producer.send('jobs/v1/1', { n });
+    await until(() => held.length === 3, 5000, '3 in flight');
+    await sleep(300);
+    b.process.child.kill('SIGKILL');
+    await b.process.exited;
+    await sleep(2_000); // past the ttl, still in flight on the master
+    b.process = await startProcess(configure(b, [a, b], false, extra));
+    await b.process.waitFor(/in step with the master/, 0, 30_000);
+    await sleep(2_500); // the slave's own expiry would have run by now
+    const [la, lb] = [await listed(a), await listed(b)];
+    console.log('ttl: whisker list a', JSON.stringify(la.queues), '\nwhisker list b', JSON.stringify(lb.queues));
+    const count = (l: typeof la) => l.queues.find((q) => q.name === 'jobs/v1' || (q as unknown as { queue?: string }).queue === 'jobs/v1');
+    expect((count(la) as unknown as { messages: number }).messages).toBe(3);
+    expect((count(lb) as unknown as { messages: number } | undefined)?.messages ?? 0).toBe(3);
+    await Promise.all([holder.disconnect(), producer.disconnect()]);
+  }, 60_000);
 });
