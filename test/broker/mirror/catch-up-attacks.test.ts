@@ -78,6 +78,13 @@ function verdict(label: string, answered: number[], replay: number[]) {
   const outOfOrder = replay.filter((k, i) => i > 0 && k < replay[i - 1]!).length;
   const breaks = replay.flatMap((k, i) => (i > 0 && k < replay[i - 1]! ? [`${replay.slice(Math.max(0, i - 2), i + 2).join(',')}`] : []));
   if (breaks.length) console.log(`${label} order breaks: ${breaks.slice(0, 8).join(' | ')}`);
+  const runs: string[] = [];
+  for (const k of missing) {
+    const last = runs.at(-1)?.split('-');
+    if (last && Number(last.at(-1)) === k - 1) runs[runs.length - 1] = `${last[0]}-${k}`;
+    else runs.push(String(k));
+  }
+  if (runs.length) console.log(`${label} missing ranges: ${runs.slice(0, 20).join(' ')}; replay starts ${replay.slice(0, 3).join(',')} ends ${replay.slice(-3).join(',')}`);
   console.log(`${label}: ${answered.length} answered, replay ${replay.length}: ${missing.length} missing (e.g. ${missing.slice(0, 5).join(',')}), ${twice} twice, ${outOfOrder} out of order`);
   return { missing: missing.length, twice, outOfOrder };
 }
