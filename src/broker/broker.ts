@@ -263,6 +263,7 @@ export class Broker implements BrokerView {
       await this.#election?.close(); // gives the lease up: another broker is elected at once
       await this.#cluster?.close(); // leaves the set's members at once
       await this.peers.close();
+      this.#ctx.replica.close(); // the follow grace the links' end started
       await this.#server.close();
       this.router.close();
       await this.router.reservations.close();

@@ -62,14 +62,20 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
   const router: Router = new Router({ policy, store: hooks.wrapStore ? hooks.wrapStore(store) : store, log, now, lifecycle, history, reservationFile });
   let server: SocketServer | undefined;
   let peers: Peers | undefined;
+  let replica: Replica | undefined;
   let election: Election | null = null;
   let cluster: Cluster | null = null;
   try {
     await history.open();
+    // a mirror starts as if it followed its master: its own ttl and drop-oldest wait for the
+    // link (or FOLLOW_GRACE_MS without one), so a restart past a ttl keeps the master's in flight
+    const mirrored = config.peers.length > 0;
+    if (mirrored) router.setFollowsMaster(true);
     const restored = await router.restore();
-    const replica = new Replica(router);
-    const feed = new PeerFeed(replica, log, () => mirrorLinkBound(router.policy.config.limits));
-    router.observe({ settled: (events) => feed.settled(events), made: (message) => feed.made(message), storedFromClient: (message) => replica.storedFromClient(message) });
+    const replicaOf = new Replica(router, mirrored);
+    replica = replicaOf;
+    const feed = new PeerFeed(replicaOf, log, () => mirrorLinkBound(router.policy.config.limits));
+    router.observe({ settled: (events) => feed.settled(events), made: (message) => feed.made(message), storedFromClient: (message) => replicaOf.storedFromClient(message) });
     router.reservations.observe((set, released) => feed.reservationsChanged(set, released));
     const sessions = () => server?.sessions ?? [];
     const keys = new KeyRegistry(config.registeredClientsPath);
@@ -173,6 +179,7 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
   } catch (error) {
     const closeSockets = server?.close().catch(() => undefined);
     await Promise.all([election?.close(), cluster?.close(), peers?.close(), store.close().catch(() => undefined), history.close(), closeSockets]);
+    replica?.close();
     throw error;
   }
 }

@@ -8,6 +8,12 @@ import { Unconfirmed } from './unconfirmed.js';
 const CLOCK_MARGIN_MS = 10_000;
 /** a catch-up's records are compared with this many of the follower's newest ones (written once) */
 const CATCH_UP_TAIL = 10_000;
+/**
+ * A slave that stops following (its link to the master ended, or it just started) keeps leaving
+ * ttl and drop-oldest to the master this long: a link back within it finds every delivery the
+ * master holds in flight still here (a sync adds none it knows as expired: issue 27, atk27)
+ */
+export const FOLLOW_GRACE_MS = 2_000;
 
 export function toPeerMessage(m: StoredMessage): PeerMessage {
   return { messageId: m.messageId, queue: m.queue, id: m.id, data: m.data, created: m.created, acceptedAt: m.acceptedAt, from: m.from };
@@ -35,9 +41,27 @@ export class Replica {
   /** on a slave in step with its master: client messages the master has not named yet */
   readonly #unconfirmed = new Unconfirmed();
   #followingLinks = 0;
+  #grace: NodeJS.Timeout | null = null;
 
-  constructor(router: Router) {
+  /** `presumeFollowing`: a broker with peers starts as if it followed (router.setFollowsMaster(true) before its restore) */
+  constructor(router: Router, presumeFollowing = false) {
     this.#router = router;
+    if (presumeFollowing) this.#startGrace();
+  }
+
+  /** no timer left behind at stop */
+  close(): void {
+    if (this.#grace) clearTimeout(this.#grace);
+    this.#grace = null;
+  }
+
+  #startGrace(): void {
+    if (this.#grace) return;
+    this.#grace = setTimeout(() => {
+      this.#grace = null;
+      if (this.#followingLinks === 0) this.#router.setFollowsMaster(false);
+    }, FOLLOW_GRACE_MS);
+    this.#grace.unref();
   }
 
   get isMaster(): boolean {
@@ -180,7 +204,12 @@ export class Replica {
    */
   followsMaster(follows: boolean): void {
     this.#followingLinks = Math.max(0, this.#followingLinks + (follows ? 1 : -1));
-    this.#router.setFollowsMaster(this.#followingLinks > 0);
+    if (this.#followingLinks > 0) {
+      this.close();
+      this.#router.setFollowsMaster(true);
+    } else {
+      this.#startGrace();
+    }
   }
 
   /** in step with a master: from now on its feed names every message it has */
