@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm test` (after the build): the suite, and beside it the 3-minute nemesis
+// `npm run test:all` (after the build): the suite, and beside it the 3-minute nemesis
 // (docs/operations.md#the-nemesis). Vitest runs one file at a time on a 2-core machine, so the
 // nemesis, a few minutes of wall clock mostly spent waiting on faults, runs as a second vitest
 // process instead of after everything else. Its output is held and printed after the suite's.
