@@ -1,8 +1,9 @@
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { WhiskerClient } from '../../../src/client/client.js';
-import { type BrokerProcess, freePort, startProcess, whisker, writeConfig } from '../../support/broker-process.js';
-import { connect, tempDir, until } from '../../support/harness.js';
+import { startProcess, whisker } from '../../support/broker-process.js';
+import { connect, until } from '../../support/harness.js';
+import { configureMirror, type MirrorNode, mirrorNodes, replayKeys, sendMany as sendManyTo } from '../../support/mirror-nodes.js';
 
 /**
  * Outside check of issue 27's history catch-up and a following slave's limits (atk27), with
@@ -11,59 +12,14 @@ import { connect, tempDir, until } from '../../support/harness.js';
  * holds deliveries unacked, then failover.
  */
 
-interface Node {
-  readonly serviceId: string;
-  readonly port: number;
-  readonly dir: string;
-  readonly spec: string;
-  process: BrokerProcess | null;
-}
+type Node = MirrorNode;
 
 const CHANNEL = 'ev/v1/1';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function configure(node: Node, all: readonly Node[], isMaster: boolean, extra: Record<string, unknown>): string {
-  return writeConfig(node.dir, {
-    serviceId: node.serviceId,
-    isMaster,
-    peers: all.filter((other) => other !== node).map((other) => other.spec),
-    socketServer: { host: '127.0.0.1', port: node.port },
-    maxItemsInQueue: 1_000_000,
-    defaultPolicy: 'allow',
-    ...extra,
-  });
-}
-
-async function nodes(prefix: string, names: string[]): Promise<Node[]> {
-  const made: Node[] = [];
-  for (const serviceId of names) {
-    const port = await freePort();
-    made.push({ serviceId, port, dir: tempDir(`whisker-${prefix}-${serviceId}-`), spec: `127.0.0.1:${port}@${serviceId}`, process: null });
-  }
-  return made;
-}
-
-async function replayOf(node: Node): Promise<number[]> {
-  const reader = await connect(`reader-${node.serviceId}-${Date.now()}`, node.spec);
-  try {
-    const got: number[] = [];
-    await reader.replay(CHANNEL, { since: 0 }, (err, msg) => {
-      if (err) throw err;
-      got.push((msg as { k: number }).k);
-    }).done;
-    return got;
-  } finally {
-    await reader.disconnect();
-  }
-}
-
-async function sendMany(producer: WhiskerClient, from: number, count: number, answered: number[]): Promise<void> {
-  for (let k = from; k < from + count; k += 200) {
-    const batch = Array.from({ length: Math.min(200, from + count - k) }, (_, i) => k + i);
-    const outcomes = await Promise.allSettled(batch.map((n) => producer.send(CHANNEL, { k: n })));
-    outcomes.forEach((o, i) => o.status === 'fulfilled' && answered.push(batch[i]!));
-  }
-}
+const configure = configureMirror;
+const nodes = mirrorNodes;
+const replayOf = (node: Node) => replayKeys(node, CHANNEL);
+const sendMany = (producer: WhiskerClient, from: number, count: number, answered: number[]) => sendManyTo(producer, CHANNEL, from, count, answered);
 
 async function listed(node: Node): Promise<{ queues: Array<{ name: string; depth: number; inFlight?: number }>; histories: Array<{ queue: string; bytes: number; messages?: number }> }> {
   const out = await whisker(['list', '-c', join(node.dir, 'config.json'), '--json']);

@@ -4,6 +4,7 @@ import { startProcess, whisker } from '../../support/broker-process.js';
 import { type ElectedNode, electionCluster, nextMaster, offsets } from '../../support/election-cluster.js';
 import { startEtcd } from '../../support/etcd.js';
 import { connect, until } from '../../support/harness.js';
+import { replayKeys, sendMany as sendManyTo } from '../../support/mirror-nodes.js';
 
 /**
  * Outside check (atk27): with an election, a slave in the middle of its history catch-up must not
@@ -13,27 +14,8 @@ import { connect, until } from '../../support/harness.js';
 const CHANNEL = 'ev/v1/1';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function replayOf(node: ElectedNode): Promise<number[]> {
-  const reader = await connect(`reader-${node.serviceId}-${Date.now()}`, node.spec);
-  try {
-    const got: number[] = [];
-    await reader.replay(CHANNEL, { since: 0 }, (err, msg) => {
-      if (err) throw err;
-      got.push((msg as { k: number }).k);
-    }).done;
-    return got;
-  } finally {
-    await reader.disconnect();
-  }
-}
-
-async function sendMany(producer: WhiskerClient, from: number, count: number, answered: number[]): Promise<void> {
-  for (let k = from; k < from + count; k += 200) {
-    const batch = Array.from({ length: Math.min(200, from + count - k) }, (_, i) => k + i);
-    const outcomes = await Promise.allSettled(batch.map((n) => producer.send(CHANNEL, { k: n })));
-    outcomes.forEach((o, i) => o.status === 'fulfilled' && answered.push(batch[i]!));
-  }
-}
+const replayOf = (node: ElectedNode) => replayKeys(node, CHANNEL);
+const sendMany = (producer: WhiskerClient, from: number, count: number, answered: number[]) => sendManyTo(producer, CHANNEL, from, count, answered);
 
 function verdict(label: string, answered: number[], replay: number[]) {
   const seen = new Set(replay);

@@ -1,8 +1,9 @@
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { WhiskerClient } from '../../../src/client/client.js';
-import { type BrokerProcess, freePort, startProcess, whisker, writeConfig } from '../../support/broker-process.js';
-import { connect, tempDir, until } from '../../support/harness.js';
+import { startProcess, whisker } from '../../support/broker-process.js';
+import { connect, until } from '../../support/harness.js';
+import { configureMirror, type MirrorNode, mirrorNodes, replayKeys, sendMany as sendManyTo } from '../../support/mirror-nodes.js';
 
 /**
  * The history catch-up of a mirror's sync (issue 27, SPEC §7/§9): a slave killed -9 misses the
@@ -10,60 +11,15 @@ import { connect, tempDir, until } from '../../support/harness.js';
  * step it has it, so promoted it replays every answered send, once, in order, as its master did.
  */
 
-interface Node {
-  readonly serviceId: string;
-  readonly port: number;
-  readonly dir: string;
-  readonly spec: string;
-  process: BrokerProcess | null;
-}
+type Node = MirrorNode;
 
 const CHANNEL = 'ev/v1/1';
 
-function configure(node: Node, all: readonly Node[], isMaster: boolean, retention: Record<string, number>): string {
-  return writeConfig(node.dir, {
-    serviceId: node.serviceId,
-    isMaster,
-    peers: all.filter((other) => other !== node).map((other) => other.spec),
-    socketServer: { host: '127.0.0.1', port: node.port },
-    maxItemsInQueue: 1_000_000,
-    defaultPolicy: 'allow',
-    channels: { 'ev/v1': { retention } },
-  });
-}
-
-async function nodes(prefix: string, names = ['a', 'b']): Promise<[Node, Node, ...Node[]]> {
-  const made: Node[] = [];
-  for (const serviceId of names) {
-    const port = await freePort();
-    made.push({ serviceId, port, dir: tempDir(`whisker-${prefix}-${serviceId}-`), spec: `127.0.0.1:${port}@${serviceId}`, process: null });
-  }
-  return made as [Node, Node, ...Node[]];
-}
-
-/** the retained channel's replay from this broker alone: the `k` of every record, in order */
-async function replayOf(node: Node): Promise<number[]> {
-  const reader = await connect(`reader-${node.serviceId}-${Date.now()}`, node.spec);
-  try {
-    const got: number[] = [];
-    await reader.replay(CHANNEL, { since: 0 }, (err, msg) => {
-      if (err) throw err;
-      got.push((msg as { k: number }).k);
-    }).done;
-    return got;
-  } finally {
-    await reader.disconnect();
-  }
-}
-
-/** sends `count` messages in pipelined batches; returns the `k` of each answered OK */
-async function sendMany(producer: WhiskerClient, from: number, count: number, answered: number[]): Promise<void> {
-  for (let k = from; k < from + count; k += 200) {
-    const batch = Array.from({ length: Math.min(200, from + count - k) }, (_, i) => k + i);
-    const outcomes = await Promise.allSettled(batch.map((n) => producer.send(CHANNEL, { k: n })));
-    outcomes.forEach((o, i) => o.status === 'fulfilled' && answered.push(batch[i]!));
-  }
-}
+const configure = (node: Node, all: readonly Node[], isMaster: boolean, retention: Record<string, number>): string =>
+  configureMirror(node, all, isMaster, { channels: { 'ev/v1': { retention } } });
+const nodes = async (prefix: string, names = ['a', 'b']) => (await mirrorNodes(prefix, names)) as [Node, Node, ...Node[]];
+const replayOf = (node: Node) => replayKeys(node, CHANNEL);
+const sendMany = (producer: WhiskerClient, from: number, count: number, answered: number[]) => sendManyTo(producer, CHANNEL, from, count, answered);
 
 async function historyBytes(node: Node): Promise<number> {
   const listed = await whisker(['list', '-c', join(node.dir, 'config.json'), '--json']);
