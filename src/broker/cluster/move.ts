@@ -14,6 +14,8 @@ const KEEP_CHUNKS_MS = 60_000;
 const RETRY_MS = 1_000;
 /** the old master waits at most this long for sends accepted before it saw the move to be written */
 const APPENDS_WAIT_MS = 5_000;
+/** and at least this long: a publish frame read just before the move was seen is checked, stored, queued */
+const SETTLE_MS = 200;
 
 type Item = { message: Omit<StoredMessage, 'seq'>; records: RecoveredRecord[] };
 
@@ -110,10 +112,11 @@ export class Mover {
     const router = this.#router;
     try {
       const raw = JSON.stringify(placement);
+      this.#log.info('move: handing the queue over (no new first delivery, new sends E_MOVED)', { queue, to: move.to, held: router.queues.get(queue)?.size ?? 0 });
       // sends this broker accepted before it saw the move may still be being written: they go too
+      await sleep(SETTLE_MS);
       const deadline = Date.now() + APPENDS_WAIT_MS;
       while (Date.now() < deadline && [...router.appendsUnderWay()].some((id) => router.holding(id) === undefined)) await sleep(10);
-      await sleep(50);
       if (!router.isMaster || cluster.rawPlacement(queue) !== raw) return;
       const held = await router.exportQueue(queue);
       const chunks = encodeChunks(held);

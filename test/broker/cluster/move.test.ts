@@ -111,8 +111,8 @@ async function moveUnderTraffic(sets: Record<string, string[]>, killOldMaster: b
   const moving = whisker(['move', QUEUE, '--to', 'b', '-c', bNodes[0]!.configPath, '--timeout', '60'], { timeoutMs: 80_000 });
   let phaseAtKill = '';
   if (killOldMaster) {
-    // as soon as set a's master logs the move: it is frozen, or writing the hand-over
-    await masterA.process!.waitFor(/"move"|hand-over|queue moved away/, from.get(masterA), 10_000).catch(() => undefined);
+    // as soon as set a's master logs the move: it delivers nothing of the queue and is about to write the hand-over
+    await masterA.process!.waitFor(/handing the queue over/, from.get(masterA), 10_000);
     phaseAtKill = /hand-over written/.test(masterA.process!.output().slice(from.get(masterA))) ? 'after the hand-over was written' : 'before the hand-over was written';
     masterA.process!.child.kill('SIGKILL');
     await masterA.process!.exited;
@@ -141,6 +141,7 @@ async function moveUnderTraffic(sets: Record<string, string[]>, killOldMaster: b
   };
   for (const node of all) console.log(node.serviceId, node.process!.output().split('\n').filter((line) => /move|hand-over/.test(line)).join('\n'));
   console.log(`move under traffic${killOldMaster ? ' (old master killed -9)' : ''}: ${JSON.stringify(report)}`);
+  if (killOldMaster) expect(phaseAtKill).toBe('before the hand-over was written');
   expect(failed).toEqual([]);
   expect(report.consumer.lost).toBe(0);
   expect(report.listener.lost).toBe(0);
