@@ -146,24 +146,24 @@ export class Cluster {
     return this.#placements.compareAndPut(queue, expected, placement);
   }
 
-  #moveKey(queue: string, id: string): string {
-    return `${this.#prefix}/moves/${queue}/${id}/`;
+  #moveKey(queue: string, id: string, part?: string): string {
+    return `${this.#prefix}/moves/${queue}/${id}/${part === undefined ? '' : `${part}/`}`;
   }
 
-  /** a move's hand-over, written by the old set's master: one key per chunk, numbered from 0 */
-  async putMoveChunks(queue: string, id: string, chunks: readonly string[]): Promise<void> {
-    const prefix = this.#moveKey(queue, id);
-    await withTimeout(this.#client.delete().prefix(prefix).exec(), ETCD_TIMEOUT_MS);
+  /** a move's hand-over, written by the old set's master: one key per chunk, numbered from 0, under its own `part` */
+  async putMoveChunks(queue: string, id: string, part: string, chunks: readonly string[]): Promise<void> {
+    const prefix = this.#moveKey(queue, id, part);
     for (let i = 0; i < chunks.length; i++) await withTimeout(this.#client.put(`${prefix}${String(i).padStart(6, '0')}`).value(chunks[i]!).exec(), ETCD_TIMEOUT_MS);
   }
 
   /** the chunks of a move, in order; null when some are missing (deleted, or not all written) */
-  async readMoveChunks(queue: string, id: string, count: number): Promise<string[] | null> {
-    const read = await withTimeout(this.#client.getAll().prefix(this.#moveKey(queue, id)).sort('Key', 'Ascend').strings(), ETCD_TIMEOUT_MS * 5);
+  async readMoveChunks(queue: string, id: string, part: string, count: number): Promise<string[] | null> {
+    const read = await withTimeout(this.#client.getAll().prefix(this.#moveKey(queue, id, part)).sort('Key', 'Ascend').strings(), ETCD_TIMEOUT_MS * 5);
     const chunks = Object.keys(read).sort().map((key) => read[key]!);
     return chunks.length === count ? chunks : null;
   }
 
+  /** every part of a move (written by any master of the old set) */
   deleteMoveChunks(queue: string, id: string): Promise<unknown> {
     return withTimeout(this.#client.delete().prefix(this.#moveKey(queue, id)).exec(), ETCD_TIMEOUT_MS);
   }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { WhiskerError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/logger.js';
 import type { Router } from '../messages/router.js';
@@ -111,13 +112,14 @@ export class Mover {
     const cluster = this.#cluster;
     const router = this.#router;
     try {
-      const raw = JSON.stringify(placement);
+      const raw = this.#rawOf(queue, placement);
+      if (raw === undefined) return;
       this.#log.info('move: handing the queue over (no new first delivery, new sends E_MOVED)', { queue, to: move.to, held: router.queues.get(queue)?.size ?? 0 });
       // sends this broker accepted before it saw the move may still be being written: they go too
       await sleep(SETTLE_MS);
       const deadline = Date.now() + APPENDS_WAIT_MS;
       while (Date.now() < deadline && [...router.appendsUnderWay()].some((id) => router.holding(id) === undefined)) await sleep(10);
-      if (!router.isMaster || cluster.rawPlacement(queue) !== raw) return;
+      if (!router.isMaster || this.#rawOf(queue, placement) !== raw) return;
       const held = await router.exportQueue(queue);
       const chunks = encodeChunks(held);
       const bytes = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
@@ -126,9 +128,11 @@ export class Mover {
         await cluster.compareAndPut(queue, raw, { set: placement.set });
         return;
       }
-      await cluster.putMoveChunks(queue, move.id, chunks);
+      // its own keys: another master of this set (a partition) writing at once never mixes with them
+      const part = randomBytes(6).toString('hex');
+      await cluster.putMoveChunks(queue, move.id, part, chunks);
       if (!router.isMaster) return;
-      const next: Placement = { set: placement.set, move: { to: move.to, phase: 'import', id: move.id, chunks: chunks.length } };
+      const next: Placement = { set: placement.set, move: { to: move.to, phase: 'import', id: move.id, chunks: chunks.length, part } };
       const written = await cluster.compareAndPut(queue, raw, next);
       this.#log.info('move: hand-over written to etcd', { queue, to: move.to, messages: held.length, chunks: chunks.length, bytes, written });
     } catch (error) {
@@ -156,7 +160,7 @@ export class Mover {
 
   async #take(queue: string, placement: Placement): Promise<void> {
     const move = placement.move!;
-    const chunks = await this.#cluster.readMoveChunks(queue, move.id, move.chunks ?? 0);
+    const chunks = await this.#cluster.readMoveChunks(queue, move.id, move.part ?? '', move.chunks ?? 0);
     if (!chunks) throw new Error('hand-over keys missing in etcd');
     const items = decodeChunks(queue, chunks);
     const queued = await this.#router.importMoved(queue, items);
@@ -168,8 +172,8 @@ export class Mover {
   async #finish(queue: string, placement: Placement): Promise<void> {
     const cluster = this.#cluster;
     if (!this.#router.isMaster) return;
-    const raw = JSON.stringify(placement);
-    if (cluster.rawPlacement(queue) !== raw) return;
+    const raw = this.#rawOf(queue, placement);
+    if (raw === undefined) return;
     try {
       if (await cluster.compareAndPut(queue, raw, { set: cluster.set })) {
         this.#log.info('move done: the queue is on this set', { queue, from: placement.set });
@@ -180,6 +184,11 @@ export class Mover {
       this.#log.warn('move: placement not written, trying again', { queue, error: (error as Error).message });
       this.#later(queue);
     }
+  }
+
+  /** the value etcd held when `placement` was read, while it is still the one cached (a compare-and-put compares with it) */
+  #rawOf(queue: string, placement: Placement): string | undefined {
+    return this.#cluster.placement(queue) === placement ? this.#cluster.rawPlacement(queue) : undefined;
   }
 
   #later(queue: string): void {

@@ -8,6 +8,8 @@ export interface Move {
   readonly phase: 'export' | 'import';
   readonly id: string;
   readonly chunks?: number;
+  /** with `import`: which writer's keys (`<id>/<part>/`): two masters of the old set (a partition) never mix theirs */
+  readonly part?: string;
 }
 
 /** where a queue lives in a cluster (SPEC §13), and the move under way, if any */
@@ -42,13 +44,13 @@ export interface ClusterChange {
 /** parses a placement value from etcd; null for one this version cannot read */
 export function decodePlacement(text: string): Placement | null {
   try {
-    const value = JSON.parse(text) as { set?: unknown; move?: { to?: unknown; phase?: unknown; id?: unknown; chunks?: unknown } };
+    const value = JSON.parse(text) as { set?: unknown; move?: Record<string, unknown> };
     if (typeof value.set !== 'string' || value.set.length === 0 || value.set.length > 64) return null;
     if (value.move === undefined) return { set: value.set };
-    const { to, phase, id, chunks } = value.move;
+    const { to, phase, id, chunks, part } = value.move as { to?: unknown; phase?: unknown; id?: unknown; chunks?: unknown; part?: unknown };
     if (typeof to !== 'string' || to.length === 0 || to.length > 64 || (phase !== 'export' && phase !== 'import') || typeof id !== 'string' || !/^[0-9a-f]{1,64}$/.test(id)) return null;
-    if (phase === 'import' && !(Number.isSafeInteger(chunks) && (chunks as number) >= 0 && (chunks as number) <= 100_000)) return null;
-    return { set: value.set, move: { to, phase, id, ...(phase === 'import' ? { chunks: chunks as number } : {}) } };
+    if (phase === 'import' && !(Number.isSafeInteger(chunks) && (chunks as number) >= 0 && (chunks as number) <= 100_000 && typeof part === 'string' && /^[0-9a-f]{1,64}$/.test(part))) return null;
+    return { set: value.set, move: { to, phase, id, ...(phase === 'import' ? { chunks: chunks as number, part: part as string } : {}) } };
   } catch {
     return null;
   }
