@@ -46,6 +46,8 @@ export class Mover {
   readonly #seen = new Set<string>();
   /** exports under way, by move id */
   readonly #exporting = new Set<string>();
+  /** moves to this set it has logged, by id */
+  readonly #announced = new Set<string>();
   /** imports, by move id: done or under way */
   readonly #imports = new Map<string, Promise<void>>();
   #closed = false;
@@ -79,6 +81,10 @@ export class Mover {
         if (move.phase === 'export' && router.isMaster) void this.#export(queue, placement);
       } else if (move.to === me) {
         router.freeze(queue, true);
+        if (!this.#announced.has(move.id)) {
+          this.#announced.add(move.id);
+          this.#log.info('move: taking the queue over (new sends held aside until the hand-over)', { queue, from: placement.set });
+        }
         if (!this.#imports.has(move.id)) router.holdAside(queue);
         if (move.phase === 'import') void this.#import(queue, placement);
       }

@@ -10,7 +10,8 @@ import { connect, until } from '../../support/harness.js';
  * `whisker move ep/ver --to SET` (SPEC §13, issue 31 item 4) with real broker processes on a real
  * etcd: a queue moved from set a to set b under ~1,000 msg/s, a consumer (prefetch 10) and a
  * listener on it. Nothing lost, order per id kept (first receptions), duplicates at most what was
- * in flight; and again with set a's master killed -9 right after the move started.
+ * in flight; and again with set a's master killed -9 as it starts the hand-over, and with set b's
+ * master killed -9 as it sees the move (before it took the hand-over).
  */
 const QUEUE = 'mv/v1';
 const IDS = ['k0', 'k1', 'k2', 'k3'];
@@ -41,15 +42,16 @@ function orderBreaks(into: Seen): number {
   return breaks;
 }
 
-async function moveUnderTraffic(sets: Record<string, string[]>, killOldMaster: boolean) {
+async function moveUnderTraffic(sets: Record<string, string[]>, kill: 'none' | 'old' | 'new') {
+  const killOldMaster = kill === 'old';
   const etcd = await startEtcd();
   const nodes = await clusterProcesses(etcd.url, sets, (set) => (set === 'a' ? { channels: { [QUEUE]: { set: 'a' } } } : {}));
   const [aNodes, bNodes] = [nodes.get('a')!, nodes.get('b')!];
   const masterA = await nextMaster(aNodes);
-  await nextMaster(bNodes);
+  const masterB = await nextMaster(bNodes);
   const all = [...aNodes, ...bNodes];
   await Promise.all(all.map((n) => n.process!.waitFor(/registered in the cluster/, 0, 15_000)));
-  await Promise.all(all.filter((n) => n !== masterA && aNodes.includes(n)).map((n) => n.process!.waitFor(/in step with the master/, 0, 15_000)));
+  await Promise.all(all.filter((n) => n !== masterA && n !== masterB).map((n) => n.process!.waitFor(/in step with the master/, 0, 15_000)));
 
   // every client is given set a's brokers only: the map and E_MOVED take them to set b
   const hosts = aNodes.map((n) => n.spec);
@@ -106,9 +108,9 @@ async function moveUnderTraffic(sets: Record<string, string[]>, killOldMaster: b
   await lateHandle.close();
   await until(() => sent >= 2_000, 30_000, '2,000 sent before the move');
 
-  const from = offsets(aNodes);
+  const from = offsets(all);
   const started = performance.now();
-  const moving = whisker(['move', QUEUE, '--to', 'b', '-c', bNodes[0]!.configPath, '--timeout', '60'], { timeoutMs: 80_000 });
+  const moving = whisker(['move', QUEUE, '--to', 'b', '-c', aNodes[0]!.configPath, '--timeout', '60'], { timeoutMs: 80_000 });
   let phaseAtKill = '';
   if (killOldMaster) {
     // as soon as set a's master logs the move: it delivers nothing of the queue and is about to write the hand-over
@@ -116,6 +118,13 @@ async function moveUnderTraffic(sets: Record<string, string[]>, killOldMaster: b
     phaseAtKill = /hand-over written/.test(masterA.process!.output().slice(from.get(masterA))) ? 'after the hand-over was written' : 'before the hand-over was written';
     masterA.process!.child.kill('SIGKILL');
     await masterA.process!.exited;
+  }
+  if (kill === 'new') {
+    // as soon as set b's master sees the move: it holds new sends aside, the hand-over not taken yet
+    await masterB.process!.waitFor(/taking the queue over/, from.get(masterB), 10_000);
+    phaseAtKill = /hand-over taken/.test(masterB.process!.output().slice(from.get(masterB))) ? 'after the hand-over was taken' : 'before the hand-over was taken';
+    masterB.process!.child.kill('SIGKILL');
+    await masterB.process!.exited;
   }
   const result = await moving;
   const moveMs = performance.now() - started;
@@ -131,17 +140,19 @@ async function moveUnderTraffic(sets: Record<string, string[]>, killOldMaster: b
   await until(() => lostOf(consumed) === 0 && lostOf(listened) === 0 && lostOf(lateSeen) === 0, 40_000, 'every stored message consumed and listened').catch(() => undefined);
 
   const dupes = (s: Seen) => [...s.counts.values()].reduce((sum, n) => sum + n - 1, 0);
-  const status = JSON.parse((await whisker(['cluster', 'status', '-c', bNodes[0]!.configPath, '--json'])).stdout) as { sets: Array<{ name: string; placements: number }>; moves: unknown[] };
+  const alive = all.find((n) => n !== masterA && n !== masterB && n.process!.child.exitCode === null) ?? bNodes[0]!;
+  const status = JSON.parse((await whisker(['cluster', 'status', '-c', alive.configPath, '--json'])).stdout) as { sets: Array<{ name: string; placements: number }>; moves: unknown[] };
   const report = {
     sent, stored: owed.length, failed: failed.length, moveMs: Math.round(moveMs), phaseAtKill,
     consumer: { lost: lostOf(consumed), duplicates: dupes(consumed), orderBreaks: orderBreaks(consumed) },
     listener: { lost: lostOf(listened), duplicates: dupes(listened), orderBreaks: orderBreaks(listened) },
     lateListener: { lost: lostOf(lateSeen), duplicates: dupes(lateSeen), orderBreaks: orderBreaks(lateSeen) },
-    handedOver: /hand-over taken[^\n]*"messages":(\d+)/.exec(bNodes[0]!.process!.output())?.[1],
+    handedOver: bNodes.map((n) => /"messages":(\d+)[^\n]*hand-over taken/.exec(n.process!.output())?.[1]),
   };
   for (const node of all) console.log(node.serviceId, node.process!.output().split('\n').filter((line) => /move|hand-over/.test(line)).join('\n'));
-  console.log(`move under traffic${killOldMaster ? ' (old master killed -9)' : ''}: ${JSON.stringify(report)}`);
-  if (killOldMaster) expect(phaseAtKill).toBe('before the hand-over was written');
+  console.log(`move under traffic${kill === 'none' ? '' : ` (${kill} master killed -9)`}: ${JSON.stringify(report)}`);
+  if (kill === 'old') expect(phaseAtKill).toBe('before the hand-over was written');
+  if (kill === 'new') expect(phaseAtKill).toBe('before the hand-over was taken');
   expect(failed).toEqual([]);
   expect(report.consumer.lost).toBe(0);
   expect(report.listener.lost).toBe(0);
@@ -161,10 +172,14 @@ async function moveUnderTraffic(sets: Record<string, string[]>, killOldMaster: b
 
 describe('whisker move (real etcd, real broker processes)', () => {
   test('a queue moved under ~1,000 msg/s with a consumer and a listener: 0 lost, order per id kept, duplicates within prefetch', async () => {
-    await moveUnderTraffic({ a: ['a1'], b: ['b1'] }, false);
+    await moveUnderTraffic({ a: ['a1'], b: ['b1'] }, 'none');
   }, 90_000);
 
   test('the same with the old set\'s master killed -9 mid-move: its slave takes the move up', async () => {
-    await moveUnderTraffic({ a: ['a1', 'a2'], b: ['b1'] }, true);
+    await moveUnderTraffic({ a: ['a1', 'a2'], b: ['b1'] }, 'old');
+  }, 90_000);
+
+  test('the same with the new set\'s master killed -9 mid-move: its slave takes the hand-over and ends the move', async () => {
+    await moveUnderTraffic({ a: ['a1'], b: ['b1', 'b2'] }, 'new');
   }, 90_000);
 });
