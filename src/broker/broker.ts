@@ -8,6 +8,7 @@ import type { History } from './history/history.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Router } from './messages/router.js';
 import type { Cluster, ClusterView } from './cluster/cluster.js';
+import { listPlacements, type PlacementList, type PlacementQuery } from './cluster/listing.js';
 import type { Election } from './mirror/election.js';
 import type { Peers } from './mirror/peers.js';
 import type { ElectionView } from './mirror/types.js';
@@ -126,6 +127,10 @@ export class Broker implements BrokerView {
   /** with a `cluster` block: sets, brokers and placements as this broker knows them (SPEC §13) */
   get cluster(): ClusterView | null {
     return this.#cluster?.view() ?? null;
+  }
+
+  clusterPlacements(query: PlacementQuery): PlacementList | null {
+    return this.#cluster ? listPlacements(this.#cluster.placementEntries(), query) : null;
   }
 
   get managementPort(): number | null {

@@ -8,7 +8,7 @@ import { etcdClient, withTimeout } from '../mirror/election.js';
 import { Membership } from './membership.js';
 import { Placements } from './placements.js';
 import { rendezvous } from './rendezvous.js';
-import type { Member, Placement } from './types.js';
+import type { BrokerStats, Member, Placement } from './types.js';
 import { WatchedPrefix } from './watched.js';
 
 /** the cluster as one broker sees it (`whisker cluster status`, SPEC §13) */
@@ -17,6 +17,8 @@ export interface ClusterView {
   readonly sets: ReadonlyArray<{ readonly name: string; readonly brokers: readonly Member[]; readonly placements: number }>;
   readonly placements: number;
   readonly maxPlacements: number;
+  /** the members and placements were read from etcd once at least (false: etcd never answered since start) */
+  readonly mapRead: boolean;
 }
 
 /** what the cluster asks of the broker: the config of the moment (pins, the bound), and where changes go */
@@ -31,6 +33,8 @@ export interface ClusterHooks {
   changed(frames: readonly ClusterFrame[]): void;
   /** `name`'s binding to `pem` went from etcd: its key was revoked on some set, and is here too */
   keyUnbound(name: string, pem: string): void;
+  /** this broker's queues summed, published with its membership (stats.ts) */
+  stats?(): BrokerStats;
 }
 
 /** etcd calls of the cluster are bounded: a placement answers E_NO_PLACEMENT, it never hangs */
@@ -69,7 +73,7 @@ export class Cluster {
     this.#hooks = hooks;
     this.#log = log;
     const self = { set: config.set, serviceId, advertise: config.advertise, weight: config.weight };
-    this.#membership = new Membership(client, config.prefix, self, election.leaseTtl, log, ETCD_TIMEOUT_MS, () => this.#changed({ sets: true }));
+    this.#membership = new Membership(client, config.prefix, self, election.leaseTtl, log, ETCD_TIMEOUT_MS, () => this.#changed({ sets: true }), hooks.stats && (() => hooks.stats!()));
     this.#placements = new Placements(client, config.prefix, log, ETCD_TIMEOUT_MS, {
       placed: (queue, set) => this.#changed({ placed: [queue, set] }),
       removed: (queue) => this.#changed({ removed: queue }),
@@ -161,6 +165,11 @@ export class Cluster {
     return this.#placements.size;
   }
 
+  /** every placement as cached, for listings (read-only) */
+  placementEntries(): IterableIterator<[string, Placement]> {
+    return this.#placements.entries();
+  }
+
   /** the whole map for a client that just connected, in frames of PLACEMENTS_PER_FRAME */
   mapFrames(): ClusterFrame[] {
     const placed: Array<[string, string]> = [];
@@ -178,7 +187,7 @@ export class Cluster {
     for (const [, placement] of this.#placements.entries()) counts.set(placement.set, (counts.get(placement.set) ?? 0) + 1);
     const names = new Set([...this.#membership.sets().map((s) => s.name), ...counts.keys()]);
     const sets = [...names].sort().map((name) => ({ name, brokers: this.#membership.members(name).map((m) => ({ ...m })), placements: counts.get(name) ?? 0 }));
-    return { set: this.set, sets, placements: this.#placements.size, maxPlacements: this.#hooks.maxPlacements() };
+    return { set: this.set, sets, placements: this.#placements.size, maxPlacements: this.#hooks.maxPlacements(), mapRead: this.#placements.loaded && this.#membership.loaded };
   }
 
   #changed(change: { sets?: true; placed?: [string, string]; removed?: string }): void {
