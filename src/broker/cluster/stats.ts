@@ -32,7 +32,8 @@ export class StatsSampler {
       const totals = { received: queue.counters.received, delivered: queue.counters.delivered, acked: queue.counters.acked };
       next.set(queue.name, totals);
       const before = this.#previous.get(queue.name);
-      for (const key of KEYS) sums[key] += Math.max(0, totals[key] - (before?.[key] ?? 0));
+      // counters only grow in one queue's life: lower than before, it was forgotten and made again
+      for (const key of KEYS) sums[key] += totals[key] >= (before?.[key] ?? 0) ? totals[key] - (before?.[key] ?? 0) : totals[key];
     }
     this.#previous = next;
     this.#previousAt = now;
