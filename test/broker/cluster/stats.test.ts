@@ -1,6 +1,12 @@
 import { describe, expect, test } from 'vitest';
+import { Cluster } from '../../../src/broker/cluster/cluster.js';
 import { StatsSampler } from '../../../src/broker/cluster/stats.js';
-import { decodeMember } from '../../../src/broker/cluster/types.js';
+import { type BrokerStats, decodeMember } from '../../../src/broker/cluster/types.js';
+import type { ClusterFrame } from '../../../src/protocol/cluster.js';
+import { createLogger } from '../../../src/runtime/logger.js';
+import { clusterSpec } from '../../support/cluster.js';
+import { startEtcd } from '../../support/etcd.js';
+import { brokerConfig, until } from '../../support/harness.js';
 
 /** what a broker publishes of its queues for `whisker cluster status` (src/broker/cluster/stats.ts) */
 const queue = (name: string, received: number, delivered = 0, acked = 0, depth = 0, inFlightCount = 0) => ({ name, depth, inFlightCount, counters: { received, delivered, acked } });
@@ -24,4 +30,37 @@ describe('cluster stats', () => {
   ])('a member key with %s', (_, extra, stats) => {
     expect(decodeMember('a1', JSON.stringify({ advertise: 'h:1@a1', weight: 1, isMaster: true, epoch: 3, ...extra }))?.stats).toEqual(stats);
   });
+});
+
+describe('cluster stats in etcd (real etcd)', () => {
+  test('published every 5 s when they change, read by the other brokers; clients are not told (a stats or role update is no new host)', async () => {
+    const etcd = await startEtcd();
+    const spec = clusterSpec(etcd.url);
+    let received = 0;
+    const frames: ClusterFrame[] = [];
+    const make = async (set: string, serviceId: string, stats?: () => BrokerStats) => {
+      const config = brokerConfig({ serviceId, election: { etcd: { hosts: [etcd.url] }, prefix: `${spec.prefix}-sets/${set}` }, cluster: { prefix: spec.prefix, set, advertise: `127.0.0.1:1@${serviceId}` } });
+      const cluster = await Cluster.create(config.cluster!, config.election!, serviceId, createLogger('silent'), {
+        pin: () => undefined, deadLetterOf: () => undefined, deadLetterSources: () => [], maxPlacements: () => 100, keyUnbound: () => undefined,
+        changed: (changes) => void frames.push(...changes.filter((f) => f.sets)),
+        ...(stats ? { stats } : {}),
+      });
+      cluster.start();
+      closing.push(() => cluster.close());
+      return cluster;
+    };
+    const closing: Array<() => Promise<void>> = [];
+    try {
+      await make('a', 'a1', () => ({ queues: 1, waiting: 0, inFlight: 0, rates: { received: (received += 10), delivered: 0, acked: 0 } }));
+      const reader = await make('b', 'b1');
+      await until(() => reader.view().sets.length === 2, 10_000, 'both registered');
+      const told = frames.length;
+      const statsOfA = () => reader.view().sets.find((s) => s.name === 'a')!.brokers[0]!.stats;
+      await until(() => (statsOfA()?.rates.received ?? 0) >= 20, 15_000, 'two publications of a1 read by b1');
+      expect(statsOfA()).toMatchObject({ queues: 1 });
+      expect(frames.length - told).toBe(0);
+    } finally {
+      for (const close of closing) await close();
+    }
+  }, 30_000);
 });
