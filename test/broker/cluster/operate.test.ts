@@ -1,8 +1,10 @@
+import { createServer, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { whisker } from '../../support/broker-process.js';
 import { clusterBroker, clusterSpec, elected } from '../../support/cluster.js';
 import { startEtcd } from '../../support/etcd.js';
-import { connect, freePort, until, type TestBroker } from '../../support/harness.js';
+import { connect, freePort, tempDir, until, type TestBroker } from '../../support/harness.js';
 import { parseMetrics, samplesOf, valueOf } from '../../support/prom.js';
 
 /**
@@ -130,4 +132,23 @@ describe('operating a cluster (real etcd, two sets)', () => {
     expect(lost.stdout).toMatch(/^a\s+a1\s+/m); // the map as last read
     expect(lost.stderr).toMatch(/^whisker: etcd does not answer a1 \(.+\): the sets above are as it last read them/);
   }, 90_000);
+
+  test('a broker that takes the request and never answers (frozen): cluster status gives up after 5 s, exit 1', async () => {
+    const path = join(tempDir(), 'whisker.sock');
+    const held: Socket[] = [];
+    const silent = createServer((socket) => void held.push(socket));
+    await new Promise<void>((resolve) => silent.listen(path, resolve));
+    try {
+      const startedAt = performance.now();
+      const result = await whisker(['cluster', 'status', '--socket', path], { timeoutMs: 20_000 });
+      const tookMs = performance.now() - startedAt;
+      console.log(`cluster status against a silent socket: exit ${result.code} after ${tookMs.toFixed(0)} ms`);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(`whisker: no answer from ${path} within 5 s\n`);
+      expect(tookMs).toBeLessThan(10_000);
+    } finally {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  }, 30_000);
 });
