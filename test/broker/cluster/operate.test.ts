@@ -81,6 +81,12 @@ describe('operating a cluster (real etcd, two sets)', () => {
     expect(listText.stdout).toContain('2 of 5 placements shown');
     const badLimit = await cli(a, '--placements', '--limit', 'many');
     expect(badLimit.code).toBe(2);
+    // the same over the management HTTP
+    const api = (query: string) => fetch(`http://127.0.0.1:${a.managementPort}/api/cluster${query}`);
+    const overHttp = (await (await api('?placements=1&set=b')).json()) as Status;
+    expect(overHttp.sets.map((s) => s.name)).toEqual(['a', 'b']);
+    expect(overHttp.placementList).toEqual({ placements: [{ queue: 'qb0/v1', set: 'b' }], total: 2, truncated: true });
+    expect((await api('?placements=0')).status).toBe(400);
 
     // per-set metrics: the set as a label, never the queue
     const m = await scrape(a);
