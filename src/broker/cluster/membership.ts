@@ -33,6 +33,8 @@ export class Membership {
   readonly #changed: () => void;
   readonly #stats: (() => BrokerStats) | null;
   #published: BrokerStats | null = null;
+  /** the stats etcd holds for this broker, as sent */
+  #stored: string | null = null;
   #statsTimer: NodeJS.Timeout | null = null;
   #lease: Lease | null = null;
   #role: { isMaster: boolean; epoch: number | null } = { isMaster: false, epoch: null };
@@ -101,13 +103,18 @@ export class Membership {
     return JSON.stringify({ advertise, weight, ...this.#role, ...(this.#published ? { stats: this.#published } : {}) });
   }
 
-  /** a put only when the counts or rates changed: an idle cluster writes nothing to etcd */
+  /** a put only when the counts or rates changed since etcd took them: an idle cluster writes nothing */
   #publishStats(): void {
     const stats = this.#stats?.();
-    if (!stats || JSON.stringify(stats) === JSON.stringify(this.#published)) return;
+    if (!stats) return;
     this.#published = stats;
+    const text = JSON.stringify(stats);
     const lease = this.#lease;
-    if (lease) void withTimeout(lease.put(this.#key).value(this.#value()).exec(), this.#timeoutMs).catch(() => undefined);
+    if (!lease || text === this.#stored) return;
+    withTimeout(lease.put(this.#key).value(this.#value()).exec(), this.#timeoutMs).then(
+      () => void (this.#stored = text),
+      () => undefined, // tried again at the next tick
+    );
   }
 
   async close(): Promise<void> {

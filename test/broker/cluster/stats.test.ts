@@ -38,11 +38,11 @@ describe('cluster stats in etcd (real etcd)', () => {
     const spec = clusterSpec(etcd.url);
     let received = 0;
     const frames: ClusterFrame[] = [];
-    const make = async (set: string, serviceId: string, stats?: () => BrokerStats) => {
+    const make = async (set: string, serviceId: string, stats?: () => BrokerStats, told?: ClusterFrame[]) => {
       const config = brokerConfig({ serviceId, election: { etcd: { hosts: [etcd.url] }, prefix: `${spec.prefix}-sets/${set}` }, cluster: { prefix: spec.prefix, set, advertise: `127.0.0.1:1@${serviceId}` } });
       const cluster = await Cluster.create(config.cluster!, config.election!, serviceId, createLogger('silent'), {
         pin: () => undefined, deadLetterOf: () => undefined, deadLetterSources: () => [], maxPlacements: () => 100, keyUnbound: () => undefined,
-        changed: (changes) => void frames.push(...changes.filter((f) => f.sets)),
+        changed: (changes) => void told?.push(...changes.filter((f) => f.sets)),
         ...(stats ? { stats } : {}),
       });
       cluster.start();
@@ -52,8 +52,10 @@ describe('cluster stats in etcd (real etcd)', () => {
     const closing: Array<() => Promise<void>> = [];
     try {
       await make('a', 'a1', () => ({ queues: 1, waiting: 0, inFlight: 0, rates: { received: (received += 10), delivered: 0, acked: 0 } }));
-      const reader = await make('b', 'b1');
+      // what b1 would tell its clients of a1, once it has seen a1 register
+      const reader = await make('b', 'b1', undefined, frames);
       await until(() => reader.view().sets.length === 2, 10_000, 'both registered');
+      await new Promise((resolve) => setTimeout(resolve, 50)); // its coalesced frame is flushed
       const told = frames.length;
       const statsOfA = () => reader.view().sets.find((s) => s.name === 'a')!.brokers[0]!.stats;
       await until(() => (statsOfA()?.rates.received ?? 0) >= 20, 15_000, 'two publications of a1 read by b1');
