@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 28), kept as written and run */
 // Item 1: revoke on the slave (and on the master), then connect and send through each broker.
 import { makeNodes, start, cli, mkClient, keyPair, sleep, check, waitFor, cleanup, kill9 } from './harness.mjs';
 const [a, b] = await makeNodes(['a', 'b']);

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 28), kept as written and run */
 // Item 1: a revoked client spraying sends: nothing it sends after a broker applied the revocation is stored or delivered.
 import { makeNodes, start, cli, mkClient, keyPair, sleep, check, cleanup, proxy } from './harness.mjs';
 import { unlinkSync, readdirSync } from 'node:fs';

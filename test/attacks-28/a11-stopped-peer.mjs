@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 28), kept as written and run */
 // Item 1: keys revoke with a peer connected but frozen (SIGSTOP): returns within ~1 s naming it; it applies it when thawed.
 import { makeNodes, start, cli, mkClient, keyPair, sleep, check, cleanup } from './harness.mjs';
 const nodes = await makeNodes(['a', 'b']); const [a, b] = nodes;

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 28), kept as written and run */
 // Item 3: refusal details on every path.
 import { makeNodes, start, cli, mkClient, keyPair, sleep, check, waitFor, cleanup, kill9, writeConfig } from './harness.mjs';
 const rules = [

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 28), kept as written and run */
 // Item 2: reservationHold, its reload, 0, maxReservations, idleQueueTimeout, revoke releases, restart.
 import { makeNodes, start, cli, mkClient, keyPair, sleep, check, waitFor, cleanup, kill9, stop, writeConfig } from './harness.mjs';
 const rules = [{ client: 'easilys-*', read: ['!invoice/*'] }, { client: 'other-*', read: ['!invoice/*'] }];

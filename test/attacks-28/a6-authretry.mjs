@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 28), kept as written and run */
 // Item 4: refused keys are not redialed before authRetryMs; pending sends fail E_AUTH.
 import { makeNodes, start, cli, mkClient, keyPair, sleep, check, waitFor, cleanup, proxy } from './harness.mjs';
 const nodes = await makeNodes(['a', 'b']); const [a, b] = nodes;

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 28), kept as written and run */
 import { makeNodes, start, cli, mkClient, keyPair, sleep, check, cleanup, proxy } from './harness.mjs';
 const nodes = await makeNodes(['a', 'b']); const [a, b] = nodes;
 await start(a); await start(b); await sleep(1500);

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 28), kept as written and run */
 // Item 2: another name tries a reserved id continuously during broker restarts. Which restarts let it in?
 import { makeNodes, start, cli, mkClient, keyPair, sleep, check, waitFor, cleanup, kill9, stop, startEtcd, health } from './harness.mjs';
 const ELECTION = process.argv[2] === 'election';

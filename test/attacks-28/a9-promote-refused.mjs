@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 28), kept as written and run */
 // Item 2/3: a subscription the slave refused (reserved) is reported ready when that slave is promoted.
 import { makeNodes, start, cli, mkClient, keyPair, sleep, check, cleanup, kill9, writeConfig } from './harness.mjs';
 const rules = [{ client: 'easilys-*', read: ['!invoice/*'] }, { client: 'other-*', read: ['!invoice/*'] }, { client: 'billing', write: ['invoice/*'] }];

@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty -- outsider attack harness (issue 28): Node 20 global fetch, best-effort kills */
 // Outsider harness for issue 28 attacks: real broker processes, real clients from dist/.
 import { spawn, execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
