@@ -481,11 +481,24 @@ export class Router {
   }
 
   unsubscribe(subscription: Subscription, ids: Iterable<string> = [...subscription.ids]): void {
+    this.#leave(subscription, ids, 0);
+  }
+
+  /**
+   * The subscription's connection was lost (not closed by the client): its groups left without
+   * members are kept for groupHold, so what is accepted meanwhile waits for the client's
+   * subscriptions again (SPEC §3: it re-registers them on every reconnection; SPEC §7).
+   */
+  connectionLost(subscription: Subscription): void {
+    this.#leave(subscription, [...subscription.ids], this.#policy.config.groupHold * 1000);
+  }
+
+  #leave(subscription: Subscription, ids: Iterable<string>, holdMs: number): void {
     const queue = this.#queues.get(subscription.queue);
     for (const id of ids) {
       if (!subscription.ids.delete(id)) continue;
       this.#reservations.left(subscription, `${subscription.queue}/${id}`);
-      queue?.unsubscribe(subscription, id);
+      queue?.unsubscribe(subscription, id, holdMs);
     }
   }
 

@@ -93,6 +93,8 @@ export class Group {
   readonly pattern: string;
   /** delivery records of this group not yet settled, kept by the queue */
   recordCount = 0;
+  /** ms epoch: kept without members until then (its last member's connection was lost); 0: not held */
+  heldUntil = 0;
   /** of those, records of messages the queue keeps as cold rows (cold.ts): not in the lists below */
   coldCount = 0;
   /** bodies being read back from the store for this group's next deliveries (queue.ts) */

@@ -333,6 +333,7 @@ export class Queue {
       this.#groups.set(key, group);
     }
     group.addMember(subscriber);
+    group.heldUntil = 0;
     let groups = this.#groupsOf.get(subscriber);
     if (!groups) this.#groupsOf.set(subscriber, (groups = new Set()));
     groups.add(group);
@@ -345,12 +346,18 @@ export class Queue {
     this.#pump(group);
   }
 
-  /** in-flight deliveries to this subscriber through this pattern are requeued at once */
-  unsubscribe(subscriber: Subscriber, pattern: string): void {
+  /**
+   * In-flight deliveries to this subscriber through this pattern are requeued at once.
+   * `holdMs`: the subscriber's connection was lost (not an unsubscribe): a group left without
+   * members is kept that long even with no record, so what is accepted meanwhile gets a record
+   * in it and reaches the client when it subscribes again (docs/protocol.md#groups, groupHold).
+   */
+  unsubscribe(subscriber: Subscriber, pattern: string, holdMs = 0): void {
     const key = groupKey(subscriber.mode, subscriber.clientName, pattern);
     const group = this.#groups.get(key);
     if (!group) return;
     group.removeMember(subscriber);
+    if (holdMs > 0 && group.memberCount === 0) this.#holdGroup(group, holdMs);
     this.#batched(() => {
       for (const record of [...this.#inFlight]) {
         if (record.deliveredTo === subscriber && record.group === group) this.#failDelivery(record, 0, 'unsubscribed');
@@ -933,7 +940,20 @@ export class Queue {
 
   #dropGroupIfEmpty(group: Group): void {
     if (group.memberCount > 0 || group.recordCount > 0 || this.#groups.get(group.key) !== group) return;
+    if (group.heldUntil > this.#env.now()) return;
     this.#groups.delete(group.key);
+  }
+
+  /** keeps a group without members until `holdMs` from now (at the end it goes if still empty) */
+  #holdGroup(group: Group, holdMs: number): void {
+    const until = this.#env.now() + holdMs;
+    if (until <= group.heldUntil) return;
+    group.heldUntil = until;
+    setTimeout(() => {
+      if (this.#closed || group.heldUntil > this.#env.now()) return;
+      group.heldUntil = 0;
+      this.#dropGroupIfEmpty(group);
+    }, holdMs + 10).unref();
   }
 
   #hasCapacity = (subscriber: Subscriber): boolean => {

@@ -91,12 +91,13 @@ export class Session implements ConnectedSession {
       overflowed: (unsent, limit) => this.#overflowed(unsent, limit),
     });
     ws.on('message', (data, isBinary) => this.#onMessage(data.toString(), isBinary));
-    ws.on('close', () => this.#onClose());
-    ws.on('error', () => this.#onClose());
+    // a close the client did not ask for (1000 is the client's disconnect()) leaves its groups held
+    ws.on('close', (code: number) => this.#onClose(code !== 1000));
+    ws.on('error', () => this.#onClose(true));
     // liveness: a client or peer silent for heartbeatTimeout is gone (SPEC §9)
     this.#heartbeat = new Heartbeat(ws, ctx.policy.config.heartbeatTimeout * 1000, () => {
       ctx.log.info('connection silent past the heartbeat timeout: closed', { client: this.label, heartbeatTimeout: ctx.policy.config.heartbeatTimeout });
-      this.#onClose();
+      this.#onClose(true);
     });
     this.send({ type: 'hello', protocol: PROTOCOL_VERSION, nonce, serviceId: ctx.policy.config.serviceId, isMaster: ctx.router.isMaster });
   }
@@ -313,7 +314,7 @@ export class Session implements ConnectedSession {
     }
     this.#ws.close(1008, 'E_LIMIT: not reading');
     setTimeout(() => this.#ws.terminate(), CLOSE_GRACE_MS).unref();
-    this.#onClose();
+    this.#onClose(true);
   }
 
   #onMessage(text: string, isBinary: boolean): void {
@@ -388,12 +389,16 @@ export class Session implements ConnectedSession {
     }
   }
 
-  #onClose(): void {
+  /** `lost`: the link was lost rather than closed on purpose: the groups left empty are held (groupHold) */
+  #onClose(lost = false): void {
     if (this.#state === 'closed') return;
     this.#state = 'closed';
     if (this.#handshakeTimer) clearTimeout(this.#handshakeTimer);
     this.#handshakeTimer = null;
-    for (const subscription of this.subscriptions.values()) this.ctx.router.unsubscribe(subscription);
+    for (const subscription of this.subscriptions.values()) {
+      if (lost) this.ctx.router.connectionLost(subscription);
+      else this.ctx.router.unsubscribe(subscription);
+    }
     this.subscriptions.clear();
     this.#wakeWriters();
     this.#deliveries.clear();
