@@ -2,8 +2,8 @@ import { createServer, type Server, type Socket, connect as tcpConnect } from 'n
 import { afterEach, describe, expect, test } from 'vitest';
 import type { WhiskerClient } from '../../../src/client/client.js';
 import { startProcess } from '../../support/broker-process.js';
-import { connect, until } from '../../support/harness.js';
-import { configureMirror, type MirrorNode, mirrorNodes, replayKeys } from '../../support/mirror-nodes.js';
+import { connect } from '../../support/harness.js';
+import { configureMirror, type MirrorNode, mirrorNodes } from '../../support/mirror-nodes.js';
 
 /**
  * A slave in step writes its history in its master's order (issue 27, SPEC §7: one connection's
