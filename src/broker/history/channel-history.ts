@@ -240,10 +240,12 @@ export class ChannelHistory {
 
   /**
    * Calls `each` for the records in range, in acceptance order; `each` may return a promise
-   * (the reader waits: flow control) or false (stop). Records appended after the call began
-   * are not read: a replay ends.
+   * (the reader waits: flow control) or false (stop). Records whose write was asked before the
+   * call are read (it waits for them: a promoted slave still writing what it held, or its
+   * master's last feed, replays them); those appended after it began are not: a replay ends.
    */
   async read(range: ReadRange, notBefore: number, each: (record: ReadRecord) => boolean | Promise<boolean>): Promise<void> {
+    await this.#writing;
     const segments = this.#segments.map((s) => ({ path: s.path, bytes: s.bytes, lastAt: s.lastAt }));
     const since = Math.max(range.since ?? -Infinity, notBefore);
     let waitingFor = range.sinceId;
