@@ -10,7 +10,7 @@ import { InFlight } from './in-flight.js';
 import { MinHeap } from './heap.js';
 import type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './types.js';
 import { WakeTimer } from './wake-timer.js';
-import type { RecoveredMessage, Settlement, StoredMessage, StoreEvent } from '../store/store.js';
+import type { RecoveredMessage, RecoveredRecord, Settlement, StoredMessage, StoreEvent } from '../store/store.js';
 
 export type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './types.js';
 
@@ -458,6 +458,56 @@ export class Queue {
       for (const entry of entries) yield entry.message;
       for (const row of cold?.rows() ?? []) yield backlog.message(row);
     })(this.#held, this.#cold, this.#backlog);
+  }
+
+  /**
+   * What a move hands over (SPEC §13, cluster/move.ts): every message held, in acceptance order,
+   * with its unsettled records. A record in flight counts as a failed delivery (nbRequeues + 1):
+   * the new set delivers it again (so the client does not take it for a copy it saw).
+   */
+  exportHeld(): Array<{ message: StoredMessage; records: RecoveredRecord[] }> {
+    const held: Array<{ message: StoredMessage; records: RecoveredRecord[] }> = [];
+    for (const entry of this.#held) {
+      const records: RecoveredRecord[] = [];
+      for (const r of entry.records) {
+        if (r.state === 'settled') continue;
+        records.push({ group: r.group.key, nbRequeues: r.nbRequeues + (r.state === 'inflight' ? 1 : 0), notBefore: r.state === 'delayed' ? r.notBefore : 0 });
+      }
+      if (records.length === 0 && !entry.unassigned) continue;
+      held.push({ message: entry.message, records });
+    }
+    for (const row of this.#cold?.rows() ?? []) held.push({ message: this.#backlog.message(row), records: this.#backlog.groups(row).map((group) => ({ group, nbRequeues: 0, notBefore: 0 })) });
+    return held;
+  }
+
+  /**
+   * A message a move handed over (SPEC §13): its records go to the groups it had on the old set
+   * (made here if missing: a listener name that subscribes late still gets them), ahead of what
+   * is accepted after; one that waited for a subscriber is taken as a new message.
+   */
+  importMessage(message: StoredMessage, records: readonly RecoveredRecord[]): void {
+    if (records.length === 0) return this.accept(message);
+    if (this.#index.has(message.messageId) || this.#backlog.find(message.messageId) >= 0) return;
+    // held as objects: never newer than cold rows (as in restore)
+    for (let taken = this.#cold?.takeFirst() ?? null; taken; taken = this.#cold!.takeFirst()) this.#hold(taken.message, taken.groups);
+    this.counters.received++;
+    const entry = this.#addEntry(message);
+    const groups: Group[] = [];
+    const events: StoreEvent[] = [];
+    for (const r of records) {
+      const group = this.#groupFor(r.group);
+      if (!group || groups.includes(group)) continue;
+      this.#addRecord(entry, group, r.nbRequeues, r.notBefore);
+      groups.push(group);
+      if (r.nbRequeues > 0 || r.notBefore > 0) events.push({ kind: 'requeue', messageId: message.messageId, group: group.key, nbRequeues: r.nbRequeues, notBefore: r.notBefore });
+    }
+    if (groups.length === 0) {
+      this.#markUnassigned(entry);
+    } else {
+      this.#record([{ kind: 'assign', messageId: message.messageId, groups: groups.map((g) => g.key) }, ...events]);
+      for (const group of groups) this.#pump(group);
+    }
+    this.#armTtl(entry);
   }
 
   /** a connection that can write again, or a subscriber whose flow limit rose: it may take more */
