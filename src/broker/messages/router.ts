@@ -51,7 +51,7 @@ export class Router {
   #policy: Policy;
   readonly #store: MessageStore;
   /** the message log and, for retained channels, their history: both durable before an answer */
-  readonly #append: (messages: readonly StoredMessage[]) => Promise<void>;
+  readonly #append: (messages: readonly StoredMessage[], fromClient?: boolean) => Promise<void>;
   readonly log: Logger;
   readonly now: () => number;
   readonly #lifecycle: Lifecycle;
@@ -103,7 +103,7 @@ export class Router {
     this.#isMaster = policy.config.isMaster && !policy.config.election;
     const history = options.history;
     this.#history = history;
-    this.#append = history ? async (messages) => void (await Promise.all([store.append(messages), history.append(messages)])) : (messages) => store.append(messages);
+    this.#append = history ? async (messages, fromClient) => void (await Promise.all([store.append(messages), history.append(messages, fromClient)])) : (messages) => store.append(messages);
     this.#dedupe = new DedupeWindow(policy.config.dedupeWindow * 1000, options.now);
     this.#deadLetters = new DeadLetters({
       append: this.#append,
@@ -341,9 +341,14 @@ export class Router {
     return this.#history;
   }
 
-  /** appends the messages, then queues them: rejects when the store refused them */
-  store(messages: readonly StoredMessage[], fromClient: boolean): Promise<void> {
-    return this.#appends.run(messages, this.#append, () => this.#admit(messages, fromClient));
+  /**
+   * Appends the messages, then queues them: rejects when the store refused them. `placed`: their
+   * history records are written already (a slave in step writes its master's feed in its order:
+   * History.place)
+   */
+  store(messages: readonly StoredMessage[], fromClient: boolean, placed = false): Promise<void> {
+    const append = placed ? (m: readonly StoredMessage[]) => this.#store.append(m) : (m: readonly StoredMessage[]) => this.#append(m, fromClient);
+    return this.#appends.run(messages, append, () => this.#admit(messages, fromClient));
   }
 
   /** reads back bodies a queue left on disk, in the order asked */
@@ -402,8 +407,10 @@ export class Router {
     for (const queue of this.#queues.values()) queue.finishRestore();
     this.#reservations.restore();
     this.#reservations.setMaster(this.#isMaster);
-    await this.#recoverHistory(messages.map((m) => m.message), new Set(recent.map((r) => r.messageId)));
+    // the role first: on a slave, what the log holds and the history lacks goes with its own
+    // writes, after the records its master's catch-up will bring (docs/operations.md#history-catch-up)
     this.#historyRole(this.#isMaster);
+    await this.#recoverHistory(messages.map((m) => m.message), new Set(recent.map((r) => r.messageId)));
     this.#idleQueues.start();
     return messages.length;
   }

@@ -132,9 +132,12 @@ export class Replica {
     await this.#router.history?.outOfStep();
   }
 
-  /** in step (the sync is done): the writes set aside join the history, after the catch-up */
+  /**
+   * In step (the sync is done): the writes set aside join the history, after the catch-up; from
+   * now on the history takes the master's feed order (clients' copies wait for the feed to place them)
+   */
   async historyInStep(): Promise<void> {
-    await this.#router.history?.inStep();
+    await this.#router.history?.inStep(!this.#router.isMaster);
   }
 
   /** per retained channel, the ids of its newest records from before this broker fell out of step */
@@ -166,6 +169,13 @@ export class Replica {
       if (seen.has(m.messageId) || router.isKnown(m.messageId) || router.appendUnderWay(m.messageId) || router.holding(m.messageId)) continue;
       seen.add(m.messageId);
       fresh.push(makeStoredMessage(router.nextSeq(), m));
+    }
+    // a slave in step: the history in the feed's order, clients' copies held until now included
+    const history = router.history;
+    if (history?.placing) {
+      const written = history.place(messages, (messageId) => seen.has(messageId));
+      await Promise.all([written, fresh.length > 0 ? router.store(fresh, false, true) : undefined]);
+      return;
     }
     if (fresh.length > 0) await router.store(fresh, false);
   }
