@@ -180,6 +180,18 @@ export class Queue extends QueueCore {
     for (const row of this.ring) yield this.stored(row);
   }
 
+  /**
+   * A snapshot of what is held, read a part at a time (a sync to a mirror): the ring positions
+   * from `start` (at first `ring.head`) to `end` (`ring.tail` when it began); rows settled since
+   * are left out, rows added since are not reached. Up to `limit` pushed onto `into`; returns
+   * where the next part starts.
+   */
+  heldPart(start: number, end: number, limit: number, into: StoredMessage[]): number {
+    let p = this.ring.next(start);
+    for (let n = 0; n < limit && p < end; p = this.ring.next(p + 1), n++) into.push(this.stored(this.ring.rowAt(p)));
+    return Math.min(p, end);
+  }
+
   /** a connection that can write again, or a subscriber whose flow limit rose: it may take more */
   resume(subscriber: Subscriber): void {
     for (const group of this.#groupsOf.get(subscriber) ?? []) this.pump(group);
