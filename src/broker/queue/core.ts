@@ -379,6 +379,8 @@ export abstract class QueueCore extends QueueViews {
       if (fresh) group.takeFresh();
       else group.takeRetry();
       this.#deliver(fresh ? this.materialize(row, group) : retry!, member, now, body);
+      // still waiting in a group that lags (a stalled listener): past the window its body goes back to disk
+      if (this.rows.isWaiting(row)) this.bodies.trim(row);
       if (group.readAheadSeq !== 0 && this.rows.seq(row) >= group.readAheadSeq) this.bodies.load(group);
     }
   }
