@@ -80,6 +80,8 @@ export interface Broker extends EmbeddedBroker {
   readonly election: ElectionView | null;
   /** with a `cluster` block: sets, brokers, masters and placements as this broker sees them (SPEC §13), else null */
   readonly cluster: ClusterView | null;
+  /** `whisker move` (SPEC §13): resolves once `queue` is on set `to`; `progress` hears each phase */
+  moveQueue(queue: string, to: string, progress: (phase: string) => void, timeoutMs: number): Promise<{ from: string; to: string }>;
   /** elected master: stop delivering, let deliveries in flight be acked, give the lease up */
   stepDown(): Promise<{ ok: boolean; error?: string }>;
   /** the registered client keys (docs/security.md#keys) */

@@ -8,6 +8,7 @@ import type { History } from './history/history.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Router } from './messages/router.js';
 import type { Cluster, ClusterView } from './cluster/cluster.js';
+import { type Mover, runMove } from './cluster/move.js';
 import type { Election } from './mirror/election.js';
 import type { Peers } from './mirror/peers.js';
 import type { ElectionView } from './mirror/types.js';
@@ -41,6 +42,7 @@ export class Broker implements BrokerView {
   readonly #server: SocketServer;
   readonly #election: Election | null;
   readonly #cluster: Cluster | null;
+  readonly #mover: Mover | null;
   readonly #hooks: BrokerHooks;
   readonly #log: Logger;
   readonly #notify: ServiceNotifier;
@@ -77,6 +79,7 @@ export class Broker implements BrokerView {
     this.#server = parts.server;
     this.#election = parts.election;
     this.#cluster = parts.cluster;
+    this.#mover = parts.mover;
     this.#hooks = hooks;
     this.#log = parts.log;
     this.#notify = parts.notify;
@@ -126,6 +129,12 @@ export class Broker implements BrokerView {
   /** with a `cluster` block: sets, brokers and placements as this broker knows them (SPEC §13) */
   get cluster(): ClusterView | null {
     return this.#cluster?.view() ?? null;
+  }
+
+  /** `whisker move` (SPEC §13): resolves once `queue` is on set `to`; `progress` hears each phase */
+  moveQueue(queue: string, to: string, progress: (phase: string) => void, timeoutMs: number): Promise<{ from: string; to: string }> {
+    if (!this.#cluster) return Promise.reject(new Error('this broker runs without a cluster block'));
+    return runMove(this.#cluster, queue, to, progress, timeoutMs);
   }
 
   get managementPort(): number | null {
@@ -261,6 +270,7 @@ export class Broker implements BrokerView {
       await hooks.closeFirst?.();
       await this.#watcher?.close();
       await this.#election?.close(); // gives the lease up: another broker is elected at once
+      this.#mover?.close();
       await this.#cluster?.close(); // leaves the set's members at once
       await this.peers.close();
       this.#ctx.replica.close(); // the follow grace the links' end started

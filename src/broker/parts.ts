@@ -13,6 +13,7 @@ import { loadOrCreateKeys } from '../link/keys.js';
 import { compilePolicy } from './access/policy.js';
 import type { BrokerHooks } from './api.js';
 import { Cluster } from './cluster/cluster.js';
+import { Mover } from './cluster/move.js';
 import type { BrokerOptions } from './embedded.js';
 import { History } from './history/history.js';
 import { Lifecycle } from './lifecycle.js';
@@ -42,6 +43,8 @@ export interface Parts {
   readonly server: SocketServer;
   readonly election: Election | null;
   readonly cluster: Cluster | null;
+  /** with a cluster: the moves this broker takes part in (`whisker move`, SPEC §13) */
+  readonly mover: Mover | null;
   readonly log: Logger;
   readonly notify: ServiceNotifier;
   readonly restored: number; // messages the store gave back, for the `broker started` line
@@ -65,6 +68,7 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
   let replica: Replica | undefined;
   let election: Election | null = null;
   let cluster: Cluster | null = null;
+  let mover: Mover | null = null;
   try {
     await history.open();
     // a mirror starts as if it followed its master: its own ttl and drop-oldest wait for the
@@ -109,6 +113,7 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
         onRoleChange: (isMaster, epoch) => {
           router.setMaster(isMaster);
           if (!isMaster) feed.demoted();
+          mover?.roleChanged();
           const role = { type: 'role', isMaster, ...(epoch !== undefined ? { epoch } : {}) } as const;
           for (const session of sessions()) if (session.isReady && !session.isPeer) session.send(role);
         },
@@ -148,6 +153,7 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
         },
       });
       const placed = cluster;
+      mover = new Mover(cluster, router, log);
       keys.onRevoked = (name, pem) => placed.unbindKey(name, pem);
       // an idle queue's placement goes with it, decided by the set's master (SPEC §13)
       router.onForgotten((queue) => router.isMaster && placed.forget(queue, () => router.queues.has(queue)));
@@ -175,9 +181,10 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
     peers.configure(config.peers, config.isMaster);
     election?.start();
     cluster?.start();
-    return { config, address, startedAt, ctx, store, lifecycle, server, election, cluster, log, notify, restored };
+    return { config, address, startedAt, ctx, store, lifecycle, server, election, cluster, mover, log, notify, restored };
   } catch (error) {
     const closeSockets = server?.close().catch(() => undefined);
+    mover?.close();
     await Promise.all([election?.close(), cluster?.close(), peers?.close(), store.close().catch(() => undefined), history.close(), closeSockets]);
     replica?.close();
     throw error;

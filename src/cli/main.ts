@@ -18,7 +18,8 @@ Commands:
   step-down [-c config]          elected master: hand leadership over once what is in flight is acked
   stop [-c config]               stop at once (in-flight messages are delivered again after a restart)
   status [-c config]             role, uptime, connections, queues, config path
-  cluster status [-c config]     a cluster's sets, brokers, masters and epochs, queues placed per set
+  cluster status [-c config]     a cluster's sets, brokers, masters and epochs, queues placed per set, moves
+  move EP/VER --to SET           move a queue to another set of the cluster, with what it holds
   list [-q ep/ver] [-i id] [-m]  queues and message counts; -q: ids of a queue; -m: messages (no bodies)
   delete -q ep/ver [-i id] --yes empty a queue, or one id of it (subscriptions stay)
   delete -q ep/ver --history --yes  drop a retained channel's history (docs/configuration.md#retention)
@@ -59,7 +60,7 @@ Kitten-MQ spellings: --channel is -i; -p, -r, -s, -prs (list, delete) are ignore
 Exit codes: 0 ok, 1 failure (no broker running, ...), 2 bad usage or a config refused.
 `;
 
-const COMMANDS = ['start', 'reload', 'soft-stop', 'stop', 'step-down', 'status', 'cluster', 'list', 'delete', 'keys', 'reservations', 'pub', 'sub', 'tail', 'peek', 'stat', 'dlq', 'keygen', 'init-conf'];
+const COMMANDS = ['start', 'reload', 'soft-stop', 'stop', 'step-down', 'status', 'cluster', 'move', 'list', 'delete', 'keys', 'reservations', 'pub', 'sub', 'tail', 'peek', 'stat', 'dlq', 'keygen', 'init-conf'];
 
 const OPTIONS = {
   config: { type: 'string', short: 'c' },
@@ -82,6 +83,8 @@ const OPTIONS = {
   interval: { type: 'string' },
   limit: { type: 'string', short: 'n' },
   all: { type: 'boolean' },
+  to: { type: 'string' },
+  timeout: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const satisfies Record<string, OptionSpec & { multiple?: boolean }>;
@@ -140,6 +143,9 @@ export async function main(argv: readonly string[]): Promise<number> {
         return 0;
       case 'cluster':
         await (await import('./cluster.js')).runCluster(rest[0], control);
+        return 0;
+      case 'move':
+        await (await import('./cluster.js')).runMove(rest[0], { ...control, to: values.to, timeout: values.timeout });
         return 0;
       case 'list':
         await (await import('./queues.js')).runList({ ...control, queue: values.queue, id: values.id, messages: values.messages });

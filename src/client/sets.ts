@@ -181,8 +181,30 @@ export class Sets {
     if (this.#seedSet === null) this.#seedSet = frame.set;
     if (frame.full && frame.set === this.#seedSet) this.#placements.clear();
     if (frame.sets) for (const set of frame.sets) this.#learnHosts(set.name, set.hosts);
-    for (const [queue, set] of frame.placed) this.#placements.set(queue, set);
+    const moved = new Set<string>();
+    for (const [queue, set] of frame.placed) {
+      if (this.#placements.get(queue) !== set) moved.add(queue);
+      this.#placements.set(queue, set);
+    }
     for (const queue of frame.removed) this.#placements.delete(queue);
+    if (moved.size > 0) this.#follow(moved);
+  }
+
+  /**
+   * Queues placed on another set now (`whisker move`, SPEC §13): their subscriptions are
+   * registered there (the new set delivers once the move is done); acks go there from now on.
+   */
+  #follow(queues: ReadonlySet<string>): void {
+    if (this.#seedSet === null) return;
+    for (const subscription of this.#owner.subscriptions()) {
+      if (!queues.has(subscription.queue)) continue;
+      const known = this.#subscribedOn.get(subscription.sub);
+      if (!known) continue;
+      const target = this.#route(subscription.queue);
+      if (!target || target === known) continue;
+      this.#subscribedOn.set(subscription.sub, target);
+      target.subscribe(subscription);
+    }
   }
 
   #learnHosts(set: string, hosts: readonly string[]): void {

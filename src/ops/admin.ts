@@ -40,6 +40,14 @@ export function controlHandler(broker: Broker, log: Logger): ControlHandler {
         }
         return ok({ stopping: soft ? 'soft' : 'now', inFlight: broker.inFlightCount, softStopTimeout: broker.config.softStopTimeout });
       }
+      case 'move': {
+        if (!broker.cluster) throw new ControlError('E_COMMAND', 'this broker runs without a cluster block');
+        const queue = queueArgument(request.queue);
+        const to = request.to;
+        if (typeof to !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(to)) throw new ControlError('E_COMMAND', 'move needs --to SET, a set name');
+        const seconds = typeof request.timeoutSeconds === 'number' && request.timeoutSeconds > 0 ? Math.min(request.timeoutSeconds, 86_400) : 120;
+        return broker.moveQueue(queue, to, (phase) => log.info('move', { queue, to, phase }), seconds * 1000).then(ok, (error: Error & { code?: string }) => ({ ok: false, error: { code: error.code ?? 'E_COMMAND', message: error.message } }));
+      }
       case 'step-down':
         // answers once the lease is given up: deliveries in flight acked first (docs/operations.md#automatic-failover)
         return broker.stepDown().then((outcome) => (outcome.ok ? ok({ steppedDown: true }) : { ok: false, error: { code: 'E_COMMAND', message: outcome.error ?? 'could not step down' } }));

@@ -8,7 +8,9 @@ import { etcdClient, withTimeout } from '../mirror/election.js';
 import { Membership } from './membership.js';
 import { Placements } from './placements.js';
 import { rendezvous } from './rendezvous.js';
-import type { Member, Placement } from './types.js';
+import { randomBytes } from 'node:crypto';
+import type { Member, Move, Placement } from './types.js';
+import { routeOf } from './types.js';
 import { WatchedPrefix } from './watched.js';
 
 /** the cluster as one broker sees it (`whisker cluster status`, SPEC §13) */
@@ -17,6 +19,8 @@ export interface ClusterView {
   readonly sets: ReadonlyArray<{ readonly name: string; readonly brokers: readonly Member[]; readonly placements: number }>;
   readonly placements: number;
   readonly maxPlacements: number;
+  /** moves under way (`whisker move`) */
+  readonly moves: ReadonlyArray<{ readonly queue: string; readonly from: string; readonly to: string; readonly phase: string }>;
 }
 
 /** what the cluster asks of the broker: the config of the moment (pins, the bound), and where changes go */
@@ -56,6 +60,7 @@ export class Cluster {
   #pendingRemoved = new Set<string>();
   #setsChanged = false;
   #flushScheduled = false;
+  #moveListener: ((queue: string, placement: Placement | undefined) => void) | null = null;
 
   static async create(config: ClusterConfig, election: ElectionConfig, serviceId: string, log: Logger, hooks: ClusterHooks): Promise<Cluster> {
     return new Cluster(config, election, serviceId, log, hooks, await etcdClient(election));
@@ -73,6 +78,7 @@ export class Cluster {
     this.#placements = new Placements(client, config.prefix, log, ETCD_TIMEOUT_MS, {
       placed: (queue, set) => this.#changed({ placed: [queue, set] }),
       removed: (queue) => this.#changed({ removed: queue }),
+      changed: (queue, placement) => this.#moveListener?.(queue, placement),
     });
     const bindings = { put: () => {}, loaded: () => {}, deleted: (name: string, pem?: string) => void (pem !== undefined && hooks.keyUnbound(name, pem)) };
     this.#keyBindings = new WatchedPrefix(client, `${config.prefix}/keys/`, bindings, log, ETCD_TIMEOUT_MS, true);
@@ -94,9 +100,72 @@ export class Cluster {
     this.#membership.role(isMaster, epoch);
   }
 
-  /** the set that owns `queue`, or undefined while it is not placed */
+  /** the set that takes `queue`'s sends and subscriptions (during a move, the new one), or undefined while it is not placed */
   owner(queue: string): string | undefined {
-    return this.#placements.get(queue)?.set;
+    const placement = this.#placements.get(queue);
+    return placement && routeOf(placement);
+  }
+
+  /** told every change of a placement's value (src/broker/cluster/move.ts follows moves by it) */
+  onPlacementChange(listener: (queue: string, placement: Placement | undefined) => void): void {
+    this.#moveListener = listener;
+  }
+
+  placementEntries(): IterableIterator<[string, Placement]> {
+    return this.#placements.entries();
+  }
+
+  /**
+   * `whisker move queue --to set` (SPEC §13): writes the move's state into the placement, if the
+   * queue is placed and on another set. Resolves to the placement as it then is.
+   */
+  async startMove(queue: string, to: string): Promise<Placement> {
+    const current = await this.#placements.read(queue);
+    if (!current?.placement) throw new WhiskerError('E_NO_PLACEMENT', `Queue ${queue} is not placed`, { queue });
+    const { placement, raw } = current;
+    if (placement.move) return placement.move.to === to ? placement : Promise.reject(new WhiskerError('E_LIMIT', `Queue ${queue} is moving to ${placement.move.to} already`, { queue }));
+    if (placement.set === to) return placement;
+    if (!this.#membership.liveSets().some((set) => set.name === to)) throw new WhiskerError('E_NO_PLACEMENT', `Set ${to} has no live broker`, { queue, set: to });
+    const move: Move = { to, phase: 'export', id: randomBytes(8).toString('hex') };
+    const next: Placement = { set: placement.set, move };
+    if (!(await this.#placements.compareAndPut(queue, raw, next))) return this.startMove(queue, to);
+    return next;
+  }
+
+  /** the placement's value as etcd holds it now */
+  readPlacement(queue: string): Promise<{ raw: string; placement: Placement | null } | null> {
+    return this.#placements.read(queue);
+  }
+
+  /** the raw cached value (what compareAndPut compares with) */
+  rawPlacement(queue: string): string | undefined {
+    return this.#placements.raw(queue);
+  }
+
+  compareAndPut(queue: string, expected: string, placement: Placement): Promise<boolean> {
+    return this.#placements.compareAndPut(queue, expected, placement);
+  }
+
+  #moveKey(queue: string, id: string, part?: string): string {
+    return `${this.#prefix}/moves/${queue}/${id}/${part === undefined ? '' : `${part}/`}`;
+  }
+
+  /** a move's hand-over, written by the old set's master: one key per chunk, numbered from 0, under its own `part` */
+  async putMoveChunks(queue: string, id: string, part: string, chunks: readonly string[]): Promise<void> {
+    const prefix = this.#moveKey(queue, id, part);
+    for (let i = 0; i < chunks.length; i++) await withTimeout(this.#client.put(`${prefix}${String(i).padStart(6, '0')}`).value(chunks[i]!).exec(), ETCD_TIMEOUT_MS);
+  }
+
+  /** the chunks of a move, in order; null when some are missing (deleted, or not all written) */
+  async readMoveChunks(queue: string, id: string, part: string, count: number): Promise<string[] | null> {
+    const read = await withTimeout(this.#client.getAll().prefix(this.#moveKey(queue, id, part)).sort('Key', 'Ascend').strings(), ETCD_TIMEOUT_MS * 5);
+    const chunks = Object.keys(read).sort().map((key) => read[key]!);
+    return chunks.length === count ? chunks : null;
+  }
+
+  /** every part of a move (written by any master of the old set) */
+  deleteMoveChunks(queue: string, id: string): Promise<unknown> {
+    return withTimeout(this.#client.delete().prefix(this.#moveKey(queue, id)).exec(), ETCD_TIMEOUT_MS);
   }
 
   placement(queue: string): Placement | undefined {
@@ -164,7 +233,7 @@ export class Cluster {
   /** the whole map for a client that just connected, in frames of PLACEMENTS_PER_FRAME */
   mapFrames(): ClusterFrame[] {
     const placed: Array<[string, string]> = [];
-    for (const [queue, placement] of this.#placements.entries()) placed.push([queue, placement.set]);
+    for (const [queue, placement] of this.#placements.entries()) placed.push([queue, routeOf(placement)]);
     const frames: ClusterFrame[] = [];
     for (let i = 0; i === 0 || i < placed.length; i += PLACEMENTS_PER_FRAME) {
       frames.push({ type: 'cluster', set: this.set, full: i === 0, ...(i === 0 ? { sets: this.#membership.sets() } : {}), placed: placed.slice(i, i + PLACEMENTS_PER_FRAME), removed: [] });
@@ -175,10 +244,14 @@ export class Cluster {
   /** for `whisker cluster status` and the API */
   view(): ClusterView {
     const counts = new Map<string, number>();
-    for (const [, placement] of this.#placements.entries()) counts.set(placement.set, (counts.get(placement.set) ?? 0) + 1);
+    const moves: Array<{ queue: string; from: string; to: string; phase: string }> = [];
+    for (const [queue, placement] of this.#placements.entries()) {
+      counts.set(placement.set, (counts.get(placement.set) ?? 0) + 1);
+      if (placement.move) moves.push({ queue, from: placement.set, to: placement.move.to, phase: placement.move.phase });
+    }
     const names = new Set([...this.#membership.sets().map((s) => s.name), ...counts.keys()]);
     const sets = [...names].sort().map((name) => ({ name, brokers: this.#membership.members(name).map((m) => ({ ...m })), placements: counts.get(name) ?? 0 }));
-    return { set: this.set, sets, placements: this.#placements.size, maxPlacements: this.#hooks.maxPlacements() };
+    return { set: this.set, sets, placements: this.#placements.size, maxPlacements: this.#hooks.maxPlacements(), moves };
   }
 
   #changed(change: { sets?: true; placed?: [string, string]; removed?: string }): void {

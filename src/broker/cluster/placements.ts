@@ -2,12 +2,15 @@ import type { Etcd3 } from 'etcd3';
 import { WhiskerError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/logger.js';
 import { withTimeout } from '../mirror/election.js';
-import { decodePlacement, type Placement } from './types.js';
+import { decodePlacement, type Placement, routeOf } from './types.js';
 import { WatchedPrefix } from './watched.js';
 
 export interface PlacementEvents {
+  /** `set` takes the queue's sends now (during a move: the new set) */
   placed(queue: string, set: string): void;
   removed(queue: string): void;
+  /** the placement's value changed (a move started, changed phase, ended) */
+  changed(queue: string, placement: Placement | undefined): void;
 }
 
 /**
@@ -20,6 +23,8 @@ export class Placements {
   readonly #prefix: string;
   readonly #timeoutMs: number;
   readonly #map = new Map<string, Placement>();
+  /** the value etcd holds for each placement, as read: a move changes it by compare-and-put */
+  readonly #raw = new Map<string, string>();
   /** placements this broker asked etcd for and has no answer to yet, by queue */
   readonly #placing = new Map<string, Promise<string>>();
   readonly #watched: WatchedPrefix;
@@ -66,7 +71,7 @@ export class Placements {
    */
   place(queue: string, limit: number, choice: () => string | null): Promise<string> {
     const known = this.#map.get(queue);
-    if (known) return Promise.resolve(known.set);
+    if (known) return Promise.resolve(routeOf(known));
     const underWay = this.#placing.get(queue);
     if (underWay) return underWay;
     if (!this.#loaded) {
@@ -91,9 +96,30 @@ export class Placements {
     const key = `${this.#prefix}${queue}`;
     const current = this.#map.get(queue);
     if (!current || current.set !== set || current.move) return;
+    if (this.#raw.get(queue) !== JSON.stringify({ set })) return;
     await withTimeout(this.#client.if(key, 'Value', '==', JSON.stringify({ set })).then(this.#client.delete().key(key)).commit(), this.#timeoutMs);
     this.#deleted(queue);
     if (stillHere()) await this.#create(queue, set);
+  }
+
+  /** the value etcd holds for `queue` now (not the cached one): null when not placed */
+  async read(queue: string): Promise<{ raw: string; placement: Placement | null } | null> {
+    const value = await withTimeout(this.#client.get(`${this.#prefix}${queue}`).string(), this.#timeoutMs);
+    return value === null ? null : { raw: value, placement: decodePlacement(value) };
+  }
+
+  /** the raw value cached for `queue` (the one a compare-and-put compares with) */
+  raw(queue: string): string | undefined {
+    return this.#raw.get(queue);
+  }
+
+  /** writes `placement` if etcd still holds `expected` for `queue` (one transaction); false when it did not */
+  async compareAndPut(queue: string, expected: string, placement: Placement): Promise<boolean> {
+    const key = `${this.#prefix}${queue}`;
+    const value = JSON.stringify(placement);
+    const answer = await withTimeout(this.#client.if(key, 'Value', '==', expected).then(this.#client.put(key).value(value)).commit(), this.#timeoutMs);
+    if (answer.succeeded) this.#put(queue, value);
+    return answer.succeeded;
   }
 
   async #create(queue: string, set: string): Promise<string> {
@@ -115,19 +141,25 @@ export class Placements {
     const placement = kv ? decodePlacement(kv.value.toString()) : null;
     if (!placement) throw new WhiskerError('E_NO_PLACEMENT', 'Queue placement unreadable', { queue });
     this.#put(queue, kv!.value.toString());
-    return placement.set;
+    return routeOf(placement);
   }
 
   #put(queue: string, value: string): void {
     const placement = decodePlacement(value);
     if (!placement) return;
+    if (this.#raw.get(queue) === value) return;
     const before = this.#map.get(queue);
-    if (before && before.set === placement.set && before.move?.phase === placement.move?.phase) return;
     this.#map.set(queue, placement);
-    this.#events.placed(queue, placement.set);
+    this.#raw.set(queue, value);
+    if (!before || routeOf(before) !== routeOf(placement)) this.#events.placed(queue, routeOf(placement));
+    this.#events.changed(queue, placement);
   }
 
   #deleted(queue: string): void {
-    if (this.#map.delete(queue)) this.#events.removed(queue);
+    this.#raw.delete(queue);
+    if (this.#map.delete(queue)) {
+      this.#events.removed(queue);
+      this.#events.changed(queue, undefined);
+    }
   }
 }

@@ -1,7 +1,26 @@
-/** where a queue lives in a cluster (SPEC §13); `move` is room for `whisker move`'s state, not used yet */
+/**
+ * A move under way (`whisker move`, SPEC §13, docs/operations.md#moving-a-queue): `export` while
+ * the old set's master writes what it holds to etcd, `import` once it did (`chunks` keys), until
+ * the new set's master took it and wrote the placement `{ set: to }`. `id` names this move's keys.
+ */
+export interface Move {
+  readonly to: string;
+  readonly phase: 'export' | 'import';
+  readonly id: string;
+  readonly chunks?: number;
+  /** with `import`: which writer's keys (`<id>/<part>/`): two masters of the old set (a partition) never mix theirs */
+  readonly part?: string;
+}
+
+/** where a queue lives in a cluster (SPEC §13), and the move under way, if any */
 export interface Placement {
   readonly set: string;
-  readonly move?: { readonly to: string; readonly phase: string };
+  readonly move?: Move;
+}
+
+/** the set that takes a queue's new sends and subscriptions: the new one as soon as a move starts */
+export function routeOf(placement: Placement): string {
+  return placement.move?.to ?? placement.set;
 }
 
 /** one broker of a set as it registered itself in etcd */
@@ -25,10 +44,13 @@ export interface ClusterChange {
 /** parses a placement value from etcd; null for one this version cannot read */
 export function decodePlacement(text: string): Placement | null {
   try {
-    const value = JSON.parse(text) as { set?: unknown; move?: { to?: unknown; phase?: unknown } };
+    const value = JSON.parse(text) as { set?: unknown; move?: Record<string, unknown> };
     if (typeof value.set !== 'string' || value.set.length === 0 || value.set.length > 64) return null;
-    const move = value.move && typeof value.move.to === 'string' && typeof value.move.phase === 'string' ? { to: value.move.to, phase: value.move.phase } : undefined;
-    return move ? { set: value.set, move } : { set: value.set };
+    if (value.move === undefined) return { set: value.set };
+    const { to, phase, id, chunks, part } = value.move as { to?: unknown; phase?: unknown; id?: unknown; chunks?: unknown; part?: unknown };
+    if (typeof to !== 'string' || to.length === 0 || to.length > 64 || (phase !== 'export' && phase !== 'import') || typeof id !== 'string' || !/^[0-9a-f]{1,64}$/.test(id)) return null;
+    if (phase === 'import' && !(Number.isSafeInteger(chunks) && (chunks as number) >= 0 && (chunks as number) <= 100_000 && typeof part === 'string' && /^[0-9a-f]{1,64}$/.test(part))) return null;
+    return { set: value.set, move: { to, phase, id, ...(phase === 'import' ? { chunks: chunks as number, part: part as string } : {}) } };
   } catch {
     return null;
   }

@@ -8,7 +8,7 @@ import type { Lifecycle } from '../lifecycle.js';
 import { Queue } from '../queue/queue.js';
 import { MessageRows } from '../queue/rows.js';
 import type { Subscription } from '../queue/subscription.js';
-import type { MessageStore, StoreEvent, StoredMessage } from '../store/store.js';
+import { makeStoredMessage, type MessageStore, type RecoveredRecord, type StoreEvent, type StoredMessage } from '../store/store.js';
 import { Appends } from './appends.js';
 import { DeadLetters } from './dead-letters.js';
 import { IdleQueues } from './idle-queues.js';
@@ -80,6 +80,11 @@ export class Router {
   #followsMaster = false;
   #held = false;
   #seq = 0;
+  /** queues that deliver nothing here whatever the role: a move under way or done (SPEC §13, cluster/move.ts) */
+  readonly #frozen = new Set<string>();
+  /** per queue being handed over to this set: messages stored meanwhile, queued after the hand-over */
+  readonly #aside = new Map<string, StoredMessage[]>();
+  readonly #asideIds = new Set<string>();
   /** soft-stop waits for deliveries in flight to end: resolved when none is left */
   #idleWaiters: Array<() => void> = [];
 
@@ -181,7 +186,89 @@ export class Router {
       const error = this.refusals.forbidden(subscription.clientName, channel, 'read', 'reserved', this.#reservations.ownerOf(channel));
       subscription.owner.revoked?.(subscription.sub, [id], error);
     }
-    for (const queue of this.#queues.values()) queue.setDelivering(isMaster);
+    for (const queue of this.#queues.values()) queue.setDelivering(isMaster && !this.#frozen.has(queue.name));
+  }
+
+  /** a queue moving away or to here delivers nothing, whatever the role (SPEC §13) */
+  freeze(queue: string, frozen: boolean): void {
+    if (frozen === this.#frozen.has(queue)) return;
+    if (frozen) this.#frozen.add(queue);
+    else this.#frozen.delete(queue);
+    this.#queues.get(queue)?.setDelivering(this.#isMaster && !frozen && !this.#held);
+  }
+
+  /** from now on, messages stored for `queue` wait aside (not queued) until `releaseAside` */
+  holdAside(queue: string): void {
+    if (!this.#aside.has(queue)) this.#aside.set(queue, []);
+  }
+
+  isHeldAside(queue: string): boolean {
+    return this.#aside.has(queue);
+  }
+
+  /** the messages held aside enter their queue, in the order they were stored */
+  releaseAside(queue: string): number {
+    const aside = this.#aside.get(queue);
+    if (!aside) return 0;
+    this.#aside.delete(queue);
+    for (const message of aside) {
+      this.#asideIds.delete(message.messageId);
+      this.#queue(queue).accept(message);
+    }
+    return aside.length;
+  }
+
+  /** what `queue` holds, bodies included, in acceptance order, with its unsettled records (a move's hand-over) */
+  async exportQueue(queue: string): Promise<Array<{ message: StoredMessage; records: RecoveredRecord[] }>> {
+    const held = this.#queues.get(queue)?.exportHeld() ?? [];
+    const lacking = held.filter((h) => h.message.data === undefined);
+    const bodies = lacking.length > 0 ? await this.#store.readBodies(lacking.map((h) => h.message.messageId)) : [];
+    const byId = new Map(lacking.map((h, i) => [h.message.messageId, bodies[i]]));
+    return held.map(({ message, records }) => ({ message: message.data === undefined ? { ...message, data: byId.get(message.messageId) } : message, records }));
+  }
+
+  /**
+   * A move's hand-over into this set (SPEC §13): each message stored (unless held already),
+   * queued with its records in the hand-over's order, before what waits aside. Returns how many
+   * were queued.
+   */
+  async importMoved(queueName: string, items: ReadonlyArray<{ message: Omit<StoredMessage, 'seq'>; records: readonly RecoveredRecord[] }>): Promise<number> {
+    const aside = new Map((this.#aside.get(queueName) ?? []).map((m) => [m.messageId, m]));
+    const taken = new Set<string>();
+    const toStore: StoredMessage[] = [];
+    const ordered: Array<{ message: StoredMessage; records: readonly RecoveredRecord[]; stored: boolean }> = [];
+    for (const { message: m, records } of items) {
+      if (m.queue !== queueName || taken.has(m.messageId)) continue;
+      const held = aside.get(m.messageId);
+      if (held) {
+        taken.add(m.messageId);
+        ordered.push({ message: held, records, stored: false });
+        continue;
+      }
+      if (this.isKnown(m.messageId) || this.#appends.of(m.messageId)) continue;
+      const message = makeStoredMessage(this.nextSeq(), m);
+      taken.add(m.messageId);
+      toStore.push(message);
+      ordered.push({ message, records, stored: true });
+    }
+    if (toStore.length > 0) await this.#append(toStore);
+    const list = this.#aside.get(queueName);
+    if (list) this.#aside.set(queueName, list.filter((m) => !taken.has(m.messageId)));
+    const queue = this.#queue(queueName);
+    let count = 0;
+    for (const { message, records, stored } of ordered) {
+      this.#asideIds.delete(message.messageId);
+      if (this.#rows.find(message.messageId) >= 0) continue;
+      if (stored && this.#isMaster) this.#hooks?.made(message);
+      queue.importMessage(message, records);
+      count++;
+    }
+    return count;
+  }
+
+  /** a queue moved away from this set: what it still holds here is the new set's now */
+  dropMoved(queue: string): number {
+    return this.#queues.get(queue)?.purge() ?? 0;
   }
 
   /**
@@ -217,7 +304,7 @@ export class Router {
 
   /** held, or settled within the dedupe window: a copy of it is not queued again (SPEC §7) */
   isKnown(messageId: string): boolean {
-    return this.#rows.find(messageId) >= 0 || this.#dedupe.has(messageId);
+    return this.#rows.find(messageId) >= 0 || this.#dedupe.has(messageId) || this.#asideIds.has(messageId);
   }
 
   /** a copy of this message arriving later (from a client or a peer) is not queued */
@@ -285,7 +372,14 @@ export class Router {
       if (this.#isMaster) this.#hooks?.made(message);
       else if (fromClient) this.#hooks?.storedFromClient(message);
       for (const tap of this.#taps) tap(message);
-      this.#queue(message.queue).accept(message);
+      const aside = this.#aside.get(message.queue);
+      if (aside) {
+        // a move hands this queue over to this set: it is queued after the hand-over (SPEC §13)
+        aside.push(message);
+        this.#asideIds.add(message.messageId);
+      } else {
+        this.#queue(message.queue).accept(message);
+      }
       this.#appends.admitted(message.messageId);
     }
     this.recordRemoved(finished);
@@ -464,7 +558,7 @@ export class Router {
         },
         flightEnded: () => this.#checkIdle(),
       });
-      queue.setDelivering(this.#isMaster);
+      queue.setDelivering(this.#isMaster && !this.#frozen.has(name));
       queue.setFollowsMaster(this.#followsMaster);
       this.#queues.set(name, queue);
     }

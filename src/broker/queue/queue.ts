@@ -1,6 +1,6 @@
 import { type DeliveryRecord, type Group, groupKey, type Subscriber } from './group.js';
 import { QueueCore } from './core.js';
-import type { RecoveredMessage, StoredMessage, StoreEvent } from '../store/store.js';
+import type { RecoveredMessage, RecoveredRecord, StoredMessage, StoreEvent } from '../store/store.js';
 
 export type { MessageSummary, QueueCounters, QueueEnvironment, QueueSettings } from './types.js';
 
@@ -56,16 +56,7 @@ export class Queue extends QueueCore {
     }
     const row = this.addRow(message, groups);
     this.bodies.trim(row);
-    const now = this.env.now();
-    for (const r of records) {
-      const group = this.groups.get(r.group);
-      if (!group || (r.nbRequeues === 0 && r.notBefore <= now) || this.recordOf(row, r.group)) continue;
-      const record = this.materialize(row, group);
-      record.nbRequeues = r.nbRequeues;
-      record.notBefore = r.notBefore;
-      if (r.notBefore > now) this.delay(record);
-      else group.pushRetry(record);
-    }
+    this.#requeued(row, records);
   }
 
   /**
@@ -190,6 +181,60 @@ export class Queue extends QueueCore {
     let p = this.ring.next(start);
     for (let n = 0; n < limit && p < end; p = this.ring.next(p + 1), n++) into.push(this.stored(this.ring.rowAt(p)));
     return Math.min(p, end);
+  }
+
+  /**
+   * What a move hands over (SPEC §13, cluster/move.ts): every message held, in acceptance order,
+   * with its unsettled records. A record in flight counts as a failed delivery (nbRequeues + 1):
+   * the new set delivers it again (so the client does not take it for a copy it saw).
+   */
+  exportHeld(): Array<{ message: StoredMessage; records: RecoveredRecord[] }> {
+    const held: Array<{ message: StoredMessage; records: RecoveredRecord[] }> = [];
+    for (const row of this.ring) {
+      const records = this.rows.groups(row).map((group) => {
+        const r = this.recordOf(row, group);
+        return { group, nbRequeues: (r?.nbRequeues ?? 0) + (r?.state === 'inflight' ? 1 : 0), notBefore: r?.state === 'delayed' ? r.notBefore : 0 };
+      });
+      held.push({ message: this.stored(row), records });
+    }
+    return held;
+  }
+
+  /**
+   * A message a move handed over (SPEC §13): its records go to the groups it had on the old set
+   * (made here if missing: a listener name that subscribes late still gets them), ahead of what
+   * is accepted after; one that waited for a subscriber is taken as a new message.
+   */
+  importMessage(message: StoredMessage, records: readonly RecoveredRecord[]): void {
+    if (records.length === 0) return this.accept(message);
+    if (this.rows.find(message.messageId) >= 0) return;
+    this.counters.received++;
+    const groups = [...new Set(records.map((r) => r.group))].map((key) => this.groupFor(key)).filter((g): g is Group => g !== undefined);
+    const row = this.addRow(message, groups);
+    if (groups.length === 0) return;
+    const events: StoreEvent[] = [{ kind: 'assign', messageId: message.messageId, groups: groups.map((g) => g.key) }];
+    for (const r of this.#requeued(row, records)) events.push({ kind: 'requeue', messageId: message.messageId, group: r.group, nbRequeues: r.nbRequeues, notBefore: r.notBefore });
+    this.record(events);
+    for (const group of groups) this.pump(group);
+    if (this.ownsRow(row) && this.rows.messageId(row) === message.messageId && this.rows.inFlight(row) === 0) this.bodies.trim(row);
+  }
+
+  /** records given back requeued or delayed (a restart, a move) become record objects of the row; returns them */
+  #requeued(row: number, records: readonly RecoveredRecord[]): RecoveredRecord[] {
+    const now = this.env.now();
+    const requeued: RecoveredRecord[] = [];
+    for (const r of records) {
+      const group = this.groups.get(r.group);
+      if (!group || (r.nbRequeues === 0 && r.notBefore === 0) || this.recordOf(row, r.group)) continue;
+      requeued.push(r);
+      if (r.nbRequeues === 0 && r.notBefore <= now) continue;
+      const record = this.materialize(row, group);
+      record.nbRequeues = r.nbRequeues;
+      record.notBefore = r.notBefore;
+      if (r.notBefore > now) this.delay(record);
+      else group.pushRetry(record);
+    }
+    return requeued;
   }
 
   /** a connection that can write again, or a subscriber whose flow limit rose: it may take more */

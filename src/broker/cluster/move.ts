@@ -1,0 +1,267 @@
+import { randomBytes } from 'node:crypto';
+import { WhiskerError } from '../../protocol/errors.js';
+import type { Logger } from '../../runtime/logger.js';
+import type { Router } from '../messages/router.js';
+import type { RecoveredRecord, StoredMessage } from '../store/store.js';
+import type { Cluster } from './cluster.js';
+import type { Placement } from './types.js';
+
+/** a hand-over bigger than this is not written to etcd: the move is called off (docs/security.md) */
+export const MAX_MOVE_BYTES = 64 * 1024 * 1024;
+/** one etcd value of a hand-over (etcd takes requests up to 1.5 MiB by default) */
+const CHUNK_BYTES = 512 * 1024;
+/** the new set's master deletes a move's keys this long after it took them: its slaves read them too */
+const KEEP_CHUNKS_MS = 60_000;
+const RETRY_MS = 1_000;
+/** the old master waits at most this long for sends accepted before it saw the move to be written */
+const APPENDS_WAIT_MS = 5_000;
+/** and at least this long: a publish frame read just before the move was seen is checked, stored, queued */
+const SETTLE_MS = 200;
+
+type Item = { message: Omit<StoredMessage, 'seq'>; records: RecoveredRecord[] };
+
+/**
+ * `whisker move ep/ver --to SET` (SPEC §13, docs/operations.md#moving-a-queue). The move is the
+ * placement's value in etcd, `{ set: from, move: { to, phase, id } }`, so a failover of either
+ * set resumes it from there:
+ *
+ * - every broker routes the queue's new sends and subscriptions to `to` at once (E_MOVED from
+ *   the old set); the queue delivers nothing on either set meanwhile;
+ * - `export`: the old set's master (whichever is elected) waits for the sends it accepted before
+ *   to be written, then writes what the queue holds (messages in acceptance order, each with its
+ *   unsettled records; a delivery in flight is delivered again) to etcd under
+ *   `<prefix>/moves/<queue>/<id>/`, and sets the phase `import` with the count of keys;
+ * - every broker of the new set stores the sends it gets meanwhile without queueing them; on
+ *   `import` it reads the keys, queues those messages in their order, then the ones held aside;
+ *   its master then writes `{ set: to }` (one transaction, compared with the value it read);
+ * - the old set's brokers then drop what they held of the queue; the new set's master delivers.
+ *
+ * Messages dedupe by id: an export or import done twice (a master killed midway) queues nothing twice.
+ */
+export class Mover {
+  readonly #cluster: Cluster;
+  readonly #router: Router;
+  readonly #log: Logger;
+  /** queues this broker saw moving (their end is acted on) */
+  readonly #seen = new Set<string>();
+  /** exports under way, by move id */
+  readonly #exporting = new Set<string>();
+  /** moves to this set it has logged, by id */
+  readonly #announced = new Set<string>();
+  /** imports, by move id: done or under way */
+  readonly #imports = new Map<string, Promise<void>>();
+  #closed = false;
+
+  constructor(cluster: Cluster, router: Router, log: Logger) {
+    this.#cluster = cluster;
+    this.#router = router;
+    this.#log = log;
+    cluster.onPlacementChange((queue, placement) => this.#changed(queue, placement));
+  }
+
+  close(): void {
+    this.#closed = true;
+  }
+
+  /** the role changed: a new master takes up the moves where etcd says they are */
+  roleChanged(): void {
+    for (const [queue, placement] of this.#cluster.placementEntries()) if (placement.move) this.#changed(queue, placement);
+  }
+
+  /** moves under way that this broker's set takes part in */
+  #changed(queue: string, placement: Placement | undefined): void {
+    if (this.#closed) return;
+    const me = this.#cluster.set;
+    const router = this.#router;
+    const move = placement?.move;
+    if (placement && move) {
+      this.#seen.add(queue);
+      if (placement.set === me) {
+        router.freeze(queue, true); // no new first delivery; new sends are E_MOVED (owner() is `to`)
+        if (move.phase === 'export' && router.isMaster) void this.#export(queue, placement);
+      } else if (move.to === me) {
+        router.freeze(queue, true);
+        if (!this.#announced.has(move.id)) {
+          this.#announced.add(move.id);
+          this.#log.info('move: taking the queue over (new sends held aside until the hand-over)', { queue, from: placement.set });
+        }
+        if (!this.#imports.has(move.id)) router.holdAside(queue);
+        if (move.phase === 'import') void this.#import(queue, placement);
+      }
+      return;
+    }
+    if (!this.#seen.has(queue)) return;
+    this.#seen.delete(queue);
+    if (placement && placement.set === me) {
+      // moved here (or called off, back here): what waited aside follows what was handed over
+      const imports = [...this.#imports.values()];
+      void Promise.allSettled(imports).then(() => {
+        router.releaseAside(queue);
+        router.freeze(queue, false);
+      });
+      return;
+    }
+    router.releaseAside(queue);
+    if (placement) {
+      // moved away: the new set holds it now; nothing of it is delivered here again
+      const dropped = router.dropMoved(queue);
+      this.#log.info('queue moved away: what it held here was handed over', { queue, to: placement.set, dropped });
+    } else {
+      router.freeze(queue, false);
+    }
+  }
+
+  async #export(queue: string, placement: Placement): Promise<void> {
+    const move = placement.move!;
+    if (this.#exporting.has(move.id)) return;
+    this.#exporting.add(move.id);
+    const cluster = this.#cluster;
+    const router = this.#router;
+    try {
+      const raw = this.#rawOf(queue, placement);
+      if (raw === undefined) return;
+      this.#log.info('move: handing the queue over (no new first delivery, new sends E_MOVED)', { queue, to: move.to, held: router.queues.get(queue)?.size ?? 0 });
+      // sends this broker accepted before it saw the move may still be being written: they go too
+      await sleep(SETTLE_MS);
+      const deadline = Date.now() + APPENDS_WAIT_MS;
+      while (Date.now() < deadline && [...router.appendsUnderWay()].some((id) => router.holding(id) === undefined)) await sleep(10);
+      if (!router.isMaster || this.#rawOf(queue, placement) !== raw) return;
+      const held = await router.exportQueue(queue);
+      const chunks = encodeChunks(held);
+      const bytes = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+      if (bytes > MAX_MOVE_BYTES) {
+        this.#log.error('move called off: the queue holds more than a move hands over', { queue, to: move.to, bytes, max: MAX_MOVE_BYTES });
+        await cluster.compareAndPut(queue, raw, { set: placement.set });
+        return;
+      }
+      // its own keys: another master of this set (a partition) writing at once never mixes with them
+      const part = randomBytes(6).toString('hex');
+      await cluster.putMoveChunks(queue, move.id, part, chunks);
+      if (!router.isMaster) return;
+      const next: Placement = { set: placement.set, move: { to: move.to, phase: 'import', id: move.id, chunks: chunks.length, part } };
+      const written = await cluster.compareAndPut(queue, raw, next);
+      this.#log.info('move: hand-over written to etcd', { queue, to: move.to, messages: held.length, chunks: chunks.length, bytes, written });
+    } catch (error) {
+      this.#log.warn('move: hand-over not written, trying again', { queue, to: move.to, error: (error as Error).message });
+      this.#later(queue);
+    } finally {
+      this.#exporting.delete(move.id);
+    }
+  }
+
+  #import(queue: string, placement: Placement): Promise<void> {
+    const move = placement.move!;
+    let run = this.#imports.get(move.id);
+    if (!run) {
+      run = this.#take(queue, placement);
+      this.#imports.set(move.id, run);
+      run.catch((error: unknown) => {
+        this.#imports.delete(move.id);
+        this.#log.warn('move: hand-over not taken, trying again', { queue, from: placement.set, error: (error as Error).message });
+        this.#later(queue);
+      });
+    }
+    return run.then(() => this.#finish(queue, placement)).catch(() => undefined);
+  }
+
+  async #take(queue: string, placement: Placement): Promise<void> {
+    const move = placement.move!;
+    const chunks = await this.#cluster.readMoveChunks(queue, move.id, move.part ?? '', move.chunks ?? 0);
+    if (!chunks) throw new Error('hand-over keys missing in etcd');
+    const items = decodeChunks(queue, chunks);
+    const queued = await this.#router.importMoved(queue, items);
+    const aside = this.#router.releaseAside(queue);
+    this.#log.info('move: hand-over taken', { queue, from: placement.set, messages: items.length, queued, sentMeanwhile: aside });
+  }
+
+  /** the new set's master ends the move: the placement names this set */
+  async #finish(queue: string, placement: Placement): Promise<void> {
+    const cluster = this.#cluster;
+    if (!this.#router.isMaster) return;
+    const raw = this.#rawOf(queue, placement);
+    if (raw === undefined) return;
+    try {
+      if (await cluster.compareAndPut(queue, raw, { set: cluster.set })) {
+        this.#log.info('move done: the queue is on this set', { queue, from: placement.set });
+        const move = placement.move!;
+        setTimeout(() => void cluster.deleteMoveChunks(queue, move.id).catch(() => undefined), KEEP_CHUNKS_MS).unref();
+      }
+    } catch (error) {
+      this.#log.warn('move: placement not written, trying again', { queue, error: (error as Error).message });
+      this.#later(queue);
+    }
+  }
+
+  /** the value etcd held when `placement` was read, while it is still the one cached (a compare-and-put compares with it) */
+  #rawOf(queue: string, placement: Placement): string | undefined {
+    return this.#cluster.placement(queue) === placement ? this.#cluster.rawPlacement(queue) : undefined;
+  }
+
+  #later(queue: string): void {
+    setTimeout(() => {
+      const placement = this.#cluster.placement(queue);
+      if (placement?.move) this.#changed(queue, placement);
+    }, RETRY_MS).unref();
+  }
+}
+
+/** `whisker move`: starts the move, and resolves once the placement names `to` (or the move was called off) */
+export async function runMove(cluster: Cluster, queue: string, to: string, progress: (phase: string) => void, timeoutMs: number): Promise<{ from: string; to: string }> {
+  const started = await cluster.startMove(queue, to);
+  const from = started.set;
+  if (!started.move) return { from, to };
+  let phase = '';
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const placement = cluster.placement(queue);
+    const now = placement?.move ? placement.move.phase : placement ? 'done' : 'gone';
+    if (now !== phase) progress((phase = now));
+    if (placement && !placement.move && placement.set === to) return { from, to };
+    if (!placement || (!placement.move && placement.set !== to)) throw new WhiskerError('E_NO_PLACEMENT', `Move of ${queue} called off: it stays on ${placement?.set ?? 'no set'} (see the old set's master's log)`, { queue });
+    if (Date.now() > deadline) throw new WhiskerError('E_TIMEOUT', `Move of ${queue} still under way (${phase}); it goes on: see whisker cluster status`, { queue });
+    await sleep(50);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** [messageId, id, data, created, acceptedAt, from, [[group, nbRequeues, notBefore]]] per message, JSON arrays of about CHUNK_BYTES */
+function encodeChunks(held: ReadonlyArray<{ message: StoredMessage; records: readonly RecoveredRecord[] }>): string[] {
+  const chunks: string[] = [];
+  let parts: string[] = [];
+  let size = 2;
+  for (const { message: m, records } of held) {
+    const text = JSON.stringify([m.messageId, m.id, m.data, m.created, m.acceptedAt, m.from, records.map((r) => [r.group, r.nbRequeues, r.notBefore])]);
+    if (parts.length > 0 && size + text.length + 1 > CHUNK_BYTES) {
+      chunks.push(`[${parts.join(',')}]`);
+      parts = [];
+      size = 2;
+    }
+    parts.push(text);
+    size += text.length + 1;
+  }
+  if (parts.length > 0) chunks.push(`[${parts.join(',')}]`);
+  return chunks;
+}
+
+function decodeChunks(queue: string, chunks: readonly string[]): Item[] {
+  const items: Item[] = [];
+  for (const chunk of chunks) {
+    for (const row of JSON.parse(chunk) as unknown[]) {
+      if (!Array.isArray(row) || row.length !== 7) throw new Error('bad hand-over record');
+      const [messageId, id, data, created, acceptedAt, from, records] = row as [unknown, unknown, unknown, unknown, unknown, unknown, unknown];
+      if (typeof messageId !== 'string' || typeof id !== 'string' || typeof created !== 'number' || typeof acceptedAt !== 'number' || typeof from !== 'string' || !Array.isArray(records)) throw new Error('bad hand-over record');
+      items.push({
+        message: { messageId, queue, id, data, created, acceptedAt, from },
+        records: records.map((r) => {
+          const [group, nbRequeues, notBefore] = r as [unknown, unknown, unknown];
+          if (typeof group !== 'string' || typeof nbRequeues !== 'number' || typeof notBefore !== 'number') throw new Error('bad hand-over record');
+          return { group, nbRequeues, notBefore };
+        }),
+      });
+    }
+  }
+  return items;
+}
