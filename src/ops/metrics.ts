@@ -109,7 +109,7 @@ export class BrokerMetrics {
     perQueue('whisker_queue_depth', 'Messages not yet delivered to every group (waiting, requeued or delayed)', (q) => q.depth);
     perQueue('whisker_queue_in_flight', 'Deliveries sent and not yet acked', (q) => q.inFlight);
     perQueue('whisker_queue_messages', 'Messages the queue holds, in flight included', (q) => q.size);
-    perQueue('whisker_queue_cold_messages', 'Waiting messages kept as compact rows past memoryWindow, their bodies on disk only', (q) => q.cold);
+    perQueue('whisker_queue_cold_messages', 'Waiting messages whose bodies are on disk only (past memoryWindow), read back as delivery nears', (q) => q.cold);
     perQueue('whisker_queue_oldest_waiting_seconds', 'Age of the oldest message waiting for a delivery (0 when none waits)', (q) => q.oldestWaitingSeconds);
     perQueue('whisker_queue_consumers', 'Consume handlers subscribed to the queue', (q) => q.consumers);
     perQueue('whisker_queue_listeners', 'Listen handlers subscribed to the queue', (q) => q.listeners);

@@ -5,9 +5,8 @@ import type { Logger } from '../../runtime/logger.js';
 import type { Policy } from '../access/policy.js';
 import type { History } from '../history/history.js';
 import type { Lifecycle } from '../lifecycle.js';
-import { Backlog } from '../queue/backlog.js';
 import { Queue } from '../queue/queue.js';
-import type { Entry } from '../queue/group.js';
+import { MessageRows } from '../queue/rows.js';
 import type { Subscription } from '../queue/subscription.js';
 import { makeStoredMessage, type MessageStore, type RecoveredRecord, type StoreEvent, type StoredMessage } from '../store/store.js';
 import { Appends } from './appends.js';
@@ -57,15 +56,13 @@ export class Router {
   readonly #lifecycle: Lifecycle;
   readonly #queues = new Map<string, Queue>();
   /**
-   * message id -> its entry in the queue holding it (the entry's `message.queue` names it): one
-   * map shared by every queue, which sets and deletes its own entries (bounded memory, SPEC §7)
+   * every waiting message of every queue, a row each, found by its id (queue/rows.ts): one id
+   * map for the router and its queues (bounded memory, SPEC §7)
    */
-  readonly #index = new Map<string, Entry>();
-  /** waiting messages far from delivery, as rows with their own id index, for every queue */
-  readonly #backlog = new Backlog();
+  readonly #rows = new MessageRows();
   /**
    * ids of messages no longer held, within the dedupe window of their acceptance: a held id is
-   * known by `#index` (one map entry per waiting message, not two: bounded memory, SPEC §7)
+   * known by `#rows` (one map entry per waiting message, not two: bounded memory, SPEC §7)
    */
   readonly #dedupe: DedupeWindow;
   readonly #appends = new Appends();
@@ -109,7 +106,7 @@ export class Router {
       append: this.#append,
       readBodies: (ids) => store.readBodies(ids),
       accept: (message) => {
-        this.#hooks?.made(message); // before the queue may drop its body
+        this.#hooks?.made(message);
         this.#queue(message.queue).accept(message);
       },
       nextSeq: () => this.nextSeq(),
@@ -261,7 +258,7 @@ export class Router {
     let count = 0;
     for (const { message, records, stored } of ordered) {
       this.#asideIds.delete(message.messageId);
-      if (this.#index.has(message.messageId) || this.#backlog.find(message.messageId) >= 0) continue;
+      if (this.#rows.find(message.messageId) >= 0) continue;
       if (stored && this.#isMaster) this.#hooks?.made(message);
       queue.importMessage(message, records);
       count++;
@@ -301,15 +298,13 @@ export class Router {
 
   /** the queue holding this message, if any */
   holding(messageId: string): Queue | undefined {
-    const entry = this.#index.get(messageId);
-    if (entry !== undefined) return this.#queues.get(entry.message.queue);
-    const row = this.#backlog.find(messageId);
-    return row < 0 ? undefined : this.#queues.get(this.#backlog.queue(row));
+    const row = this.#rows.find(messageId);
+    return row < 0 ? undefined : this.#queues.get(this.#rows.queue(row));
   }
 
   /** held, or settled within the dedupe window: a copy of it is not queued again (SPEC §7) */
   isKnown(messageId: string): boolean {
-    return this.#index.has(messageId) || this.#backlog.find(messageId) >= 0 || this.#dedupe.has(messageId) || this.#asideIds.has(messageId);
+    return this.#rows.find(messageId) >= 0 || this.#dedupe.has(messageId) || this.#asideIds.has(messageId);
   }
 
   /** a copy of this message arriving later (from a client or a peer) is not queued */
@@ -373,16 +368,14 @@ export class Router {
   #admit(messages: readonly StoredMessage[], fromClient: boolean): void {
     const finished: string[] = [];
     for (const message of messages) {
-      if (this.#index.has(message.messageId) || this.#backlog.find(message.messageId) >= 0) continue;
+      if (this.#rows.find(message.messageId) >= 0) continue;
       if (this.#dedupe.has(message.messageId)) {
         finished.push(message.messageId);
         continue;
       }
-      // a mirror may not hear it from the client (not reconnected yet): it hears it from us,
-      // before the queue takes it (a queue past its window of bodies drops this one's body)
+      // a mirror may not hear it from the client (not reconnected yet): it hears it from us
       if (this.#isMaster) this.#hooks?.made(message);
       else if (fromClient) this.#hooks?.storedFromClient(message);
-      // `whisker tail` too sees the body before a queue past its window leaves it on disk only
       for (const tap of this.#taps) tap(message);
       const aside = this.#aside.get(message.queue);
       if (aside) {
@@ -577,8 +570,7 @@ export class Router {
           else this.log.warn('message dropped after its last delivery', { queue: message.queue, messageId: message.messageId, group, nbDeliveries, reason });
         },
         isDraining: () => this.#lifecycle.isStopping || this.#held,
-        index: this.#index,
-        backlog: this.#backlog,
+        rows: this.#rows,
         bodyWindow: this.#policy.config.memoryWindow,
         forgotten: (messageId, acceptedAt) => {
           // a copy arriving within the window of its acceptance is still not queued again
