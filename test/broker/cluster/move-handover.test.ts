@@ -41,7 +41,7 @@ async function publish(to: ElectedNode | RawPeer, messages: Raw): Promise<void> 
  * before the hand-over is taken (the old master waits 200 ms before it writes it), with a peer
  * logged in on b1 already; the log says whether it came in time (`sentMeanwhile`).
  */
-async function moved(during?: (b1: RawPeer) => Promise<void>, before?: (hosts: string[]) => Promise<void>): Promise<{ aNodes: ElectedNode[]; bNodes: ElectedNode[]; hosts: string[]; listener: WhiskerClient; heard: number[]; sentMeanwhile: number }> {
+async function moved(during?: (b1: RawPeer, nodes: { aNodes: ElectedNode[]; bNodes: ElectedNode[] }) => Promise<void>, before?: (hosts: string[]) => Promise<void>): Promise<{ aNodes: ElectedNode[]; bNodes: ElectedNode[]; hosts: string[]; listener: WhiskerClient; heard: number[]; sentMeanwhile: number }> {
   const etcd = await startEtcd();
   const nodes = await clusterProcesses(etcd.url, { a: ['a1'], b: ['b1'] }, (set) => ({
     ...common,
@@ -75,7 +75,7 @@ async function moved(during?: (b1: RawPeer) => Promise<void>, before?: (hosts: s
   const moving = whisker(['move', QUEUE, '--to', 'b', '-c', aNodes[0]!.configPath, '--timeout', '30'], { timeoutMs: 40_000 });
   if (during) {
     await bNodes[0]!.process!.waitFor(/taking the queue over/, 0, 15_000);
-    await during(b1);
+    await during(b1, { aNodes, bNodes });
   }
   const moved = await moving;
   await b1.terminate();
@@ -151,5 +151,30 @@ describe('whisker move hands over history, settled ids and reservations (real et
     const list = await whisker(['reservations', 'list', '-c', bNodes[0]!.configPath]);
     console.log(list.stdout);
     expect(list.stdout).toMatch(/mv\/v1\/r1\s+mv-owner/);
+  }, 60_000);
+
+  test('whisker cluster status shows a move under way (set b\'s broker stopped with SIGSTOP after the hand-over was written), then none once it ended', async () => {
+    const seenStatus: string[] = [];
+    const { aNodes } = await moved(async (_b1, { aNodes: a, bNodes: b }) => {
+      const node = b[0]!;
+      // stopped before it can take the hand-over: the move waits at "import"
+      node.process!.child.kill('SIGSTOP');
+      try {
+        await a[0]!.process!.waitFor(/hand-over written/, 0, 10_000);
+        let json: { moves: Array<{ queue: string; from: string; to: string; phase: string }> } = { moves: [] };
+        for (let tries = 0; tries < 20 && !json.moves.some((m) => m.phase === 'import'); tries++) {
+          json = JSON.parse((await whisker(['cluster', 'status', '-c', a[0]!.configPath, '--json'])).stdout) as typeof json;
+        }
+        expect(json.moves).toEqual([{ queue: QUEUE, from: 'a', to: 'b', phase: 'import' }]);
+        seenStatus.push((await whisker(['cluster', 'status', '-c', a[0]!.configPath])).stdout);
+      } finally {
+        node.process!.child.kill('SIGCONT');
+      }
+    });
+    console.log(seenStatus[0]);
+    expect(seenStatus[0]).toContain(`moving ${QUEUE} from a to b: import`);
+    const after = JSON.parse((await whisker(['cluster', 'status', '-c', aNodes[0]!.configPath, '--json'])).stdout) as { moves: unknown[]; sets: Array<{ name: string; placements: number }> };
+    expect(after.moves).toEqual([]);
+    expect(after.sets.find((s) => s.name === 'b')?.placements).toBe(1);
   }, 60_000);
 });
