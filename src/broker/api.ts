@@ -1,4 +1,5 @@
 import type { ClusterView } from './cluster/cluster.js';
+import type { PlacementList, PlacementQuery } from './cluster/listing.js';
 /**
  * The broker as the rest of the program sees it: types only. src/ops/, src/server/ and
  * embedders import these, never the broker's parts (docs/architecture.md#imports).
@@ -22,6 +23,9 @@ export type { MessageStore, StoredMessage } from './store/store.js';
 export type { ReservationRecord } from './store/reservation-file.js';
 export type { RevokeOutcome } from './mirror/key-sync.js';
 export type { HistoryStats } from './history/history.js';
+export type { ClusterView } from './cluster/cluster.js';
+export type { PlacementList, PlacementQuery } from './cluster/listing.js';
+export type { BrokerStats, Member } from './cluster/types.js';
 
 /** retained channels' history as the operator surface reads and trims it (docs/configuration.md#retention) */
 export interface HistoryView {
@@ -82,6 +86,8 @@ export interface Broker extends EmbeddedBroker {
   readonly cluster: ClusterView | null;
   /** `whisker move` (SPEC §13): resolves once `queue` is on set `to`; `progress` hears each phase */
   moveQueue(queue: string, to: string, progress: (phase: string) => void, timeoutMs: number): Promise<{ from: string; to: string }>;
+  /** with a `cluster` block: which queue is on which set, the first `limit` by name (SPEC §13), else null */
+  clusterPlacements(query: PlacementQuery): PlacementList | null;
   /** elected master: stop delivering, let deliveries in flight be acked, give the lease up */
   stepDown(): Promise<{ ok: boolean; error?: string }>;
   /** the registered client keys (docs/security.md#keys) */

@@ -9,6 +9,7 @@ import type { Lifecycle } from './lifecycle.js';
 import type { Router } from './messages/router.js';
 import type { Cluster, ClusterView } from './cluster/cluster.js';
 import { type Mover, runMove } from './cluster/move.js';
+import { listPlacements, type PlacementList, type PlacementQuery } from './cluster/listing.js';
 import type { Election } from './mirror/election.js';
 import type { Peers } from './mirror/peers.js';
 import type { ElectionView } from './mirror/types.js';
@@ -135,6 +136,11 @@ export class Broker implements BrokerView {
   moveQueue(queue: string, to: string, progress: (phase: string) => void, timeoutMs: number): Promise<{ from: string; to: string }> {
     if (!this.#cluster) return Promise.reject(new Error('this broker runs without a cluster block'));
     return runMove(this.#cluster, queue, to, progress, timeoutMs);
+  }
+
+  /** with a `cluster` block: which queue is on which set, the first `limit` by name (SPEC §13), else null */
+  clusterPlacements(query: PlacementQuery): PlacementList | null {
+    return this.#cluster ? listPlacements(this.#cluster.placementEntries(), query) : null;
   }
 
   get managementPort(): number | null {

@@ -14,6 +14,7 @@ import { compilePolicy } from './access/policy.js';
 import type { BrokerHooks } from './api.js';
 import { Cluster } from './cluster/cluster.js';
 import { Mover } from './cluster/move.js';
+import { StatsSampler } from './cluster/stats.js';
 import type { BrokerOptions } from './embedded.js';
 import { History } from './history/history.js';
 import { Lifecycle } from './lifecycle.js';
@@ -138,11 +139,13 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
       log.warn('election on: the master is elected through etcd, isMaster in the file is not used', { prefix: config.election.prefix, leaseTtl: config.election.leaseTtl });
     }
     if (config.cluster && config.election) {
+      const sampler = new StatsSampler();
       cluster = await Cluster.create(config.cluster, config.election, config.serviceId, log, {
         pin: (queue) => router.policy.config.channels[queue]?.set,
         deadLetterOf: (queue) => deadLetterQueue(router.policy.config.channels[queue]?.deadLetter),
         deadLetterSources: (queue) => Object.entries(router.policy.config.channels).filter(([, c]) => deadLetterQueue(c.deadLetter) === queue).map(([source]) => source),
         maxPlacements: () => router.policy.config.limits.maxPlacements,
+        stats: () => sampler.sample(now(), router.queues.values()),
         keyUnbound: (name, pem) => {
           // its reserved ids are free for others now (SPEC §5), as after `whisker keys revoke` here
           if (keySync.revokedInCluster(name, pem)) router.reservations.releaseName(name);

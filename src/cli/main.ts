@@ -18,8 +18,9 @@ Commands:
   step-down [-c config]          elected master: hand leadership over once what is in flight is acked
   stop [-c config]               stop at once (in-flight messages are delivered again after a restart)
   status [-c config]             role, uptime, connections, queues, config path
-  cluster status [-c config]     a cluster's sets, brokers, masters and epochs, queues placed per set, moves
   move EP/VER --to SET           move a queue to another set of the cluster, with what it holds
+  cluster status [-c config]     a cluster's sets, brokers, masters and epochs, queues and rates per set;
+    [--placements [--set S] [-n N]]  and which queue is on which set (the first N by name, default 100)
   list [-q ep/ver] [-i id] [-m]  queues and message counts; -q: ids of a queue; -m: messages (no bodies)
   delete -q ep/ver [-i id] --yes empty a queue, or one id of it (subscriptions stay)
   delete -q ep/ver --history --yes  drop a retained channel's history (docs/configuration.md#retention)
@@ -85,6 +86,8 @@ const OPTIONS = {
   all: { type: 'boolean' },
   to: { type: 'string' },
   timeout: { type: 'string' },
+  placements: { type: 'boolean' },
+  set: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const satisfies Record<string, OptionSpec & { multiple?: boolean }>;
@@ -142,7 +145,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         await (await import('./lifecycle.js')).runStatus(control);
         return 0;
       case 'cluster':
-        await (await import('./cluster.js')).runCluster(rest[0], control);
+        await (await import('./cluster.js')).runCluster(rest[0], { ...control, placements: values.placements, set: values.set, limit: values.limit });
         return 0;
       case 'move':
         await (await import('./cluster.js')).runMove(rest[0], { ...control, to: values.to, timeout: values.timeout });

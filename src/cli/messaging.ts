@@ -84,6 +84,15 @@ function detailLines(details: unknown): string[] {
   });
 }
 
+/** ` (read ep/ver/id: reserved)`: why an E_FORBIDDEN was refused (its details), ` (revoked)` for an E_AUTH; '' otherwise */
+function why(details: unknown): string {
+  if (typeof details !== 'object' || details === null || Array.isArray(details)) return '';
+  const d = details as { channel?: unknown; right?: unknown; reason?: unknown };
+  if (typeof d.reason !== 'string') return '';
+  const where = typeof d.right === 'string' && typeof d.channel === 'string' ? `${safe(d.right)} ${safe(d.channel)}: ` : '';
+  return ` (${where}${safe(d.reason)})`;
+}
+
 /** `whisker pub CHANNEL DATA` or `whisker pub CHANNEL -` (one message per line of stdin) */
 export async function runPub(channel: string | undefined, data: string | undefined, options: MessagingOptions): Promise<void> {
   if (!channel || data === undefined) throw new CommandError('pub needs CHANNEL and DATA (or - to read one message per line from stdin)', 2);
@@ -96,7 +105,7 @@ export async function runPub(channel: string | undefined, data: string | undefin
     } catch (error) {
       failed++;
       const e = error as Error & { code?: string; info?: { storedBy?: string[] }; details?: unknown };
-      say(`whisker: not sent: ${e.code ?? 'error'}: ${safe(e.message)}${e.info?.storedBy?.length ? ` (stored by ${e.info.storedBy.map(safe).join(', ')})` : ''}\n`);
+      say(`whisker: not sent: ${e.code ?? 'error'}: ${safe(e.message)}${why(e.details)}${e.info?.storedBy?.length ? ` (stored by ${e.info.storedBy.map(safe).join(', ')})` : ''}\n`);
       for (const line of detailLines(e.details)) say(`  ${line}\n`);
     }
   };
@@ -127,7 +136,7 @@ export async function runSub(channel: string | undefined, options: MessagingOpti
     if (options.json) print(JSON.stringify({ channel: where, messageId: info.messageId, from: info.from, created: info.created, nbRequeues: info.nbRequeues ?? 0, data: msg }) + '\n');
     else print(`${time(info.created)}  ${safe(where)}  ${safe(info.from ?? '')}  ${info.messageId}  ${body(msg)}\n`);
   };
-  const refused = (err: Error & { code?: string }) => finish(new CommandError(`${err.code ?? 'error'}: ${safe(err.message)}`, err.code === 'E_BAD_CHANNEL' ? 2 : 1));
+  const refused = (err: Error & { code?: string; details?: unknown }) => finish(new CommandError(`${err.code ?? 'error'}: ${safe(err.message)}${why(err.details)}`, err.code === 'E_BAD_CHANNEL' ? 2 : 1));
   // --count N: the subscription is held to what is left to print (docs/protocol.md#flow), so
   // the broker never hands over an N+1th: lowered before each ack (the flow frame is written
   // ahead of it), 0 after the Nth, so the unsubscribe finds nothing in flight to hand back

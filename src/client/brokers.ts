@@ -1,5 +1,5 @@
 import { errorFromPayload, WhiskerError } from '../protocol/errors.js';
-import type { BrokerFrame, ClientFrame, Delivery, PublishResult, ReplayEndFrame, ReplyFrame } from '../protocol/frames.js';
+import type { BrokerFrame, ClientFrame, Delivery, PublishResult, RefusedId, ReplayEndFrame, ReplyFrame } from '../protocol/frames.js';
 import { Connection, type ConnectionOwner, finalAuthReason } from '../link/connection.js';
 import type { ClientKeys } from '../link/keys.js';
 import type { ClusterFrame } from '../protocol/cluster.js';
@@ -54,6 +54,13 @@ export class Brokers {
   /** replays asked for while no broker was connected, by sub */
   /** subscriptions already refused E_NO_PLACEMENT by a broker while the set had no master */
   readonly #toldNoPlacement = new WeakSet<ClientSubscription>();
+  /**
+   * what each slave answered a subscription (its subscribe, then its addIds): the ids it refused,
+   * or 'pending' while its answer to the subscribe is on its way. A slave promoted to master holds
+   * only what it accepted, so its promotion answers the subscription with these refusals
+   * (a reserved id, SPEC §5), not with a blanket "registered" (issue 28, attacks-28 a9)
+   */
+  readonly #slaveAnswers = new WeakMap<ClientSubscription, Map<Connection, Map<string, RefusedId> | 'pending'>>();
   readonly #waitingReplays = new Map<number, { build: (req: number) => ClientFrame; onReply: (reply: ReplyFrame | null) => void; timer: NodeJS.Timeout }>();
   readonly #sendTimeoutMs: number;
   #wasConnected = false;
@@ -96,9 +103,15 @@ export class Brokers {
 
   /** a subscribe's answer: E_MOVED goes to the owner (it re-routes), the master's other answers (and any E_NO_PLACEMENT while there is none) to the subscription */
   #subscribeReply(connection: Connection, subscription: ClientSubscription): (reply: ReplyFrame | null) => void {
+    this.#answers(subscription).set(connection, 'pending');
     return (reply) => {
       if (reply?.error?.code === 'E_MOVED' && this.#owner.onMoved) return this.#owner.onMoved(errorFromPayload(reply.error), { subscription });
-      if (connection.isMaster) return subscription.onMasterReply(reply);
+      if (connection.isMaster) {
+        if (reply) this.#answers(subscription).set(connection, new Map()); // answered as master: nothing left to tell
+        return subscription.onMasterReply(reply);
+      }
+      if (reply && !reply.error) this.#answers(subscription).set(connection, new Map((reply.refused ?? []).map((r) => [r.id, r])));
+      else if (reply) this.#answers(subscription).delete(connection);
       // E_NO_PLACEMENT: etcd is out of reach, so no master will answer it either (SPEC §13); each
       // broker of the set says so: the subscription is told once
       if (reply?.error?.code !== 'E_NO_PLACEMENT' || this.#master || this.#toldNoPlacement.has(subscription)) return;
@@ -157,7 +170,7 @@ export class Brokers {
     await Promise.all(this.#connections.map((c) => c.close()));
   }
 
-  request(build: (req: number) => ClientFrame, onMasterReply: (reply: ReplyFrame | null) => void): void {
+  request(build: (req: number) => ClientFrame, onMasterReply: (reply: ReplyFrame | null) => void, subscription?: ClientSubscription): void {
     const master = this.#master;
     // without a master, a broker's E_NO_PLACEMENT (etcd out of reach, SPEC §13) is the answer: once
     let toldNoPlacement = false;
@@ -168,9 +181,29 @@ export class Brokers {
     };
     for (const connection of this.#connections) {
       if (!connection.isReady) continue;
-      connection.request(build, connection === master ? onMasterReply : master ? () => {} : noPlacement);
+      if (connection === master) {
+        connection.request(build, onMasterReply);
+        continue;
+      }
+      // a slave's answer to an addIds is kept for its promotion (#slaveAnswers)
+      let asked: readonly string[] = [];
+      const recorded = (frame: ClientFrame): ClientFrame => ((asked = frame.type === 'addIds' ? frame.ids : []), frame);
+      connection.request(subscription ? (req) => recorded(build(req)) : build, (reply) => {
+        const answers = subscription && this.#slaveAnswers.get(subscription)?.get(connection);
+        if (answers instanceof Map && reply && !reply.error) {
+          for (const id of asked) answers.delete(id);
+          for (const refused of reply.refused ?? []) answers.set(refused.id, refused);
+        }
+        if (!master) noPlacement(reply);
+      });
     }
     if (!master) onMasterReply(null);
+  }
+
+  #answers(subscription: ClientSubscription): Map<Connection, Map<string, RefusedId> | 'pending'> {
+    let answers = this.#slaveAnswers.get(subscription);
+    if (!answers) this.#slaveAnswers.set(subscription, (answers = new Map()));
+    return answers;
   }
 
   /** a replay goes to one broker: the master, else any connected one (every mirror holds the history) */
@@ -351,7 +384,15 @@ export class Brokers {
         this.#updateMaster();
         if (connection.isMaster) {
           // a promoted slave already holds every subscription and every send it stored as a slave
-          for (const subscription of this.#owner.subscriptions()) if (this.#serves(subscription.queue)) subscription.onMasterReply({ type: 'reply', req: 0 });
+          // ...but not what it refused: those refusals are its answer now; one still on its way
+          // reaches the subscription as the master's answer when it comes
+          for (const subscription of this.#owner.subscriptions()) {
+            if (!this.#serves(subscription.queue)) continue;
+            const answered = this.#slaveAnswers.get(subscription)?.get(connection);
+            if (answered === 'pending') continue;
+            const refused = answered ? [...answered.values()] : [];
+            subscription.onMasterReply({ type: 'reply', req: 0, ...(refused.length > 0 ? { refused } : {}) });
+          }
           for (const pending of [...this.#owner.outbox.values()]) {
             if (pending.storedBy.has(connection.serviceId)) this.#owner.outbox.settle(pending.message.messageId, null);
           }

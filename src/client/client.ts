@@ -426,8 +426,16 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     const subscription = this.#subscriptions.get(delivery.sub);
     if (!subscription) return; // closed: the broker requeues what it had in flight
     // per subscribed id (`via`): each copy of a message sent to `*` arrives (SPEC §3)
-    const key = `${delivery.sub}|${delivery.via}|${delivery.messageId}|${delivery.nbRequeues}`;
+    const message = `${delivery.sub}|${delivery.via}|${delivery.messageId}`;
+    const key = `${message}|${delivery.nbRequeues}`;
     const ack = (ok: boolean, delaySeconds: number) => this.#brokers?.settle(delivery, ok, delaySeconds);
+    // handled and acked already, whatever the count: a broker gives it again because the ack was
+    // lost with a connection (it requeued it, nbRequeues + 1) or from its own record at a
+    // handover. SPEC §3: dropped, and acked again. A nacked one comes back, as the nack asks.
+    if (this.#settled.has(`${message}|acked`)) {
+      ack(true, 0);
+      return;
+    }
     if (this.#processed.has(key)) {
       // acks are idempotent: a copy of what was settled (a broker restarted before it saw the
       // ack) gets the same answer, else it would sit in flight until requeueInterval (issue 13)
@@ -449,6 +457,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     subscription.sink.message(delivery.data, info, (ok, delaySeconds) => {
       settled = true;
       this.#settled.add(`${key}|${ok ? 1 : 0}`);
+      if (ok) this.#settled.add(`${message}|acked`);
       ack(ok, delaySeconds);
     });
   }

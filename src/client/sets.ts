@@ -77,7 +77,7 @@ export class Sets {
       if (reply?.error?.code !== 'E_MOVED') return onMasterReply(reply);
       this.#moved(errorFromPayload(reply.error), { subscription });
       onMasterReply(null);
-    });
+    }, subscription);
   }
 
   /** a replay goes to the set that holds the queue's history; an E_MOVED sends it there, up to MAX_REPLAY_HOPS sets */

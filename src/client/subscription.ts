@@ -193,7 +193,10 @@ export class ClientSubscription {
 
   /** the broker removed ids on its own (a reload took the right away, docs/protocol.md#revoked) */
   revoked(ids: readonly string[], error: WhiskerError): void {
-    this.#removeLocal(ids.filter((id) => this.wireIds.has(id)));
+    const gone = ids.filter((id) => this.wireIds.has(id));
+    // each mirror sends its own `revoked` for a reload of them all: the handler is told once
+    if (gone.length === 0 && ids.length > 0) return;
+    this.#removeLocal(gone);
     this.#refuse(error, this.wireIds.size === 0);
   }
 

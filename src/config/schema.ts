@@ -72,6 +72,8 @@ export const configSchema = {
     // seconds a reserved id stays its name's after the name's last subscription to it (SPEC §5)
     reservationHold: { type: 'number', minimum: 0, maximum: 31_536_000, default: 86_400 },
     heartbeatTimeout: { type: 'number', minimum: 0.1, maximum: 3600, default: 5 },
+    // seconds a recipient group stays after its last member's connection was lost (SPEC §7)
+    groupHold: { type: 'number', minimum: 0, maximum: 86_400, default: 60 },
     rules: {
       type: 'array',
       items: {

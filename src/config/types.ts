@@ -95,6 +95,8 @@ export interface Config {
   readonly reservationHold: number;
   /** seconds a client or peer link may stay silent before it is closed (SPEC §9) */
   readonly heartbeatTimeout: number;
+  /** seconds a recipient group is kept, taking records, after its last member's connection was lost; 0: dropped at once */
+  readonly groupHold: number;
   readonly rules?: readonly RuleConfig[];
   readonly defaultPolicy: 'deny' | 'allow';
   readonly autoRegister: boolean;

@@ -4,6 +4,7 @@ import { WhiskerError } from '../protocol/errors.js';
 import { CLIENT_NAME } from '../protocol/frames.js';
 import type { Logger } from '../runtime/logger.js';
 import { healthView } from './api.js';
+import { clusterStatus, MAX_PLACEMENTS_LISTED, placementLimit } from './cluster.js';
 import { operatorCommand } from './commands.js';
 import { ControlError, type ControlHandler, type ControlRequest, type ControlResponse } from './control.js';
 
@@ -21,8 +22,7 @@ export function controlHandler(broker: Broker, log: Logger): ControlHandler {
       case 'status':
         return ok(statusView(broker));
       case 'cluster-status':
-        if (!broker.cluster) throw new ControlError('E_COMMAND', 'this broker runs without a cluster block');
-        return ok({ ...broker.cluster, serviceId: broker.config.serviceId });
+        return ok(clusterStatusCommand(broker, request));
       case 'reload': {
         const outcome = broker.reloadFromFile();
         if (outcome.ok) return ok({ restartNeeded: outcome.restartNeeded, warnings: outcome.warnings });
@@ -106,6 +106,19 @@ export function statusView(broker: Broker) {
     // without an election block the configured master rules (SPEC §9)
     election: broker.election ?? { mode: 'configured', reason: config.isMaster ? (broker.isMaster ? 'isMaster: true in the config' : 'isMaster: true, but another configured master with a lower serviceId delivers') : 'isMaster: false in the config' },
   };
+}
+
+/** `whisker cluster status [--placements [--set S] [-n N]]`: answered from this broker's copy of the map, never waiting on etcd */
+function clusterStatusCommand(broker: Broker, request: ControlRequest) {
+  let query;
+  if (request.placements === true) {
+    const limit = placementLimit(request.limit);
+    if (limit === null) throw new ControlError('E_BAD_LIMIT', `--limit is a whole number from 1 to ${MAX_PLACEMENTS_LISTED}`);
+    query = { limit, ...(typeof request.set === 'string' ? { set: request.set } : {}) };
+  }
+  const status = clusterStatus(broker, query);
+  if (!status) throw new ControlError('E_COMMAND', 'this broker runs without a cluster block');
+  return status;
 }
 
 function queueArgument(value: unknown): string {

@@ -1,4 +1,4 @@
-import type { ElectionView, HistoryStats, MasterConflict, PeerStatus, PeerView, QueueSettings } from '../broker/api.js';
+import type { ClusterView, ElectionView, HistoryStats, PlacementList, PlacementQuery, MasterConflict, PeerStatus, PeerView, QueueSettings } from '../broker/api.js';
 import type { Config } from '../config/types.js';
 import type { SubscriptionMode } from '../protocol/frames.js';
 import { unescapeId } from '../protocol/channel.js';
@@ -65,6 +65,9 @@ export interface ManagedBroker {
   readonly election?: ElectionView | null;
   /** retained channels' histories and the replays served (docs/configuration.md#retention) */
   readonly history?: HistoryCounts;
+  /** with a `cluster` block (SPEC §13): the sets as this broker last read them, and the placements */
+  readonly cluster?: ClusterView | null;
+  clusterPlacements?(query: PlacementQuery): PlacementList | null;
 }
 
 export interface HistoryCounts {

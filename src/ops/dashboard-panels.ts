@@ -206,12 +206,13 @@ export const SCRIPT_PANELS = `
     clearTimeout(timer);
     try {
       const selected = state.selected;
-      const [health, queues, clients, historyView, dead] = await Promise.all([get('/health'), get('/api/queues'), get('/api/clients'),
-        get('/api/history' + (selected === null ? '' : '?queue=' + encodeURIComponent(selected))), get('/api/dead-letters' + (state.dlqChosen ? '?queue=' + encodeURIComponent(state.dlqChosen) : ''), true)]);
+      const [health, queues, clients, historyView, dead, cluster] = await Promise.all([get('/health'), get('/api/queues'), get('/api/clients'),
+        get('/api/history' + (selected === null ? '' : '?queue=' + encodeURIComponent(selected))), get('/api/dead-letters' + (state.dlqChosen ? '?queue=' + encodeURIComponent(state.dlqChosen) : ''), true), get('/api/cluster', true)]);
       const detail = selected === null ? null : await get('/api/queues/' + encodeURIComponent(selected), true);
       if (detail === null) state.selected = null;
       renderHealth(health);
       renderElection(health);
+      renderCluster(cluster);
       renderMirrors(health);
       renderQueues(queues.queues);
       renderDetail(detail);

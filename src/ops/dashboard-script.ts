@@ -76,6 +76,45 @@ export const SCRIPT_CORE = `
     byId('election-row').replaceChildren(phase, numCell(e.epoch === null ? '-' : String(e.epoch)), el('td', e.leader === null ? 'none' : e.leader, 'id-cell'),
       numCell(e.leaseRemainingMs === null ? '-' : (e.leaseRemainingMs / 1000).toFixed(1) + ' s'), el('td', changed), el('td', e.reason || '-'));
   }
+  /** cluster: null without a cluster block (GET /api/cluster is 404 then) */
+  function renderCluster(cluster) {
+    byId('cluster').hidden = cluster === null;
+    if (cluster === null) return;
+    byId('cluster-set').textContent = 'this broker: set ' + cluster.set;
+    const etcd = byId('cluster-etcd');
+    etcd.hidden = cluster.etcd.reachable;
+    etcd.textContent = cluster.etcd.reachable ? '' : (cluster.etcd.mapRead ? 'etcd does not answer this broker (' + cluster.etcd.reason + '): the sets below are as it last read them' : 'the cluster map was never read from etcd since this broker started (' + cluster.etcd.reason + ')');
+    const rows = [];
+    for (const set of cluster.sets) {
+      const s = set.stats;
+      const figures = [numCell(num(set.placements)), numCell(s ? num(s.waiting) : '-'), numCell(s ? rate(s.rates.received) : '-'), numCell(s ? rate(s.rates.delivered) : '-'), numCell(s ? rate(s.rates.acked) : '-')];
+      const blanks = () => figures.map(() => numCell(''));
+      const name = el('td', set.name);
+      if (set.name === cluster.set) name.className = 'own-set';
+      if (set.brokers.length === 0) {
+        const tr = el('tr');
+        tr.dataset.set = set.name;
+        const down = el('td');
+        down.colSpan = 4;
+        down.append(badge('down: no broker registered', 'bad'));
+        tr.append(name, down, ...figures);
+        rows.push(tr);
+        continue;
+      }
+      set.brokers.forEach((b, i) => {
+        const tr = el('tr');
+        tr.dataset.set = set.name;
+        tr.dataset.broker = b.serviceId;
+        const role = el('td');
+        role.append(b.isMaster ? badge('master', 'master') : badge('slave', 'slave'));
+        if (i === 0 && set.master === null) role.append(' ', badge('no master', 'bad'));
+        tr.append(i === 0 ? name : el('td'), el('td', b.serviceId), el('td', b.advertise, 'id-cell'), role, numCell(b.isMaster && b.epoch !== null ? String(b.epoch) : ''), ...(i === 0 ? figures : blanks()));
+        rows.push(tr);
+      });
+    }
+    byId('cluster-rows').replaceChildren(...rows);
+    byId('cluster-note').textContent = num(cluster.placements) + ' of at most ' + num(cluster.maxPlacements) + ' queues placed. Rates per second over about 5 s, as the master of each set last published them in etcd; roles as each broker registered them.';
+  }
   function renderMirrors(health) {
     const peers = health.peers || [];
     byId('mirrors').hidden = peers.length === 0 && !health.conflict;

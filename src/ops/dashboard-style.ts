@@ -38,6 +38,7 @@ form { display: flex; gap: 8px; align-items: center; } input { padding: 4px 8px;
 #confirm { position: sticky; top: 0; z-index: 2; margin: 12px 0 0; padding: 10px 14px; display: flex; flex-wrap: wrap; gap: 10px; align-items: center; background: #fff4e5; border: 1px solid #f0c27b; border-radius: 6px; }
 #confirm[hidden] { display: none; }
 #confirm p { margin: 0; flex: 1 1 300px; word-break: break-all; }
+.own-set { font-weight: 600; }
 .dlq-pick { display: flex; gap: 8px; flex-wrap: wrap; margin-bottom: 8px; }
 .dlq-pick button[aria-pressed="true"] { background: #eaf0ff; border-color: var(--accent); }
 `;

@@ -46,6 +46,12 @@ const BODY = `
     <h2>Election (etcd)</h2>
     <table id="election-table"><thead><tr><th>This broker</th>${num('Epoch')}<th>Leader</th>${num('Lease left')}<th>Last change</th><th>Why not master</th></tr></thead><tbody><tr id="election-row"></tr></tbody></table>
   </section>
+  <section id="cluster" hidden>
+    <h2>Cluster <span class="mode" id="cluster-set"></span></h2>
+    <p id="cluster-etcd" class="error" hidden></p>
+    <table id="cluster-table"><thead><tr><th>Set</th><th>Broker</th><th>Address</th><th>Role</th>${num('Epoch')}${num('Queues')}${num('Waiting')}${num('In/s')}${num('Out/s')}${num('Acked/s')}</tr></thead><tbody id="cluster-rows"></tbody></table>
+    <p id="cluster-note" class="note"></p>
+  </section>
   <section id="mirrors" hidden>
     <h2>Mirrors</h2>
     <p id="conflict" class="error" hidden></p>

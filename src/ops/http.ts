@@ -5,6 +5,7 @@ import { portError } from '../config/ports.js';
 import type { Config } from '../config/types.js';
 import type { Logger } from '../runtime/logger.js';
 import { HandlerRates, type ManagedBroker, subscriberCounts, uptimeSeconds } from './api.js';
+import { clusterStatus } from './cluster.js';
 import { RateHistory } from './history.js';
 import type { InspectedBroker } from './messages.js';
 import type { BrokerMetrics } from './metrics.js';
@@ -79,6 +80,7 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
     get election() { return broker.election ?? null; },
     get offeredToMaster() { return broker.peers?.offeredToMaster ?? 0; },
     histories: () => broker.history?.list() ?? [],
+    cluster: () => clusterStatus(broker),
     get replays() { return { served: broker.history?.replays ?? 0, inProgress: broker.history?.replaying ?? 0, messages: broker.history?.replayedMessages ?? 0 }; },
   }, config);
 

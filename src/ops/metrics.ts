@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ElectionView, MessageStore, QueueCounters } from '../broker/api.js';
 import type { HistoryStats } from '../broker/api.js';
+import type { ClusterStatus } from './cluster.js';
 import { type GroupSeries, groupSeries, type HistorySeries, historySeries, type PeerSeries, type QueueSeries, queueSeries, type QueueStats } from './series.js';
 
 export type { QueueStats } from './series.js';
@@ -30,7 +31,12 @@ export interface MetricsSource {
   histories(): ReadonlyArray<readonly [string, HistoryStats]>;
   /** replays served since start, reading now, and the messages they gave */
   readonly replays: { readonly served: number; readonly inProgress: number; readonly messages: number };
+  /** with a `cluster` block: its sets as this broker last read them (SPEC §13), else null */
+  cluster?(): ClusterStatus | null;
 }
+
+/** sets are few (each is configured by an operator), but a series per set is bounded all the same */
+const MAX_SET_SERIES = 100;
 
 /** how many series a client can make the broker export (docs/management.md#label-cardinality) */
 export interface SeriesLimits {
@@ -103,7 +109,7 @@ export class BrokerMetrics {
     perQueue('whisker_queue_depth', 'Messages not yet delivered to every group (waiting, requeued or delayed)', (q) => q.depth);
     perQueue('whisker_queue_in_flight', 'Deliveries sent and not yet acked', (q) => q.inFlight);
     perQueue('whisker_queue_messages', 'Messages the queue holds, in flight included', (q) => q.size);
-    perQueue('whisker_queue_cold_messages', 'Waiting messages kept as compact rows past memoryWindow, their bodies on disk only', (q) => q.cold);
+    perQueue('whisker_queue_cold_messages', 'Waiting messages whose bodies are on disk only (past memoryWindow), read back as delivery nears', (q) => q.cold);
     perQueue('whisker_queue_oldest_waiting_seconds', 'Age of the oldest message waiting for a delivery (0 when none waits)', (q) => q.oldestWaitingSeconds);
     perQueue('whisker_queue_consumers', 'Consume handlers subscribed to the queue', (q) => q.consumers);
     perQueue('whisker_queue_listeners', 'Listen handlers subscribed to the queue', (q) => q.listeners);
@@ -152,6 +158,7 @@ export class BrokerMetrics {
     single('whisker_election_epoch', 'Epoch (etcd revision) of the elected master this broker knows; 0 without one or without an election', (s) => s.election?.epoch ?? 0);
     single('whisker_election_etcd_reachable', 'Election: 1 etcd answers, 0 it does not (the master then stops delivering); 1 without an election', (s) => (s.election?.phase === 'etcd-unreachable' ? 0 : 1));
     single('whisker_election_lease_remaining_seconds', "Election: time left on this broker's own etcd lease, from its last renewal", (s) => (s.election?.leaseRemainingMs ?? 0) / 1000);
+    this.#clusterMetrics(registers, read);
     single('whisker_uptime_seconds', 'Seconds since the broker started', (s) => s.uptimeSeconds);
     new Counter({
       name: 'whisker_offered_to_master_total', help: 'Messages this slave offered its master: stored here from a client, not named by the master', registers,
@@ -203,6 +210,35 @@ export class BrokerMetrics {
     this.#appendSeconds = new Histogram({
       name: 'whisker_store_append_seconds', help: 'Time from a store append to the messages being durable, per batch', buckets: APPEND_BUCKETS, registers,
     });
+  }
+
+  /** per-set series, labelled by set, never by queue (docs/management.md#metrics) */
+  #clusterMetrics(registers: Registry[], read: () => MetricsSource | null): void {
+    const cluster = () => read()?.cluster?.() ?? null;
+    new Gauge({
+      name: 'whisker_cluster_info', help: "Cluster: 1, labelled with this broker's own set (none without a cluster block)", labelNames: ['set'], registers,
+      collect() {
+        this.reset();
+        const status = cluster();
+        if (status) this.set({ set: status.set }, 1);
+      },
+    });
+    const counted = (name: string, help: string, value: (status: ClusterStatus) => number) =>
+      new Gauge({ name, help, registers, collect() { const status = cluster(); this.set(status ? value(status) : 0); } });
+    counted('whisker_cluster_sets', 'Cluster: sets with a broker registered in etcd, as this broker last read them (0 without a cluster block)', (s) => s.sets.filter((set) => set.brokers.length > 0).length);
+    counted('whisker_cluster_placements_max', 'Cluster: limits.maxPlacements, the most queues placed at once (0 without a cluster block)', (s) => s.maxPlacements);
+    const perSet = (name: string, help: string, value: (set: ClusterStatus['sets'][number], status: ClusterStatus) => number) =>
+      new Gauge({
+        name, help, labelNames: ['set'], registers,
+        collect() {
+          this.reset();
+          const status = cluster();
+          for (const set of status?.sets.slice(0, MAX_SET_SERIES) ?? []) this.set({ set: set.name }, value(set, status!));
+        },
+      });
+    perSet('whisker_cluster_placements', 'Cluster: queues placed on the set', (set) => set.placements);
+    perSet('whisker_cluster_set_brokers', 'Cluster: brokers of the set registered in etcd (0: the set is down, its queues wait)', (set) => set.brokers.length);
+    perSet('whisker_cluster_set_master', "Cluster: 1 when a broker of the set registered as its master, 0 when none did or this broker's etcd does not answer", (set, status) => Number(set.master !== null && status.etcd.reachable));
   }
 
   /** the broker to read from; set once it exists (the store is wrapped before) */

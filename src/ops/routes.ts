@@ -1,4 +1,5 @@
 import { clientsView, HandlerRates, healthView, type ManagedBroker, queueDetailView, queuesView, uptimeSeconds } from './api.js';
+import { clusterStatus, MAX_PLACEMENTS_LISTED, placementLimit } from './cluster.js';
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.js';
 import type { RateHistory } from './history.js';
 import { type InspectedBroker, listDeadLetters, OperatorError, peek, purgeDeadLetters, replayDeadLetters } from './messages.js';
@@ -52,6 +53,15 @@ export function getRoutes(ctx: RouteContext): Record<string, Route> {
     '/health/live': () => json(200, { status: 'alive', serviceId: broker.config.serviceId, uptimeSeconds: uptimeSeconds(broker, now()) }),
     '/api/queues': () => json(200, queuesView(broker, rates, now())),
     '/api/clients': () => json(200, clientsView(broker)),
+    // the sets as this broker last read them from etcd; `?placements=N` adds the first N placements (`&set=` one set's)
+    '/api/cluster': (url) => {
+      const asked = url.searchParams.get('placements');
+      const limit = asked === null ? null : placementLimit(asked);
+      if (asked !== null && limit === null) return json(400, { error: `placements is a whole number from 1 to ${MAX_PLACEMENTS_LISTED}` });
+      const set = url.searchParams.get('set');
+      const view = clusterStatus(broker, limit === null ? undefined : { limit, ...(set !== null ? { set } : {}) });
+      return view ? json(200, view) : json(404, { error: 'this broker runs without a cluster block' });
+    },
     // the total, and one queue's line when `?queue=` names it (the page shows one at a time)
     '/api/history': (url) => {
       const only = url.searchParams.get('queue');

@@ -9,7 +9,7 @@ import { Membership } from './membership.js';
 import { Placements } from './placements.js';
 import { rendezvous } from './rendezvous.js';
 import { randomBytes } from 'node:crypto';
-import type { Member, Move, Placement } from './types.js';
+import type { BrokerStats, Member, Move, Placement } from './types.js';
 import { routeOf } from './types.js';
 import { WatchedPrefix } from './watched.js';
 
@@ -21,6 +21,8 @@ export interface ClusterView {
   readonly maxPlacements: number;
   /** moves under way (`whisker move`) */
   readonly moves: ReadonlyArray<{ readonly queue: string; readonly from: string; readonly to: string; readonly phase: string }>;
+  /** the members and placements were read from etcd once at least (false: etcd never answered since start) */
+  readonly mapRead: boolean;
 }
 
 /** what the cluster asks of the broker: the config of the moment (pins, the bound), and where changes go */
@@ -35,6 +37,8 @@ export interface ClusterHooks {
   changed(frames: readonly ClusterFrame[]): void;
   /** `name`'s binding to `pem` went from etcd: its key was revoked on some set, and is here too */
   keyUnbound(name: string, pem: string): void;
+  /** this broker's queues summed, published with its membership (stats.ts) */
+  stats?(): BrokerStats;
 }
 
 /** etcd calls of the cluster are bounded: a placement answers E_NO_PLACEMENT, it never hangs */
@@ -74,7 +78,7 @@ export class Cluster {
     this.#hooks = hooks;
     this.#log = log;
     const self = { set: config.set, serviceId, advertise: config.advertise, weight: config.weight };
-    this.#membership = new Membership(client, config.prefix, self, election.leaseTtl, log, ETCD_TIMEOUT_MS, () => this.#changed({ sets: true }));
+    this.#membership = new Membership(client, config.prefix, self, election.leaseTtl, log, ETCD_TIMEOUT_MS, () => this.#changed({ sets: true }), hooks.stats && (() => hooks.stats!()));
     this.#placements = new Placements(client, config.prefix, log, ETCD_TIMEOUT_MS, {
       placed: (queue, set) => this.#changed({ placed: [queue, set] }),
       removed: (queue) => this.#changed({ removed: queue }),
@@ -109,10 +113,6 @@ export class Cluster {
   /** told every change of a placement's value (src/broker/cluster/move.ts follows moves by it) */
   onPlacementChange(listener: (queue: string, placement: Placement | undefined) => void): void {
     this.#moveListener = listener;
-  }
-
-  placementEntries(): IterableIterator<[string, Placement]> {
-    return this.#placements.entries();
   }
 
   /**
@@ -230,6 +230,11 @@ export class Cluster {
     return this.#placements.size;
   }
 
+  /** every placement as cached, for listings (read-only) */
+  placementEntries(): IterableIterator<[string, Placement]> {
+    return this.#placements.entries();
+  }
+
   /** the whole map for a client that just connected, in frames of PLACEMENTS_PER_FRAME */
   mapFrames(): ClusterFrame[] {
     const placed: Array<[string, string]> = [];
@@ -251,7 +256,7 @@ export class Cluster {
     }
     const names = new Set([...this.#membership.sets().map((s) => s.name), ...counts.keys()]);
     const sets = [...names].sort().map((name) => ({ name, brokers: this.#membership.members(name).map((m) => ({ ...m })), placements: counts.get(name) ?? 0 }));
-    return { set: this.set, sets, placements: this.#placements.size, maxPlacements: this.#hooks.maxPlacements(), moves };
+    return { set: this.set, sets, placements: this.#placements.size, maxPlacements: this.#hooks.maxPlacements(), moves, mapRead: this.#placements.loaded && this.#membership.loaded };
   }
 
   #changed(change: { sets?: true; placed?: [string, string]; removed?: string }): void {

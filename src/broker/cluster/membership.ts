@@ -2,10 +2,12 @@ import type { Etcd3, Lease } from 'etcd3';
 import type { Logger } from '../../runtime/logger.js';
 import { withTimeout } from '../mirror/election.js';
 import type { WeightedSet } from './rendezvous.js';
-import { decodeMember, type Member } from './types.js';
+import { type BrokerStats, decodeMember, type Member } from './types.js';
 import { WatchedPrefix } from './watched.js';
 
 const RETRY_MS = 1_000;
+/** how often a broker publishes its queues' counts and rates with its key (only when they changed) */
+export const STATS_INTERVAL_MS = 5_000;
 
 export interface Self {
   readonly set: string;
@@ -29,13 +31,19 @@ export class Membership {
   readonly #sets = new Map<string, Map<string, Member>>();
   readonly #watched: WatchedPrefix;
   readonly #changed: () => void;
+  readonly #stats: (() => BrokerStats) | null;
+  #published: BrokerStats | null = null;
+  /** the stats etcd holds for this broker, as sent */
+  #stored: string | null = null;
+  #statsTimer: NodeJS.Timeout | null = null;
   #lease: Lease | null = null;
   #role: { isMaster: boolean; epoch: number | null } = { isMaster: false, epoch: null };
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
 
-  constructor(client: Etcd3, prefix: string, self: Self, ttlSeconds: number, log: Logger, timeoutMs: number, changed: () => void) {
+  constructor(client: Etcd3, prefix: string, self: Self, ttlSeconds: number, log: Logger, timeoutMs: number, changed: () => void, stats?: () => BrokerStats) {
     this.#client = client;
+    this.#stats = stats ?? null;
     this.#self = self;
     this.#ttlSeconds = ttlSeconds;
     this.#log = log;
@@ -49,6 +57,12 @@ export class Membership {
   start(): void {
     this.#watched.start();
     void this.#register();
+    if (this.#stats) this.#statsTimer = setInterval(() => this.#publishStats(), STATS_INTERVAL_MS).unref();
+  }
+
+  /** the map of members was read from etcd once at least */
+  get loaded(): boolean {
+    return this.#watched.loaded;
   }
 
   /** sets with at least one live broker, with their weight (the highest a broker of it gives) */
@@ -86,12 +100,27 @@ export class Membership {
 
   #value(): string {
     const { advertise, weight } = this.#self;
-    return JSON.stringify({ advertise, weight, ...this.#role });
+    return JSON.stringify({ advertise, weight, ...this.#role, ...(this.#published ? { stats: this.#published } : {}) });
+  }
+
+  /** a put only when the counts or rates changed since etcd took them: an idle cluster writes nothing */
+  #publishStats(): void {
+    const stats = this.#stats?.();
+    if (!stats) return;
+    this.#published = stats;
+    const text = JSON.stringify(stats);
+    const lease = this.#lease;
+    if (!lease || text === this.#stored) return;
+    withTimeout(lease.put(this.#key).value(this.#value()).exec(), this.#timeoutMs).then(
+      () => void (this.#stored = text),
+      () => undefined, // tried again at the next tick
+    );
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
+    if (this.#statsTimer) clearInterval(this.#statsTimer);
     await this.#watched.close();
     const lease = this.#lease;
     this.#lease = null;
@@ -136,8 +165,10 @@ export class Membership {
     if (!member) return;
     let members = this.#sets.get(set);
     if (!members) this.#sets.set(set, (members = new Map()));
+    const before = members.get(serviceId);
     members.set(serviceId, member);
-    this.#changed();
+    // clients are told hosts only: a role or stats update is no change for them
+    if (!before || before.advertise !== member.advertise || before.weight !== member.weight) this.#changed();
   }
 
   #deleted(key: string): void {

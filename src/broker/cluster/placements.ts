@@ -51,6 +51,11 @@ export class Placements {
     return this.#watched.close();
   }
 
+  /** the map was read from etcd once at least */
+  get loaded(): boolean {
+    return this.#loaded;
+  }
+
   get size(): number {
     return this.#map.size;
   }

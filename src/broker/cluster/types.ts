@@ -32,6 +32,18 @@ export interface Member {
   /** the broker's role as it last registered it (for `whisker cluster status`) */
   readonly isMaster: boolean;
   readonly epoch: number | null;
+  /** its own queues as it last published them (stats.ts), null before the first or from an older broker */
+  readonly stats: BrokerStats | null;
+}
+
+/** what a broker publishes of its queues with its registration: `whisker cluster status` shows every set's */
+export interface BrokerStats {
+  /** queues it holds, and their waiting and in-flight messages */
+  readonly queues: number;
+  readonly waiting: number;
+  readonly inFlight: number;
+  /** per second over the last publishing interval (stats.ts) */
+  readonly rates: { readonly received: number; readonly delivered: number; readonly acked: number };
 }
 
 /** what changed in the cluster map since it was last told (coalesced, one per tick) */
@@ -58,12 +70,24 @@ export function decodePlacement(text: string): Placement | null {
 
 export function decodeMember(serviceId: string, text: string): Member | null {
   try {
-    const value = JSON.parse(text) as { advertise?: unknown; weight?: unknown; isMaster?: unknown; epoch?: unknown };
+    const value = JSON.parse(text) as { advertise?: unknown; weight?: unknown; isMaster?: unknown; epoch?: unknown; stats?: unknown };
     if (typeof value.advertise !== 'string' || value.advertise.length > 512) return null;
     const weight = typeof value.weight === 'number' && value.weight > 0 && value.weight <= 1000 ? value.weight : 1;
     const epoch = Number.isSafeInteger(value.epoch) ? (value.epoch as number) : null;
-    return { serviceId, advertise: value.advertise, weight, isMaster: value.isMaster === true, epoch };
+    return { serviceId, advertise: value.advertise, weight, isMaster: value.isMaster === true, epoch, stats: decodeStats(value.stats) };
   } catch {
     return null;
   }
+}
+
+const count = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n >= 0;
+
+/** a member's published stats, or null when absent or not numbers (a value in etcd is not trusted) */
+function decodeStats(value: unknown): BrokerStats | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const { queues, waiting, inFlight, rates } = value as Record<string, unknown>;
+  if (!count(queues) || !count(waiting) || !count(inFlight) || typeof rates !== 'object' || rates === null) return null;
+  const { received, delivered, acked } = rates as Record<string, unknown>;
+  if (!count(received) || !count(delivered) || !count(acked)) return null;
+  return { queues, waiting, inFlight, rates: { received, delivered, acked } };
 }

@@ -27,6 +27,7 @@ export class WatchedPrefix {
   #watcher: Watcher | null = null;
   #closed = false;
   #timer: NodeJS.Timeout | null = null;
+  #loaded = false;
   readonly #withPrevious: boolean;
 
   constructor(client: Etcd3, prefix: string, events: PrefixEvents, log: Logger, timeoutMs: number, withPrevious = false) {
@@ -42,6 +43,11 @@ export class WatchedPrefix {
     void this.#load();
   }
 
+  /** the first read is done (etcd answered once since start) */
+  get loaded(): boolean {
+    return this.#loaded;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
@@ -53,6 +59,7 @@ export class WatchedPrefix {
       const read = await withTimeout(this.#client.getAll().prefix(this.#prefix).exec(), this.#timeoutMs);
       if (this.#closed) return;
       for (const kv of read.kvs) this.#events.put(this.#key(kv), kv.value.toString());
+      this.#loaded = true;
       this.#events.loaded();
       const builder = this.#client.watch().prefix(this.#prefix).startRevision(String(Number(read.header.revision) + 1));
       const watcher = await withTimeout((this.#withPrevious ? builder.withPreviousKV() : builder).create(), this.#timeoutMs);

@@ -48,7 +48,7 @@ export class ChannelHistory {
    */
   #side: SideLine | null = null;
   /** the catch-up being written: its open segment, and the ids this broker's history already ends with */
-  #catchUp: { segment: SegmentMeta | null; handle: FileHandle | null; skip: ReadonlySet<string> } | null = null;
+  #catchUp: { segment: SegmentMeta | null; handle: FileHandle | null; skip: ReadonlySet<string>; replacing: boolean } | null = null;
 
   constructor(dir: string) {
     this.#dir = dir;
@@ -240,10 +240,12 @@ export class ChannelHistory {
 
   /**
    * Calls `each` for the records in range, in acceptance order; `each` may return a promise
-   * (the reader waits: flow control) or false (stop). Records appended after the call began
-   * are not read: a replay ends.
+   * (the reader waits: flow control) or false (stop). Records whose write was asked before the
+   * call are read (it waits for them: a promoted slave still writing what it held, or its
+   * master's last feed, replays them); those appended after it began are not: a replay ends.
    */
   async read(range: ReadRange, notBefore: number, each: (record: ReadRecord) => boolean | Promise<boolean>): Promise<void> {
+    await this.#writing;
     const segments = this.#segments.map((s) => ({ path: s.path, bytes: s.bytes, lastAt: s.lastAt }));
     const since = Math.max(range.since ?? -Infinity, notBefore);
     let waitingFor = range.sinceId;
@@ -314,7 +316,7 @@ export class ChannelHistory {
         for (const segment of this.#main()) await this.#drop(segment);
       }
       const skip = new Set(await newestIds(this.#main(), tail));
-      this.#catchUp = { segment: null, handle: null, skip };
+      this.#catchUp = { segment: null, handle: null, skip, replacing: after === null };
     });
   }
 
@@ -338,6 +340,12 @@ export class ChannelHistory {
       };
       for (const record of records) {
         if (catchUp.skip.has(record.messageId)) continue;
+        if (catchUp.replacing) {
+          // the master's whole history: own writes older than its oldest record go at the join
+          catchUp.replacing = false;
+          this.#side.replacedBefore = record.acceptedAt;
+          await writeSide(this.#dir, this.#side);
+        }
         const buffer = encodeRecord(record);
         if (buffer.length > maxBytes) continue;
         const open = catchUp.handle && catchUp.segment && this.#segments.includes(catchUp.segment) ? catchUp.segment.bytes : 0;
@@ -413,7 +421,7 @@ export class ChannelHistory {
         await this.#closeCurrent();
         const caughtUp = this.#segments.filter((s) => s.seq >= from && s.seq < side.from);
         const own = this.#segments.filter((s) => s.seq >= side.from);
-        for (const emptied of await dropFromSegments(own, caughtUp)) await this.#drop(emptied);
+        for (const emptied of await dropFromSegments(own, caughtUp, side.replacedBefore ?? -Infinity)) await this.#drop(emptied);
       }
       this.#side = null;
       await writeSide(this.#dir, null);

@@ -15,6 +15,23 @@ const RECOVER_BYTES = 16 * 1_048_576;
 /** how often retention by time is applied when nothing is appended */
 const TRIM_INTERVAL_MS = 5_000;
 
+/**
+ * A slave in step holds the history records of clients' copies until its master's feed places
+ * them (docs/operations.md#history-catch-up): at most this many bytes of them (docs/security.md#limits);
+ * past it the oldest are written where they arrived
+ */
+export const HOLD_MAX_BYTES = 16 * 1_048_576;
+/** a client's copy the feed has not placed after this long (the master never took it) is written where it arrived */
+export const HOLD_MAX_MS = 30_000;
+
+/** a client's copy waiting for the master's feed to place it */
+interface Held {
+  readonly queue: string;
+  readonly record: HistoryRecord;
+  readonly bytes: number;
+  readonly at: number;
+}
+
 /** a message as a peer names it (protocol PeerMessage), what a history record is made of */
 interface PeerMessageLike {
   readonly messageId: string;
@@ -52,11 +69,19 @@ export class History {
    */
   readonly #alreadyWritten = new Set<string>();
   /** queues moving here (SPEC §13): their new records wait until the old set's history is written before them */
-  readonly #held = new Map<string, HistoryRecord[]>();
+  readonly #moving = new Map<string, HistoryRecord[]>();
   /** settles after every append so far: the next one resolves after it */
   #lastAppend: Promise<void> = Promise.resolve();
   /** this broker is out of step with a master: every channel writes to its side line (docs/operations.md#history-catch-up) */
   #outOfStep = false;
+  /**
+   * A slave in step with its master: the records of clients' copies wait in `#held` until the
+   * master's feed names them, and are written then, in the feed's order (`place`)
+   */
+  #placing = false;
+  /** clients' copies waiting for the feed, oldest first (insertion order) */
+  readonly #held = new Map<string, Held>();
+  #heldBytes = 0;
   /** replays served since start (metrics: whisker_replays_total) */
   replays = 0;
   /** replays reading now (whisker_replays_in_progress) */
@@ -96,15 +121,26 @@ export class History {
   /**
    * Stores the messages of retained channels; resolves once they are on disk, and never before
    * an earlier call's promise: the router admits in the order its appends resolve (issue 27).
+   * `fromClient` on a slave in step: held until the master's feed places them (`place`); the
+   * message log has them meanwhile, and the master's history (a send is answered OK once there).
    */
-  append(messages: readonly StoredMessage[]): Promise<void> {
+  append(messages: readonly StoredMessage[], fromClient = false): Promise<void> {
+    if (fromClient && this.#placing) {
+      this.#hold(messages);
+      return this.#lastAppend;
+    }
+    return this.#write(messages);
+  }
+
+  /** writes the records of these messages (retained channels only) where each channel writes now */
+  #write(messages: readonly PeerMessageLike[]): Promise<void> {
     let byQueue: Map<string, HistoryRecord[]> | null = null;
     for (const m of messages) {
       if (m.data === undefined || this.#retention(m.queue) === null) continue;
       if (this.#alreadyWritten.delete(m.messageId)) continue;
-      const held = this.#held.get(m.queue);
-      if (held) {
-        held.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
+      const moving = this.#moving.get(m.queue);
+      if (moving) {
+        moving.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
         continue;
       }
       byQueue ??= new Map();
@@ -119,9 +155,9 @@ export class History {
     return done;
   }
 
-  /** a queue moving here: its records wait (in memory; the log has them) until `releaseHeld` */
-  hold(queue: string): void {
-    if (this.#retention(queue) !== null && !this.#held.has(queue)) this.#held.set(queue, []);
+  /** a queue moving here: its records wait (in memory; the log has them) until `releaseMoving` */
+  holdMoving(queue: string): void {
+    if (this.#retention(queue) !== null && !this.#moving.has(queue)) this.#moving.set(queue, []);
   }
 
   /**
@@ -134,17 +170,17 @@ export class History {
     if (retention === null || records.length === 0) return 0;
     const ids = new Set(records.map((r) => r.messageId));
     for (const id of appendedNext) if (ids.has(id)) this.#alreadyWritten.add(id);
-    const held = this.#held.get(queue);
-    if (held) this.#held.set(queue, held.filter((r) => !ids.has(r.messageId)));
+    const held = this.#moving.get(queue);
+    if (held) this.#moving.set(queue, held.filter((r) => !ids.has(r.messageId)));
     await this.#channel(queue).append(records, retention, this.#now);
     return records.length;
   }
 
   /** the records held for a queue that moved here are written, after what the old set handed over */
-  releaseHeld(queue: string): void {
-    const held = this.#held.get(queue);
+  releaseMoving(queue: string): void {
+    const held = this.#moving.get(queue);
     if (!held) return;
-    this.#held.delete(queue);
+    this.#moving.delete(queue);
     const retention = this.#retention(queue);
     if (held.length === 0 || retention === null) return;
     this.#channel(queue).append(held, retention, this.#now).catch((error: unknown) => this.#log.error('history could not be written', { queue, error: (error as Error).message }));
@@ -159,6 +195,74 @@ export class History {
       return true;
     });
     return records;
+  }
+
+  /** on a slave in step: a client's copies wait for the feed (past HOLD_MAX_BYTES the oldest are written now) */
+  #hold(messages: readonly StoredMessage[]): void {
+    const at = this.#now();
+    for (const m of messages) {
+      if (m.data === undefined || this.#retention(m.queue) === null || this.#held.has(m.messageId)) continue;
+      const record: HistoryRecord = { messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data };
+      const bytes = (m.json?.length ?? JSON.stringify(m.data).length) + m.messageId.length + m.id.length + m.from.length + 100;
+      this.#held.set(m.messageId, { queue: m.queue, record, bytes, at });
+      this.#heldBytes += bytes;
+    }
+    if (this.#heldBytes > HOLD_MAX_BYTES) void this.#release(() => this.#heldBytes > HOLD_MAX_BYTES / 2).catch(() => undefined);
+  }
+
+  /**
+   * Writes the held copies, oldest first, while `which` says so (where they arrived: the feed
+   * never placed them); logs how many. Returns once they are on disk.
+   */
+  #release(which: (held: Held) => boolean, why = 'held past its bound'): Promise<void> {
+    const records: PeerMessageLike[] = [];
+    for (const [messageId, held] of this.#held) {
+      if (!which(held)) break;
+      this.#held.delete(messageId);
+      this.#heldBytes -= held.bytes;
+      records.push({ ...held.record, queue: held.queue });
+    }
+    if (records.length === 0) return this.#lastAppend;
+    if (why !== '') this.#log.warn('history records of clients\' copies written where they arrived, not placed by the master\'s feed', { records: records.length, reason: why });
+    return this.#write(records);
+  }
+
+  /** a slave in step: its history takes the master's order (clients' copies wait for the feed) */
+  get placing(): boolean {
+    return this.#placing;
+  }
+
+  /**
+   * The master's feed names these messages, in its order (a slave in step): each one held
+   * (a client's copy) or `fresh` (stored now from the feed) is written here, in that order; the
+   * others are in the history already.
+   */
+  place(messages: readonly PeerMessageLike[], fresh: (messageId: string) => boolean): Promise<void> {
+    const placed: PeerMessageLike[] = [];
+    for (const m of messages) {
+      const held = this.#held.get(m.messageId);
+      if (held) {
+        this.#held.delete(m.messageId);
+        this.#heldBytes -= held.bytes;
+        placed.push(m.data === undefined ? { ...held.record, queue: held.queue } : m);
+      } else if (fresh(m.messageId)) {
+        placed.push(m);
+      }
+    }
+    return this.#write(placed);
+  }
+
+  /** held copies older than HOLD_MAX_MS: the master never named them */
+  #releaseOld(): Promise<void> {
+    if (this.#held.size === 0) return Promise.resolve();
+    const before = this.#now() - HOLD_MAX_MS;
+    return this.#release((held) => held.at < before, 'not named by the master');
+  }
+
+  /** no longer in step with a master as a slave: what is held is written where it arrived (then taken as this broker's own) */
+  #stopPlacing(): Promise<void> {
+    this.#placing = false;
+    return this.#release(() => true, '');
   }
 
   /**
@@ -230,6 +334,7 @@ export class History {
   }
 
   async trimAll(): Promise<void> {
+    await this.#releaseOld().catch((error: unknown) => this.#log.error('held history records could not be written', { error: (error as Error).message }));
     const now = this.#now();
     for (const [queue, channel] of this.#channels) {
       const retention = this.#retention(queue);
@@ -261,13 +366,21 @@ export class History {
    */
   outOfStep(): Promise<void> {
     this.#outOfStep = true;
-    return Promise.all([...this.#channels.values()].map((c) => c.beginSide())).then(() => undefined);
+    const sides = Promise.all([...this.#channels.values()].map((c) => c.beginSide()));
+    // after the side lines began: what was held goes with this broker's own writes
+    return Promise.all([sides, this.#stopPlacing()]).then(() => undefined);
   }
 
-  /** in step with a master (after its catch-up), or master: the channels' own writes join the rest */
-  inStep(): Promise<void> {
+  /**
+   * In step with a master (after its catch-up), or master: the channels' own writes join the
+   * rest. `placing`: a slave in step, from now on its history takes its master's feed order
+   * (clients' copies wait for the feed: `place`); a master writes what it holds at once.
+   */
+  inStep(placing = false): Promise<void> {
     this.#outOfStep = false;
-    return Promise.all([...this.#channels.values()].map((c) => c.joinSide())).then(() => undefined);
+    const held = placing ? this.#lastAppend : this.#stopPlacing();
+    this.#placing = placing;
+    return Promise.all([held, ...[...this.#channels.values()].map((c) => c.joinSide())]).then(() => undefined);
   }
 
   /** per retained channel with a history: the ids of its newest records from before this broker fell out of step */

@@ -16,6 +16,11 @@ export interface SideLine {
   gapNext: number;
   /** the first catch-up segment: records from it on came from the master */
   catchUpFrom: number | null;
+  /**
+   * a catch-up that replaced the whole history (`after: null`): the acceptance time of the
+   * master's oldest record; own records older than it go at the join (the master's retention dropped them)
+   */
+  replacedBefore?: number | null;
 }
 
 /** segment numbers left free for a catch-up: far more segments than one catch-up can write */
@@ -26,7 +31,7 @@ const JOIN_ROUND = 100_000;
 export async function readSide(dir: string): Promise<SideLine | null> {
   try {
     const side = JSON.parse(await readFile(join(dir, 'side'), 'utf8')) as SideLine;
-    return typeof side.from === 'number' ? { from: side.from, gapNext: side.gapNext, catchUpFrom: side.catchUpFrom ?? null } : null;
+    return typeof side.from === 'number' ? { from: side.from, gapNext: side.gapNext, catchUpFrom: side.catchUpFrom ?? null, replacedBefore: side.replacedBefore ?? null } : null;
   } catch {
     return null;
   }
@@ -58,10 +63,11 @@ export async function newestIds(segments: readonly SegmentMeta[], count: number)
 }
 
 /**
- * Removes from `own` the records whose ids `caughtUp` holds, rewriting those segments (a copy
- * renamed over each); returns the segments left empty. A round at a time of own records.
+ * Removes from `own` the records whose ids `caughtUp` holds, and those accepted before
+ * `olderThan`, rewriting those segments (a copy renamed over each); returns the segments left
+ * empty. A round at a time of own records.
  */
-export async function dropFromSegments(own: readonly SegmentMeta[], caughtUp: readonly SegmentMeta[]): Promise<SegmentMeta[]> {
+export async function dropFromSegments(own: readonly SegmentMeta[], caughtUp: readonly SegmentMeta[], olderThan = -Infinity): Promise<SegmentMeta[]> {
   const emptied: SegmentMeta[] = [];
   for (let start = 0; start < own.length; ) {
     const round: SegmentMeta[] = [];
@@ -77,20 +83,20 @@ export async function dropFromSegments(own: readonly SegmentMeta[], caughtUp: re
         if (ids.has(record.messageId)) twice.add(record.messageId);
       });
     }
-    if (twice.size === 0) continue;
-    for (const segment of round) if (!(await rewriteWithout(segment, twice))) emptied.push(segment);
+    if (twice.size === 0 && !round.some((segment) => segment.firstAt < olderThan)) continue;
+    for (const segment of round) if (!(await rewriteWithout(segment, twice, olderThan))) emptied.push(segment);
   }
   return emptied;
 }
 
 /** the segment without those records; false when none is left */
-async function rewriteWithout(segment: SegmentMeta, drop: ReadonlySet<string>): Promise<boolean> {
+async function rewriteWithout(segment: SegmentMeta, drop: ReadonlySet<string>, olderThan: number): Promise<boolean> {
   const kept: Buffer[] = [];
   let dropped = 0;
   let firstAt = 0;
   let lastAt = 0;
   await forEachRecord(segment.path, segment.bytes, (record: ReadRecord) => {
-    if (drop.has(record.messageId)) {
+    if (drop.has(record.messageId) || record.acceptedAt < olderThan) {
       dropped++;
       return;
     }

@@ -5,9 +5,8 @@ import type { Logger } from '../../runtime/logger.js';
 import type { Policy } from '../access/policy.js';
 import type { History } from '../history/history.js';
 import type { Lifecycle } from '../lifecycle.js';
-import { Backlog } from '../queue/backlog.js';
 import { Queue } from '../queue/queue.js';
-import type { Entry } from '../queue/group.js';
+import { MessageRows } from '../queue/rows.js';
 import type { Subscription } from '../queue/subscription.js';
 import { makeStoredMessage, type MessageStore, type RecoveredRecord, type StoreEvent, type StoredMessage } from '../store/store.js';
 import { Appends } from './appends.js';
@@ -51,21 +50,19 @@ export class Router {
   #policy: Policy;
   readonly #store: MessageStore;
   /** the message log and, for retained channels, their history: both durable before an answer */
-  readonly #append: (messages: readonly StoredMessage[]) => Promise<void>;
+  readonly #append: (messages: readonly StoredMessage[], fromClient?: boolean) => Promise<void>;
   readonly log: Logger;
   readonly now: () => number;
   readonly #lifecycle: Lifecycle;
   readonly #queues = new Map<string, Queue>();
   /**
-   * message id -> its entry in the queue holding it (the entry's `message.queue` names it): one
-   * map shared by every queue, which sets and deletes its own entries (bounded memory, SPEC §7)
+   * every waiting message of every queue, a row each, found by its id (queue/rows.ts): one id
+   * map for the router and its queues (bounded memory, SPEC §7)
    */
-  readonly #index = new Map<string, Entry>();
-  /** waiting messages far from delivery, as rows with their own id index, for every queue */
-  readonly #backlog = new Backlog();
+  readonly #rows = new MessageRows();
   /**
    * ids of messages no longer held, within the dedupe window of their acceptance: a held id is
-   * known by `#index` (one map entry per waiting message, not two: bounded memory, SPEC §7)
+   * known by `#rows` (one map entry per waiting message, not two: bounded memory, SPEC §7)
    */
   readonly #dedupe: DedupeWindow;
   /** a number per queue name, the tag of its ids in #dedupe (never removed: one per queue ever seen) */
@@ -105,13 +102,13 @@ export class Router {
     this.#isMaster = policy.config.isMaster && !policy.config.election;
     const history = options.history;
     this.#history = history;
-    this.#append = history ? async (messages) => void (await Promise.all([store.append(messages), history.append(messages)])) : (messages) => store.append(messages);
+    this.#append = history ? async (messages, fromClient) => void (await Promise.all([store.append(messages), history.append(messages, fromClient)])) : (messages) => store.append(messages);
     this.#dedupe = new DedupeWindow(policy.config.dedupeWindow * 1000, options.now);
     this.#deadLetters = new DeadLetters({
       append: this.#append,
       readBodies: (ids) => store.readBodies(ids),
       accept: (message) => {
-        this.#hooks?.made(message); // before the queue may drop its body
+        this.#hooks?.made(message);
         this.#queue(message.queue).accept(message);
       },
       nextSeq: () => this.nextSeq(),
@@ -216,7 +213,7 @@ export class Router {
   holdAside(queue: string): void {
     if (!this.#aside.has(queue)) this.#aside.set(queue, []);
     // its history too waits: the old set's history is written before it (issue 31)
-    this.#history?.hold(queue);
+    this.#history?.holdMoving(queue);
   }
 
   isHeldAside(queue: string): boolean {
@@ -238,7 +235,7 @@ export class Router {
       into.accept(message);
       if (settled?.has(message.messageId)) into.remove(message.messageId);
     }
-    this.#history?.releaseHeld(queue);
+    this.#history?.releaseMoving(queue);
     return aside.length;
   }
 
@@ -282,7 +279,7 @@ export class Router {
     let count = 0;
     for (const { message, records, stored } of ordered) {
       this.#asideIds.delete(message.messageId);
-      if (this.#index.has(message.messageId) || this.#backlog.find(message.messageId) >= 0) continue;
+      if (this.#rows.find(message.messageId) >= 0) continue;
       if (stored && this.#isMaster) this.#hooks?.made(message);
       queue.importMessage(message, records);
       count++;
@@ -322,15 +319,13 @@ export class Router {
 
   /** the queue holding this message, if any */
   holding(messageId: string): Queue | undefined {
-    const entry = this.#index.get(messageId);
-    if (entry !== undefined) return this.#queues.get(entry.message.queue);
-    const row = this.#backlog.find(messageId);
-    return row < 0 ? undefined : this.#queues.get(this.#backlog.queue(row));
+    const row = this.#rows.find(messageId);
+    return row < 0 ? undefined : this.#queues.get(this.#rows.queue(row));
   }
 
   /** held, or settled within the dedupe window: a copy of it is not queued again (SPEC §7) */
   isKnown(messageId: string): boolean {
-    return this.#index.has(messageId) || this.#backlog.find(messageId) >= 0 || this.#dedupe.has(messageId) || this.#asideIds.has(messageId);
+    return this.#rows.find(messageId) >= 0 || this.#dedupe.has(messageId) || this.#asideIds.has(messageId);
   }
 
   /** a copy of this message arriving later (from a client or a peer) is not queued */
@@ -347,7 +342,7 @@ export class Router {
   /** a move's hand-over: these ids of `queue` were settled on the old set; a copy sent here is not queued again */
   importRecent(queue: string, recent: ReadonlyArray<readonly [messageId: string, acceptedAt: number]>): void {
     const tag = this.#queueTag(queue);
-    for (const [messageId, acceptedAt] of recent) if (!this.#index.has(messageId) && this.#backlog.find(messageId) < 0) this.#dedupe.addAt(messageId, acceptedAt, tag);
+    for (const [messageId, acceptedAt] of recent) if (this.#rows.find(messageId) < 0) this.#dedupe.addAt(messageId, acceptedAt, tag);
   }
 
   #queueTag(queue: string): number {
@@ -380,9 +375,14 @@ export class Router {
     return this.#history;
   }
 
-  /** appends the messages, then queues them: rejects when the store refused them */
-  store(messages: readonly StoredMessage[], fromClient: boolean): Promise<void> {
-    return this.#appends.run(messages, this.#append, () => this.#admit(messages, fromClient));
+  /**
+   * Appends the messages, then queues them: rejects when the store refused them. `placed`: their
+   * history records are written already (a slave in step writes its master's feed in its order:
+   * History.place)
+   */
+  store(messages: readonly StoredMessage[], fromClient: boolean, placed = false): Promise<void> {
+    const append = placed ? (m: readonly StoredMessage[]) => this.#store.append(m) : (m: readonly StoredMessage[]) => this.#append(m, fromClient);
+    return this.#appends.run(messages, append, () => this.#admit(messages, fromClient));
   }
 
   /** reads back bodies a queue left on disk, in the order asked */
@@ -407,16 +407,14 @@ export class Router {
   #admit(messages: readonly StoredMessage[], fromClient: boolean): void {
     const finished: string[] = [];
     for (const message of messages) {
-      if (this.#index.has(message.messageId) || this.#backlog.find(message.messageId) >= 0) continue;
+      if (this.#rows.find(message.messageId) >= 0) continue;
       if (this.#dedupe.has(message.messageId)) {
         finished.push(message.messageId);
         continue;
       }
-      // a mirror may not hear it from the client (not reconnected yet): it hears it from us,
-      // before the queue takes it (a queue past its window of bodies drops this one's body)
+      // a mirror may not hear it from the client (not reconnected yet): it hears it from us
       if (this.#isMaster) this.#hooks?.made(message);
       else if (fromClient) this.#hooks?.storedFromClient(message);
-      // `whisker tail` too sees the body before a queue past its window leaves it on disk only
       for (const tap of this.#taps) tap(message);
       const aside = this.#aside.get(message.queue);
       if (aside) {
@@ -441,8 +439,10 @@ export class Router {
     for (const queue of this.#queues.values()) queue.finishRestore();
     this.#reservations.restore();
     this.#reservations.setMaster(this.#isMaster);
-    await this.#recoverHistory(messages.map((m) => m.message), new Set(recent.map((r) => r.messageId)));
+    // the role first: on a slave, what the log holds and the history lacks goes with its own
+    // writes, after the records its master's catch-up will bring (docs/operations.md#history-catch-up)
     this.#historyRole(this.#isMaster);
+    await this.#recoverHistory(messages.map((m) => m.message), new Set(recent.map((r) => r.messageId)));
     this.#idleQueues.start();
     return messages.length;
   }
@@ -520,11 +520,24 @@ export class Router {
   }
 
   unsubscribe(subscription: Subscription, ids: Iterable<string> = [...subscription.ids]): void {
+    this.#leave(subscription, ids, 0);
+  }
+
+  /**
+   * The subscription's connection was lost (not closed by the client): its groups left without
+   * members are kept for groupHold, so what is accepted meanwhile waits for the client's
+   * subscriptions again (SPEC §3: it re-registers them on every reconnection; SPEC §7).
+   */
+  connectionLost(subscription: Subscription): void {
+    this.#leave(subscription, [...subscription.ids], this.#policy.config.groupHold * 1000);
+  }
+
+  #leave(subscription: Subscription, ids: Iterable<string>, holdMs: number): void {
     const queue = this.#queues.get(subscription.queue);
     for (const id of ids) {
       if (!subscription.ids.delete(id)) continue;
       this.#reservations.left(subscription, `${subscription.queue}/${id}`);
-      queue?.unsubscribe(subscription, id);
+      queue?.unsubscribe(subscription, id, holdMs);
     }
   }
 
@@ -596,8 +609,7 @@ export class Router {
           else this.log.warn('message dropped after its last delivery', { queue: message.queue, messageId: message.messageId, group, nbDeliveries, reason });
         },
         isDraining: () => this.#lifecycle.isStopping || this.#held,
-        index: this.#index,
-        backlog: this.#backlog,
+        rows: this.#rows,
         bodyWindow: this.#policy.config.memoryWindow,
         forgotten: (messageId, acceptedAt) => {
           // a copy arriving within the window of its acceptance is still not queued again (tagged with

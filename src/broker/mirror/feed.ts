@@ -99,8 +99,7 @@ export class PeerFeed {
   async #sync(follower: Follower, backlog: Array<BrokerFrame | string>, messages: HeldMessages, removed: readonly string[], plan: HistoryPlan | null): Promise<void> {
     let chunk: PeerMessage[] = [];
     let bytes = 0;
-    for (let i = 0; i < messages.length; i += CHUNK_MESSAGES) {
-      const part = messages.slice(i, i + CHUNK_MESSAGES);
+    for (let part = messages.next(CHUNK_MESSAGES); part.length > 0; part = messages.next(CHUNK_MESSAGES)) {
       // a store that cannot read now: the mirror gets what is in memory (the master keeps the rest)
       const read = await this.#replica.withBodies(part).catch((error: unknown) => {
         const inMemory = part.filter((m) => m.data !== undefined);

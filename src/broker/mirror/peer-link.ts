@@ -241,9 +241,14 @@ export class PeerLink implements KeyLink {
     this.#following = false;
     this.#follows++;
     this.#named = null;
-    // out of step: our own history writes wait aside for the next catch-up
+    // out of step: our own history writes wait aside for the next catch-up. After the frames
+    // received are applied: the feed places the clients' copies it names, in its order, before
+    // the rest of them are written where they arrived (docs/operations.md#history-catch-up)
     if (wasFollowing && !this.#peers.isMaster) {
-      this.#deps.replica.historyOutOfStep().catch((error: unknown) => this.#deps.log.error('could not set the history aside', { error: (error as Error).message }));
+      const { replica, log } = this.#deps;
+      this.#applying = this.#applying
+        .then(() => (this.#peers.isMaster ? undefined : replica.historyOutOfStep()))
+        .catch((error: unknown) => log.error('could not set the history aside', { error: (error as Error).message }));
     }
     if (!this.#offerTimer) return; // not in step with this peer: another link may be
     clearInterval(this.#offerTimer);

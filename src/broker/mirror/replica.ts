@@ -20,15 +20,16 @@ export function toPeerMessage(m: StoredMessage): PeerMessage {
 }
 
 /**
- * The messages a sync hands a follower: the ids held when it began, each made a message only
- * when its chunk is sent (a queue keeps most waiting messages as rows, and a snapshot of a
- * million of them as objects undid that: issue 30). A message settled since is left out (its
- * removal follows in the feed).
+ * The messages a sync hands a follower: each queue's rows held when it began, read a part at a
+ * time from the queue's ring (no id or object per waiting message is kept for the sync: issue
+ * 30). A message settled since is left out (its removal follows in the feed), one accepted since
+ * is not reached (the feed carries it).
  */
 export interface HeldMessages {
+  /** messages held when the snapshot was taken */
   readonly length: number;
-  /** the messages `start` to `end` (excluded) of the snapshot that are still held, in order */
-  slice(start: number, end: number): StoredMessage[];
+  /** the next messages of the snapshot still held, in order, at most `limit`; empty at the end */
+  next(limit: number): StoredMessage[];
 }
 
 /**
@@ -76,16 +77,18 @@ export class Replica {
    */
   snapshot(): { messages: HeldMessages; removed: string[] } {
     const router = this.#router;
-    // the ids only (strings the queues hold already): 8 bytes a message, not an object
-    const ids: string[] = [];
-    for (const queue of router.queues.values()) queue.heldIds(ids);
+    // where each queue's ring ends now: rows past it came after the snapshot
+    const parts = [...router.queues.values()].map((queue) => ({ queue, at: queue.ring.head, end: queue.ring.tail }));
+    let length = 0;
+    for (const { queue } of parts) length += queue.size;
     const messages: HeldMessages = {
-      length: ids.length,
-      slice: (start, end) => {
+      length,
+      next: (limit) => {
         const part: StoredMessage[] = [];
-        for (const messageId of ids.slice(start, end)) {
-          const message = router.holding(messageId)?.message(messageId);
-          if (message) part.push(message);
+        while (parts.length > 0 && part.length < limit) {
+          const first = parts[0]!;
+          first.at = first.queue.heldPart(first.at, first.end, limit - part.length, part);
+          if (first.at >= first.end) parts.shift();
         }
         return part;
       },
@@ -132,9 +135,12 @@ export class Replica {
     await this.#router.history?.outOfStep();
   }
 
-  /** in step (the sync is done): the writes set aside join the history, after the catch-up */
+  /**
+   * In step (the sync is done): the writes set aside join the history, after the catch-up; from
+   * now on the history takes the master's feed order (clients' copies wait for the feed to place them)
+   */
   async historyInStep(): Promise<void> {
-    await this.#router.history?.inStep();
+    await this.#router.history?.inStep(!this.#router.isMaster);
   }
 
   /** per retained channel, the ids of its newest records from before this broker fell out of step */
@@ -166,6 +172,13 @@ export class Replica {
       if (seen.has(m.messageId) || router.isKnown(m.messageId) || router.appendUnderWay(m.messageId) || router.holding(m.messageId)) continue;
       seen.add(m.messageId);
       fresh.push(makeStoredMessage(router.nextSeq(), m));
+    }
+    // a slave in step: the history in the feed's order, clients' copies held until now included
+    const history = router.history;
+    if (history?.placing) {
+      const written = history.place(messages, (messageId) => seen.has(messageId));
+      await Promise.all([written, fresh.length > 0 ? router.store(fresh, false, true) : undefined]);
+      return;
     }
     if (fresh.length > 0) await router.store(fresh, false);
   }

@@ -1,7 +1,7 @@
 import { WILDCARD } from '../../protocol/channel.js';
 import type { Delivery, SubscriptionMode } from '../../protocol/frames.js';
 import { MinHeap } from './heap.js';
-import type { StoredMessage } from '../store/store.js';
+import type { RowRing } from './row-ring.js';
 
 /**
  * A recipient group (SPEC §7): every consumer of one id pattern, or every listener of one
@@ -36,25 +36,19 @@ export interface Subscriber {
 
 export type RecordState = 'ready' | 'delayed' | 'inflight' | 'settled';
 
-export interface Entry {
-  readonly message: StoredMessage;
-  /**
-   * One record per group, few groups per message: a small array replaced on change (shared
-   * empty one while the message waits), not a Map of ~270 bytes each (bounded memory, SPEC §7).
-   */
-  records: readonly DeliveryRecord[];
-  /** no group existed at acceptance: the message waits for the first matching subscriber */
-  unassigned: boolean;
-  /** records waiting to be delivered (ready or delayed) */
-  pending: number;
-}
-
+/**
+ * A message's record in one group while it is more than a row says (rows.ts): in flight,
+ * requeued (with its count), delayed. A record ready for its first delivery has no object: its
+ * row names the group and the group's cursor reaches it. It goes when the record is settled.
+ */
 export interface DeliveryRecord {
-  readonly entry: Entry;
+  readonly row: number;
+  /** the row's acceptance number: retries are ordered by it */
+  readonly seq: number;
   readonly group: Group;
   state: RecordState;
-  /** which ready list holds it: a record may sit in a list it left, and is skipped there */
-  slot: 'fresh' | 'retry' | null;
+  /** listed in the group's retries: a record may sit there after it left, and is skipped */
+  listed: boolean;
   nbRequeues: number;
   /** ms epoch: not delivered before this (delayed requeue) */
   notBefore: number;
@@ -63,57 +57,48 @@ export interface DeliveryRecord {
   deadline: number;
 }
 
+/** what a group reads of its queue's rows */
+export interface GroupRows {
+  readonly ring: RowRing;
+  /** the row waits in this group for its first delivery (named there, no record object) */
+  isFresh(row: number, group: Group): boolean;
+}
+
 const SWEEP_MIN = 1024;
+/** rows a cursor passes over in one look (rows of other ids): a pump then continues next turn */
+export const SCAN_BUDGET = 20_000;
 
-export const NO_RECORDS: readonly DeliveryRecord[] = [];
-
-export function recordOf(entry: Entry, key: string): DeliveryRecord | undefined {
-  for (const record of entry.records) if (record.group.key === key) return record;
-  return undefined;
-}
-
-export function addRecordTo(entry: Entry, record: DeliveryRecord): void {
-  // the usual case, a message's first record, makes one array
-  entry.records = entry.records.length === 0 ? [record] : [...entry.records.filter((r) => r.group.key !== record.group.key), record];
-}
-
-export function removeRecordFrom(entry: Entry, record: DeliveryRecord): void {
-  const records = entry.records.filter((r) => r !== record);
-  entry.records = records.length === 0 ? NO_RECORDS : records;
-}
-
-function isListed(record: DeliveryRecord, slot: 'fresh' | 'retry'): boolean {
-  return record.state === 'ready' && record.slot === slot;
-}
+const isListed = (record: DeliveryRecord): boolean => record.state === 'ready' && record.listed;
 
 export class Group {
   readonly key: string;
   readonly mode: SubscriptionMode;
   readonly clientName: string;
   readonly pattern: string;
-  /** delivery records of this group not yet settled, kept by the queue */
+  /** rows naming this group (records not yet settled), kept by the queue */
   recordCount = 0;
-  /** of those, records of messages the queue keeps as cold rows (cold.ts): not in the lists below */
-  coldCount = 0;
-  /** bodies being read back from the store for this group's next deliveries (queue.ts) */
+  /** ms epoch: kept without members until then (its last member's connection was lost); 0: not held */
+  heldUntil = 0;
+  /** bodies being read back from the store for this group's next deliveries (bodies.ts) */
   loading = false;
   /** delivering the message of this seq starts reading the next bodies; 0: nothing to read */
   readAheadSeq = 0;
+  readonly #rows: GroupRows;
   readonly #members: Subscriber[] = [];
-  #cursor = 0;
-  // first deliveries in acceptance order; retries ordered by seq so none overtakes what it was behind
-  #fresh: DeliveryRecord[] = [];
-  #freshHead = 0;
-  readonly #retries = new MinHeap<DeliveryRecord>((r) => r.entry.message.seq);
-  /** a list this long (slots after the head) is swept of records that left it: bounded by ~2x its live ones */
-  #freshSweepAt = SWEEP_MIN;
+  #member = 0;
+  /** position in the queue's ring of the next row to look at for a first delivery */
+  #cursor: number;
+  /** requeued records, ordered by seq so none overtakes what it was behind */
+  readonly #retries = new MinHeap<DeliveryRecord>((r) => r.seq);
   #retrySweepAt = SWEEP_MIN;
 
-  constructor(mode: SubscriptionMode, clientName: string, pattern: string) {
+  constructor(mode: SubscriptionMode, clientName: string, pattern: string, rows: GroupRows) {
     this.mode = mode;
     this.clientName = clientName;
     this.pattern = pattern;
     this.key = groupKey(mode, clientName, pattern);
+    this.#rows = rows;
+    this.#cursor = rows.ring.head;
   }
 
   get memberCount(): number {
@@ -136,103 +121,92 @@ export class Group {
     const index = this.#members.indexOf(subscriber);
     if (index < 0) return;
     this.#members.splice(index, 1);
-    if (this.#cursor > index) this.#cursor--;
+    if (this.#member > index) this.#member--;
   }
 
-  /** first deliveries listed and not yet taken (some may have been settled meanwhile) */
-  get freshListed(): number {
-    return this.#fresh.length - this.#freshHead;
-  }
-
-  /** slots of the ready lists, records that left them and are not swept yet included */
+  /** slots of the retry list, records that left it and are not swept yet included */
   get listedSlots(): number {
-    return this.#fresh.length + this.#retries.size;
+    return this.#retries.size;
   }
 
-  /** a record becomes ready for its first delivery (called in acceptance order) */
-  pushFresh(record: DeliveryRecord): void {
-    record.state = 'ready';
-    record.slot = 'fresh';
-    if (this.#fresh.length - this.#freshHead >= this.#freshSweepAt) {
-      this.#fresh = this.#fresh.slice(this.#freshHead).filter((r) => isListed(r, 'fresh'));
-      this.#freshHead = 0;
-      this.#freshSweepAt = Math.max(SWEEP_MIN, 2 * this.#fresh.length);
+  /** a row before the cursor now names this group (it was adopted): the cursor goes back to it */
+  rewind(position: number): void {
+    if (position < this.#cursor) this.#cursor = position;
+  }
+
+  /**
+   * The next row waiting here for its first delivery, the cursor left on it; -1: none, -2: the
+   * look passed SCAN_BUDGET rows of other groups (more next turn)
+   */
+  peekFresh(): number {
+    const ring = this.#rows.ring;
+    let p = ring.next(this.#cursor);
+    for (let n = 0; p < ring.tail; p = ring.next(p + 1)) {
+      const row = ring.rowAt(p);
+      if (this.#rows.isFresh(row, this)) {
+        this.#cursor = p;
+        return row;
+      }
+      if (++n >= SCAN_BUDGET) {
+        this.#cursor = p + 1;
+        return -2;
+      }
     }
-    this.#fresh.push(record);
+    this.#cursor = p;
+    return -1;
+  }
+
+  /** the row `peekFresh` gave is delivered */
+  takeFresh(): void {
+    this.#cursor++;
+  }
+
+  /** the next requeued record ready, without taking it */
+  peekRetry(): DeliveryRecord | undefined {
+    while (this.#retries.size > 0 && !isListed(this.#retries.peek()!)) this.#retries.pop();
+    return this.#retries.peek();
+  }
+
+  takeRetry(): void {
+    this.#retries.pop()!.listed = false;
   }
 
   pushRetry(record: DeliveryRecord): void {
-    const listed = record.state === 'ready' && record.slot === 'retry';
+    const listed = isListed(record);
     record.state = 'ready';
-    record.slot = 'retry';
+    record.listed = true;
     if (listed) return;
     if (this.#retries.size >= this.#retrySweepAt) {
-      this.#retries.retain((r) => isListed(r, 'retry'));
+      this.#retries.retain(isListed);
       this.#retrySweepAt = Math.max(SWEEP_MIN, 2 * this.#retries.size);
     }
     this.#retries.push(record);
   }
 
-  /**
-   * A listed record was settled without being taken: a slave never delivers, so its lists must
-   * let go of what its acks settle here, not at the next delivery (issue 27: a slave's heap grew).
-   */
+  /** a listed record was settled without being taken: a slave never delivers, its list lets go now */
   unlisted(): void {
-    this.#trim();
+    this.peekRetry();
   }
 
-  /** the next ready record in order, without taking it; skips records settled meanwhile */
-  peekReady(): DeliveryRecord | undefined {
-    this.#trim();
-    const fresh = this.#fresh[this.#freshHead];
-    const retry = this.#retries.peek();
-    if (!retry) return fresh;
-    if (!fresh) return retry;
-    return retry.entry.message.seq < fresh.entry.message.seq ? retry : fresh;
-  }
-
-  /**
-   * The next ready records in delivery order, as far as a look-ahead goes: the one
-   * `peekReady` gives, then first deliveries after it (retries are few and come back hot).
-   */
-  upcoming(limit: number): DeliveryRecord[] {
-    const first = this.peekReady();
-    if (!first) return [];
-    const records = [first];
-    for (let i = this.#freshHead; i < this.#fresh.length && records.length < limit; i++) {
-      const record = this.#fresh[i] as DeliveryRecord;
-      if (record !== first && isListed(record, 'fresh')) records.push(record);
+  /** rows of the next first deliveries after the one `peekFresh` gave, as far as `limit` */
+  upcomingFresh(limit: number): number[] {
+    const ring = this.#rows.ring;
+    const rows: number[] = [];
+    for (let p = ring.next(this.#cursor), n = 0; p < ring.tail && rows.length < limit && n < SCAN_BUDGET; p = ring.next(p + 1), n++) {
+      const row = ring.rowAt(p);
+      if (this.#rows.isFresh(row, this)) rows.push(row);
     }
-    return records;
-  }
-
-  /** drops what left the lists from their fronts */
-  #trim(): void {
-    while (this.#freshHead < this.#fresh.length && !isListed(this.#fresh[this.#freshHead] as DeliveryRecord, 'fresh')) this.#freshHead++;
-    if (this.#freshHead === this.#fresh.length) {
-      if (this.#fresh.length > 0) this.#fresh = [];
-      this.#freshHead = 0;
-    } else if (this.#freshHead > 1024 && this.#freshHead * 2 > this.#fresh.length) {
-      this.#fresh = this.#fresh.slice(this.#freshHead);
-      this.#freshHead = 0;
-    }
-    while (this.#retries.size > 0 && !isListed(this.#retries.peek() as DeliveryRecord, 'retry')) this.#retries.pop();
-  }
-
-  takeReady(record: DeliveryRecord): void {
-    if (this.#fresh[this.#freshHead] === record) this.#freshHead++;
-    else if (this.#retries.peek() === record) this.#retries.pop();
-    record.slot = null;
+    return rows;
   }
 
   /** round-robin in subscription order among members that can take one more delivery */
   pickMember(hasCapacity: (subscriber: Subscriber) => boolean): Subscriber | undefined {
     const count = this.#members.length;
     for (let i = 0; i < count; i++) {
-      const index = (this.#cursor + i) % count;
+      const index = (this.#member + i) % count;
       const member = this.#members[index] as Subscriber;
       if (hasCapacity(member)) {
-        this.#cursor = (index + 1) % count;
+        this.#member = (index + 1) % count;
         return member;
       }
     }

@@ -1,7 +1,6 @@
 import type { Overflow } from '../../config/types.js';
 import type { MessageStore, StoredMessage, StoreEvent } from '../store/store.js';
-import type { Backlog } from './backlog.js';
-import type { Entry } from './group.js';
+import type { MessageRows } from './rows.js';
 
 /** One queue's settings, from the config's defaults and its `channels` entry. */
 export interface QueueSettings {
@@ -25,21 +24,15 @@ export interface QueueEnvironment {
    */
   discard(target: string | null, message: StoredMessage, group: string, nbDeliveries: number, reason: string): void;
   /**
-   * waiting messages a queue holds as objects, with their bodies, before new ones become cold
-   * rows with their bodies on disk only (needs `store.readsBodies`; config `memoryWindow`)
+   * waiting messages whose bodies a queue keeps in memory; the others are read back from the
+   * store when delivery nears them (needs `store.readsBodies`; config `memoryWindow`)
    */
   readonly bodyWindow?: number;
   warn?(msg: string, fields: Record<string, unknown>): void;
   /** soft-stop (src/broker/lifecycle.ts): no new delivery starts while this answers true */
   isDraining?(): boolean;
-  /**
-   * message id -> entry, one map shared by every queue of a router (which finds a message's
-   * queue by it): one map entry per waiting message, not one per queue and one in the router;
-   * a queue of its own when not given
-   */
-  readonly index?: Map<string, Entry>;
-  /** rows of cold messages (backlog.ts) with their own id index, shared by every queue of a router as the index is */
-  readonly backlog?: Backlog;
+  /** the rows of every queue of a router (which finds a message's queue by them); a table of its own when not given */
+  readonly rows?: MessageRows;
   /** state changes the queue recorded in the store (assign, deliver, settle, requeue, remove): the mirrors' feed follows them */
   recorded?(events: StoreEvent[]): void;
   /** the queue no longer holds this message (the router's message index and dedupe window follow) */

@@ -23,7 +23,8 @@ import { DeliverFrames } from './deliver-frames.js';
 import { Outbound, type OutboundLimits } from './outbound.js';
 import { mirrorLinkBound } from '../mirror/feed.js';
 
-type SessionState = 'handshake' | 'authenticating' | 'ready' | 'closed';
+/** 'failing': refused (a revoked key) while its sends were being stored: reads nothing more, answers those, then closes */
+type SessionState = 'handshake' | 'authenticating' | 'ready' | 'failing' | 'closed';
 
 /** what the server that owns the slots hears of a session (session/server.ts) */
 export interface SessionHooks {
@@ -41,6 +42,8 @@ const HARD_BOUND_FACTOR = 4;
 const RESULT_OVERHEAD_BYTES = 16;
 /** how long a connection closed for not reading may take to read its close frame */
 const CLOSE_GRACE_MS = 1_000;
+/** how long a refused session waits for the store to answer the sends it read before the refusal */
+const FAIL_DRAIN_MS = 2_000;
 
 /**
  * Why this file is long: the one writer to a socket: handshake, flow control both ways,
@@ -58,6 +61,10 @@ export class Session implements ConnectedSession {
   readonly #ws: WebSocket;
   readonly #hooks: SessionHooks;
   #state: SessionState = 'handshake';
+  /** publish frames read and not answered yet (the store is writing them) */
+  #publishing = 0;
+  /** closes a 'failing' session, once its sends are answered */
+  #failed: (() => void) | null = null;
   #clientName = '';
   /** a mirror broker's link: it follows, it does not publish or subscribe (docs/protocol.md#peers) */
   #isPeer = false;
@@ -84,12 +91,13 @@ export class Session implements ConnectedSession {
       overflowed: (unsent, limit) => this.#overflowed(unsent, limit),
     });
     ws.on('message', (data, isBinary) => this.#onMessage(data.toString(), isBinary));
-    ws.on('close', () => this.#onClose());
-    ws.on('error', () => this.#onClose());
+    // a close the client did not ask for (1000 is the client's disconnect()) leaves its groups held
+    ws.on('close', (code: number) => this.#onClose(code !== 1000));
+    ws.on('error', () => this.#onClose(true));
     // liveness: a client or peer silent for heartbeatTimeout is gone (SPEC §9)
     this.#heartbeat = new Heartbeat(ws, ctx.policy.config.heartbeatTimeout * 1000, () => {
       ctx.log.info('connection silent past the heartbeat timeout: closed', { client: this.label, heartbeatTimeout: ctx.policy.config.heartbeatTimeout });
-      this.#onClose();
+      this.#onClose(true);
     });
     this.send({ type: 'hello', protocol: PROTOCOL_VERSION, nonce, serviceId: ctx.policy.config.serviceId, isMaster: ctx.router.isMaster });
   }
@@ -155,8 +163,27 @@ export class Session implements ConnectedSession {
 
   /** an error frame, then close: for protocol and auth failures (docs/protocol.md#errors) */
   fail(error: WhiskerError, closeCode = error.code === 'E_PROTOCOL' ? 1002 : 1008): void {
-    if (this.#state === 'closed') return;
+    if (this.#state === 'closed' || this.#state === 'failing') return;
     this.ctx.log.info('connection refused', { client: this.label, code: error.code, reason: error.message });
+    if (this.#state === 'ready' && this.#publishing > 0) {
+      // sends read before the refusal are being stored: they are answered before the error, so
+      // the client is never told E_AUTH for a send that is stored and will be delivered; it
+      // reads nothing more meanwhile, so nothing it sends from now on is stored (issue 28,
+      // attacks-28 a10). At most FAIL_DRAIN_MS, as a store that hangs must not keep it open.
+      this.#state = 'failing';
+      for (const subscription of this.subscriptions.values()) this.ctx.router.unsubscribe(subscription);
+      this.subscriptions.clear();
+      this.#failed = () => this.#close(error, closeCode);
+      setTimeout(() => this.#failed?.(), FAIL_DRAIN_MS).unref();
+      return;
+    }
+    this.#close(error, closeCode);
+  }
+
+  #close(error: WhiskerError, closeCode: number): void {
+    this.#failed = null;
+    if (this.#state === 'closed') return;
+    while (this.#results.length > 0) this.send({ type: 'results', results: this.#results.splice(0, MAX_BATCH) });
     this.send({ type: 'error', error: error.toJSON() });
     this.#ws.close(closeCode, error.code);
     this.#onClose();
@@ -208,6 +235,7 @@ export class Session implements ConnectedSession {
    * no results is not read either (docs/security.md#limits). Returns what `queueResults` releases.
    */
   expectResults(messages: readonly { readonly messageId: string }[]): number {
+    this.#publishing++;
     let bytes = 0;
     for (const m of messages) bytes += m.messageId.length + RESULT_OVERHEAD_BYTES;
     this.#outbound.hold(bytes);
@@ -215,8 +243,14 @@ export class Session implements ConnectedSession {
   }
 
   queueResults(results: PublishResult[], expectedBytes = 0): void {
+    this.#publishing--;
     this.#outbound.release(expectedBytes);
     if (this.#state === 'closed') return;
+    if (this.#state === 'failing') {
+      this.#results.push(...results);
+      if (this.#publishing === 0) this.#failed?.();
+      return;
+    }
     let bytes = 0;
     for (const result of results) {
       this.#results.push(result);
@@ -280,11 +314,11 @@ export class Session implements ConnectedSession {
     }
     this.#ws.close(1008, 'E_LIMIT: not reading');
     setTimeout(() => this.#ws.terminate(), CLOSE_GRACE_MS).unref();
-    this.#onClose();
+    this.#onClose(true);
   }
 
   #onMessage(text: string, isBinary: boolean): void {
-    if (this.#state === 'closed') return;
+    if (this.#state === 'closed' || this.#state === 'failing') return;
     let frame: ClientFrame;
     try {
       if (isBinary) throw protocolError('binary frames are not part of the protocol');
@@ -355,12 +389,16 @@ export class Session implements ConnectedSession {
     }
   }
 
-  #onClose(): void {
+  /** `lost`: the link was lost rather than closed on purpose: the groups left empty are held (groupHold) */
+  #onClose(lost = false): void {
     if (this.#state === 'closed') return;
     this.#state = 'closed';
     if (this.#handshakeTimer) clearTimeout(this.#handshakeTimer);
     this.#handshakeTimer = null;
-    for (const subscription of this.subscriptions.values()) this.ctx.router.unsubscribe(subscription);
+    for (const subscription of this.subscriptions.values()) {
+      if (lost) this.ctx.router.connectionLost(subscription);
+      else this.ctx.router.unsubscribe(subscription);
+    }
     this.subscriptions.clear();
     this.#wakeWriters();
     this.#deliveries.clear();

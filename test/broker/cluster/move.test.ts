@@ -110,7 +110,9 @@ async function moveUnderTraffic(sets: Record<string, string[]>, kill: 'none' | '
 
   const from = offsets(all);
   const started = performance.now();
-  const moving = whisker(['move', QUEUE, '--to', 'b', '-c', aNodes[0]!.configPath, '--timeout', '60'], { timeoutMs: 80_000 });
+  // asked of a broker the test does not kill (set a's master may be either of a1, a2)
+  const asked = killOldMaster ? bNodes[0]! : aNodes[0]!;
+  const moving = whisker(['move', QUEUE, '--to', 'b', '-c', asked.configPath, '--timeout', '60'], { timeoutMs: 80_000 });
   let phaseAtKill = '';
   if (killOldMaster) {
     // as soon as set a's master logs the move: it delivers nothing of the queue and is about to write the hand-over

@@ -105,6 +105,35 @@ describe('reservations across restarts and failovers (real broker processes)', (
     await inbox.waitFor(1);
   }, 30_000);
 
+  test('a subscription a slave refused (reserved) is refused, not ready, when that slave is promoted (attacks-28 a9)', async () => {
+    const [a, b] = await nodes(['pa', 'pb']);
+    const all = [a!, b!];
+    a!.process = await startProcess(configure(a!, all, true));
+    b!.process = await startProcess(configure(b!, all, false));
+    await b!.process.waitFor(/in step with the master/);
+    const owner = await connect('promo-owner', all.map((n) => n.spec));
+    await owner.listen('room/v1/p', () => {}).ready;
+    await listed(b!.configPath, 'room/v1/p', 'promo-owner');
+    // a client that reaches only the slave: the slave refuses by its master's table; no master answers yet
+    const intruder = await connect('promo-intruder', [b!.spec]);
+    const errors: WhiskerError[] = [];
+    const handle = intruder.listen('room/v1/p', (err) => void (err && errors.push(err)));
+    let outcome: unknown = 'pending';
+    handle.ready.then(() => (outcome = 'ready'), (error: WhiskerError) => (outcome = error));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    a!.process.child.kill('SIGKILL');
+    await a!.process.exited;
+    configure(b!, all, true);
+    expect((await whisker(['reload', '-c', b!.configPath])).code).toBe(0);
+    const start = Date.now();
+    while (outcome === 'pending' && Date.now() - start < 10_000) await new Promise((resolve) => setTimeout(resolve, 50));
+    // before the fix: `ready` resolved on the promotion's role frame, and nothing told the handler
+    expect(outcome).toMatchObject({ code: 'E_FORBIDDEN', details: { channel: 'room/v1/p', right: 'read', reason: 'reserved' } });
+    expect(errors.map((e) => e.details)).toContainEqual({ channel: 'room/v1/p', right: 'read', reason: 'reserved' });
+    expect(JSON.stringify(errors.map((e) => [e.message, e.details]))).not.toContain('promo-owner');
+    expect(handle.ids).toEqual([]);
+  }, 30_000);
+
   test('failover by election: the elected master is killed, the next one keeps the reservation', async () => {
     const etcd = await startEtcd();
     const cluster = await electionCluster([etcd.url], ['a', 'b', 'c'], () => ({ rules }));

@@ -170,3 +170,22 @@ describe('Queue', () => {
     expect(queue.size).toBe(0);
   });
 });
+
+describe('a group cursor over rows of other ids', () => {
+  test('a consumer of one id behind 100,000 waiting messages of another gets its own, in order, over a few turns; the others stay', async () => {
+    const { queue } = makeQueue({ maxItems: 200_000 });
+    queue.setDelivering(true);
+    const b = subscriber('b', 'consume', 1);
+    queue.subscribe(b, 'b');
+    for (let i = 0; i < 100_000; i++) queue.accept(message('b', i));
+    const a = subscriber('a', 'consume', 10);
+    queue.subscribe(a, 'a');
+    const mine = [message('a', 'first'), message('a', 'second')];
+    for (const m of mine) queue.accept(m);
+    // the cursor looks at a bounded number of rows per turn (group.ts, SCAN_BUDGET), then goes on
+    for (let turn = 0; turn < 10 && a.got.length < 2; turn++) await vi.advanceTimersByTimeAsync(1);
+    expect(a.got.map((d) => d.data)).toEqual(['first', 'second']);
+    expect(b.got).toHaveLength(1);
+    expect(queue.depth).toBe(100_000 - 1);
+  });
+});

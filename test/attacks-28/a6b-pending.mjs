@@ -1,0 +1,21 @@
+/* eslint-disable @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 28), kept as written and run */
+import { makeNodes, start, cli, mkClient, keyPair, sleep, check, cleanup, proxy } from './harness.mjs';
+const nodes = await makeNodes(['a', 'b']); const [a, b] = nodes;
+await start(a); await start(b); await sleep(1500);
+const pa = await proxy(a.port);
+const hosts = [{ host: `127.0.0.1:${pa.port}@a` }, b];
+const c = await mkClient([{ host: `127.0.0.1:${pa.port}@a` }, b], 'svc', keyPair(), { sendTimeout: 8000 });
+pa.cut();
+await sleep(300);
+const t0 = Date.now();
+const sends = []; for (let i = 0; i < 5; i++) sends.push(c.send('t/v1/x', i).then(() => 'ok', (e) => e.code + ':' + (e.details?.reason ?? '') + '@' + (Date.now() - t0)));
+await sleep(300);
+console.log((await cli(b, 'keys', 'revoke', 'svc')).out.trim());
+const res = await Promise.all(sends);
+console.log('pending sends while master unreachable, revoked on slave:', JSON.stringify(res));
+check('pending sends fail E_AUTH (not E_NO_MASTER) once no broker connected', res.every((r) => r.startsWith('E_AUTH')), res);
+pa.heal();
+await sleep(1500);
+const r2 = await c.send('t/v1/x', 'later').then(() => 'ok', (e) => e.code + ':' + e.details?.reason);
+console.log('send after master link back (master got revocation from b at link-up):', r2, JSON.stringify(c.errors.map((e) => e.details)));
+await c.disconnect(); await cleanup(); process.exit(0);

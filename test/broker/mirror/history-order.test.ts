@@ -1,0 +1,285 @@
+import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
+import { afterEach, describe, expect, test } from 'vitest';
+import type { WhiskerClient } from '../../../src/client/client.js';
+import { startProcess } from '../../support/broker-process.js';
+import { connect } from '../../support/harness.js';
+import { configureMirror, type MirrorNode, mirrorNodes } from '../../support/mirror-nodes.js';
+
+/**
+ * A slave in step writes its history in its master's order (issue 27, SPEC §7: one connection's
+ * sends are retained in the order sent, on every mirror). Clients send every message to every
+ * broker: a slave gets a client's own copies directly and the master's feed of the same messages.
+ * Messages a client sent while its link to the slave was down reach the slave through the feed
+ * only; when the feed is late, newer copies the client sends the slave after reconnecting were
+ * written first, and a promoted slave replayed them in that order.
+ */
+
+const CHANNEL = 'ev/v1/1';
+const retention = { seconds: 3600 };
+
+/** a TCP proxy to 127.0.0.1:`port`: `pause` holds both directions (dropped packets), `drop` closes every connection and refuses new ones */
+class Link {
+  readonly #sockets = new Set<Socket>();
+  #server: Server | null = null;
+  #paused = false;
+  #refusing = false;
+  port = 0;
+
+  async open(port: number): Promise<this> {
+    this.#server = createServer((inbound) => {
+      if (this.#refusing) return void inbound.destroy();
+      const outbound = tcpConnect(port, '127.0.0.1');
+      for (const [a, b] of [[inbound, outbound], [outbound, inbound]] as const) {
+        this.#sockets.add(a);
+        a.on('data', (chunk) => {
+          if (!b.write(chunk)) a.pause();
+        });
+        b.on('drain', () => {
+          if (!this.#paused) a.resume();
+        });
+        a.on('error', () => b.destroy());
+        a.on('close', () => {
+          this.#sockets.delete(a);
+          b.destroy();
+        });
+        if (this.#paused) a.pause();
+      }
+    });
+    await new Promise<void>((resolve) => this.#server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.#server.address() as { port: number }).port;
+    return this;
+  }
+
+  pause(paused: boolean): void {
+    this.#paused = paused;
+    for (const socket of this.#sockets) {
+      if (paused) socket.pause();
+      else socket.resume();
+    }
+  }
+
+  drop(refusing: boolean): void {
+    this.#refusing = refusing;
+    if (refusing) for (const socket of this.#sockets) socket.destroy();
+  }
+
+  close(): void {
+    for (const socket of this.#sockets) socket.destroy();
+    this.#server?.close();
+  }
+}
+
+const links: Link[] = [];
+afterEach(() => {
+  for (const link of links.splice(0)) link.close();
+});
+
+async function link(port: number): Promise<Link> {
+  const made = await new Link().open(port);
+  links.push(made);
+  return made;
+}
+
+/** `{ p, k }` sends of producer `p` from `from`, pipelined in batches; pushes each answered OK */
+async function sendRange(producer: WhiskerClient, p: number, from: number, count: number, answered: Array<[number, number]>): Promise<void> {
+  for (let k = from; k < from + count; k += 100) {
+    const batch = Array.from({ length: Math.min(100, from + count - k) }, (_, i) => k + i);
+    const outcomes = await Promise.allSettled(batch.map((n) => producer.send(CHANNEL, { p, k: n })));
+    outcomes.forEach((o, i) => o.status === 'fulfilled' && answered.push([p, batch[i]!]));
+  }
+}
+
+async function replayPairs(node: MirrorNode): Promise<string[]> {
+  const got: string[] = [];
+  const reader = await connect(`reader-${node.serviceId}-${Date.now()}`, node.spec);
+  try {
+    await reader.replay(CHANNEL, { since: 0 }, (err, msg) => {
+      if (err) throw err;
+      const { p, k } = msg as { p: number; k: number };
+      got.push(`${p}:${k}`);
+    }).done;
+  } finally {
+    await reader.disconnect();
+  }
+  return got;
+}
+
+/** records out of their producer's send order: `p:k` after a `p:k'` with k' > k */
+function orderBreaks(replayed: readonly string[]): string[] {
+  const last = new Map<string, number>();
+  const breaks: string[] = [];
+  for (const key of replayed) {
+    const [p, k] = key.split(':') as [string, string];
+    const before = last.get(p);
+    if (before !== undefined && Number(k) < before) breaks.push(`${key} after ${p}:${before}`);
+    else last.set(p, Number(k));
+  }
+  return breaks;
+}
+
+describe('a slave in step keeps its history in its master order (real broker processes)', () => {
+  test("a client's link to the slave cut while the feed is late: the promoted slave replays every answered send once, in send order, as its master did", async () => {
+    const [a, b] = (await mirrorNodes('history-order', ['a', 'b'])) as [MirrorNode, MirrorNode];
+    // b follows a through `feed`, a proxy that can hold the master's feed back
+    const feed = await link(a.port);
+    const aViaFeed = { ...a, spec: `127.0.0.1:${feed.port}@a` };
+    a.process = await startProcess(configureMirror(a, [a, b], true, { channels: { 'ev/v1': { retention } } }));
+    const configureB = (isMaster: boolean) => configureMirror(b, [aViaFeed, b], isMaster, { channels: { 'ev/v1': { retention } } });
+    b.process = await startProcess(configureB(false));
+    await b.process.waitFor(/in step with the master/, 0, 30_000);
+
+    // the producers reach b through `direct`, a link that can be cut and restored
+    const direct = await link(b.port);
+    const hosts = [a.spec, `127.0.0.1:${direct.port}@b`];
+    const producers = [await connect('order-p0', hosts, { sendTimeout: 20_000 }), await connect('order-p1', hosts, { sendTimeout: 20_000 })];
+    const answered: Array<[number, number]> = [];
+    const both = (from: number, count: number) => Promise.all(producers.map((producer, p) => sendRange(producer, p, from, count, answered)));
+
+    await both(0, 1_000);
+    for (let round = 0; round < 2; round++) {
+      const base = 1_000 + round * 2_000;
+      // the producers' link to b goes, and the master's feed to b is held back (no longer than
+      // a heartbeat: b stays in step)
+      direct.drop(true);
+      feed.pause(true);
+      // answered by a alone: b gets these from the feed only, once it flows again
+      await both(base, 500);
+      const reconnected = Promise.all(producers.map((producer) => new Promise<void>((resolve) => {
+        const onReconnect = (serviceId?: string) => {
+          if (serviceId !== 'b') return;
+          producer.off('reconnect', onReconnect);
+          resolve();
+        };
+        producer.on('reconnect', onReconnect);
+      })));
+      direct.drop(false);
+      await reconnected;
+      // sent to both: b takes these directly before the feed brings the older ones
+      await both(base + 500, 500);
+      feed.pause(false);
+      await both(base + 1_000, 1_000);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1_000)); // the last feed frames reach b
+    const fromMaster = await replayPairs(a);
+
+    a.process.child.kill('SIGKILL');
+    await a.process.exited;
+    const from = b.process.output().length;
+    configureB(true); // the file watch reloads it
+    await b.process.waitFor(/delivering: this broker acts as master/, from);
+    const fromPromoted = await replayPairs(b);
+    await Promise.all(producers.map((producer) => producer.disconnect()));
+
+    const keys = answered.map(([p, k]) => `${p}:${k}`);
+    const seen = new Set(fromPromoted);
+    const missing = keys.filter((key) => !seen.has(key));
+    const breaks = orderBreaks(fromPromoted);
+    const sameAsMaster = fromPromoted.length === fromMaster.length && fromPromoted.every((key, i) => key === fromMaster[i]);
+    console.log(`history order: ${keys.length} answered OK, master replayed ${fromMaster.length} (${orderBreaks(fromMaster).length} out of order), promoted slave ${fromPromoted.length}: ${missing.length} missing, ${fromPromoted.length - seen.size} twice, ${breaks.length} out of send order (${breaks.slice(0, 3).join(', ')}), same order as the master: ${sameAsMaster}`);
+    expect(missing.length, `missing e.g. ${missing.slice(0, 5).join(', ')}`).toBe(0);
+    expect(fromPromoted.length - seen.size).toBe(0);
+    expect(breaks).toEqual([]);
+    expect(orderBreaks(fromMaster)).toEqual([]);
+    expect(sameAsMaster).toBe(true);
+  }, 180_000);
+  test('clients\' copies held for the feed when a broker dies: the master killed -9 with the feed held back, or the slave killed -9 and restarted; the promoted slave still replays every answered send once, in send order', async () => {
+    for (const dies of ['master', 'slave'] as const) {
+      const [a, b] = (await mirrorNodes(`history-held-${dies}`, ['a', 'b'])) as [MirrorNode, MirrorNode];
+      const feed = await link(a.port);
+      const aViaFeed = { ...a, spec: `127.0.0.1:${feed.port}@a` };
+      a.process = await startProcess(configureMirror(a, [a, b], true, { channels: { 'ev/v1': { retention } } }));
+      const configureB = (isMaster: boolean) => configureMirror(b, [aViaFeed, b], isMaster, { channels: { 'ev/v1': { retention } } });
+      b.process = await startProcess(configureB(false));
+      await b.process.waitFor(/in step with the master/, 0, 30_000);
+      const hosts = [a.spec, b.spec];
+      // p2 sends to the master only: b gets its messages from the feed alone
+      const producers = [await connect(`held-${dies}-p0`, hosts, { sendTimeout: 20_000 }), await connect(`held-${dies}-p1`, hosts, { sendTimeout: 20_000 }), await connect(`held-${dies}-p2`, a.spec, { sendTimeout: 20_000 })];
+      const answered: Array<[number, number]> = [];
+      const both = (from: number, count: number, which = [0, 1, 2]) => Promise.all(which.map((p) => sendRange(producers[p]!, p, from, count, answered)));
+      await both(0, 1_000);
+      // b takes these from the clients; the feed that would place them is held back (a master
+      // killed now never hands b what p2 sends meanwhile: p2 waits then)
+      feed.pause(true);
+      await both(1_000, 1_000, dies === 'master' ? [0, 1] : [0, 1, 2]);
+      expect(answered.length).toBe(dies === 'master' ? 5_000 : 6_000);
+      await new Promise((resolve) => setTimeout(resolve, 300)); // b has stored its copies
+      let fromMaster: string[] | null = null;
+      if (dies === 'master') {
+        fromMaster = await replayPairs(a);
+        a.process.child.kill('SIGKILL');
+        await a.process.exited;
+        feed.pause(false);
+      } else {
+        b.process.child.kill('SIGKILL');
+        await b.process.exited;
+        feed.pause(false);
+        await both(2_000, 1_000);
+        b.process = await startProcess(configureB(false));
+        await b.process.waitFor(/in step with the master/, 0, 30_000);
+        await both(3_000, 1_000);
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        fromMaster = await replayPairs(a);
+        a.process.child.kill('SIGKILL');
+        await a.process.exited;
+      }
+      const from = b.process.output().length;
+      configureB(true);
+      await b.process.waitFor(/delivering: this broker acts as master/, from);
+      const fromPromoted = await replayPairs(b);
+      await Promise.all(producers.map((producer) => producer.disconnect()));
+
+      const keys = answered.map(([p, k]) => `${p}:${k}`);
+      const seen = new Set(fromPromoted);
+      const missing = keys.filter((key) => !seen.has(key));
+      const breaks = orderBreaks(fromPromoted);
+      console.log(`held copies, ${dies} killed -9: ${keys.length} answered OK, master replayed ${fromMaster.length}, promoted slave ${fromPromoted.length}: ${missing.length} missing, ${fromPromoted.length - seen.size} twice, ${breaks.length} out of send order (${breaks.slice(0, 3).join(', ')})`);
+      expect(missing.length, `missing e.g. ${missing.slice(0, 5).join(', ')}`).toBe(0);
+      expect(fromPromoted.length - seen.size).toBe(0);
+      expect(breaks).toEqual([]);
+      if (dies === 'slave') expect(fromPromoted).toEqual(fromMaster);
+      for (const made of links.splice(0)) made.close();
+    }
+  }, 240_000);
+  test('held copies past 16 MiB (the feed held back while a client sends 24 MiB): the oldest are written where they arrived, with a warn line; the promoted slave replays every answered send once', async () => {
+    const [a, b] = (await mirrorNodes('history-held-bound', ['a', 'b'])) as [MirrorNode, MirrorNode];
+    const feed = await link(a.port);
+    const aViaFeed = { ...a, spec: `127.0.0.1:${feed.port}@a` };
+    const extra = { channels: { 'ev/v1': { retention } }, heartbeatTimeout: 30 };
+    a.process = await startProcess(configureMirror(a, [a, b], true, extra));
+    const configureB = (isMaster: boolean) => configureMirror(b, [aViaFeed, b], isMaster, extra);
+    b.process = await startProcess(configureB(false));
+    await b.process.waitFor(/in step with the master/, 0, 30_000);
+    const producer = await connect('held-bound', [a.spec, b.spec], { sendTimeout: 30_000 });
+    const body = 'x'.repeat(120_000);
+    const answered: number[] = [];
+    const send = async (from: number, count: number) => {
+      for (let k = from; k < from + count; k += 20) {
+        const batch = Array.from({ length: Math.min(20, from + count - k) }, (_, i) => k + i);
+        const outcomes = await Promise.allSettled(batch.map((n) => producer.send(CHANNEL, { p: 0, k: n, body })));
+        outcomes.forEach((o, i) => o.status === 'fulfilled' && answered.push(batch[i]!));
+      }
+    };
+    await send(0, 20);
+    const from = b.process.output().length;
+    feed.pause(true);
+    await send(20, 200); // 24 MiB of bodies: b holds its copies for a feed that does not come
+    await b.process.waitFor(/written where they arrived/, from, 20_000);
+    feed.pause(false);
+    await send(220, 20);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    a.process.child.kill('SIGKILL');
+    await a.process.exited;
+    const promotedFrom = b.process.output().length;
+    configureB(true);
+    await b.process.waitFor(/delivering: this broker acts as master/, promotedFrom);
+    // at once: a replay waits for the records the promoted slave is still writing
+    const fromPromoted = await replayPairs(b);
+    await producer.disconnect();
+    const seen = new Set(fromPromoted);
+    const missing = answered.filter((k) => !seen.has(`0:${k}`));
+    const released = b.process.output().slice(from).split('\n').filter((l) => /written where they arrived/.test(l));
+    console.log(`held past the bound: ${answered.length} answered OK (120 KB each), promoted slave ${fromPromoted.length}: ${missing.length} missing, ${fromPromoted.length - seen.size} twice, ${orderBreaks(fromPromoted).length} out of send order; ${released.map((l) => (JSON.parse(l) as { records: number }).records).join(', ')} records written where they arrived`);
+    expect(missing.length).toBe(0);
+    expect(fromPromoted.length - seen.size).toBe(0);
+  }, 120_000);
+});
