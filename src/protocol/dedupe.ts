@@ -17,6 +17,8 @@ export class DedupeWindow {
   /** per slot: expiry in ms after `#base`, and the position of its latest insertion in `#order` */
   readonly #expiry = new PagedColumn();
   readonly #orderAt = new PagedColumn();
+  /** per slot: a tag the caller gives (the router: its queue's number, so a move hands a queue's ids over), 0 when none */
+  readonly #tag = new PagedColumn();
   /** slots in insertion order; an id added again leaves its earlier place behind, skipped */
   readonly #order = new SlotQueue();
   /** no id expires before this (ms after `#base`): `has` runs per message, most calls prune nothing */
@@ -51,12 +53,13 @@ export class DedupeWindow {
   }
 
   /** remembers an id seen at `seenAt` (ms epoch), in any order: one already expired is not kept */
-  addAt(messageId: string, seenAt: number): void {
+  addAt(messageId: string, seenAt: number, tag = 0): void {
     const expiresAt = seenAt + this.#windowMs - this.#base;
     if (this.#windowMs <= 0 || expiresAt <= this.#now() - this.#base) return;
     let slot = this.#slots.find(messageId);
     if (slot < 0) slot = this.#slots.add(messageId);
     this.#expiry.set(slot, expiresAt);
+    this.#tag.set(slot, tag);
     // a later insertion goes to the end of the order, so the pruning from the head stays fair
     this.#orderAt.set(slot, this.#order.push(slot));
     if (expiresAt < this.#firstExpiry) this.#firstExpiry = expiresAt;
@@ -69,6 +72,18 @@ export class DedupeWindow {
     for (let p = this.#order.head; p < this.#order.tail; p++) {
       const slot = this.#order.at(p);
       if (this.#orderAt.get(slot) === p && this.#expiry.get(slot) > now) yield this.#slots.idAt(slot)!;
+    }
+  }
+
+  /** the ids still remembered with this tag, each with the time it was seen (as `addAt` took it) */
+  *tagged(tag: number): IterableIterator<[messageId: string, seenAt: number]> {
+    const now = this.#now() - this.#base;
+    this.#prune(now);
+    for (let p = this.#order.head; p < this.#order.tail; p++) {
+      const slot = this.#order.at(p);
+      if (this.#orderAt.get(slot) !== p || this.#tag.get(slot) !== tag) continue;
+      const expiresAt = this.#expiry.get(slot);
+      if (expiresAt > now) yield [this.#slots.idAt(slot)!, expiresAt + this.#base - this.#windowMs];
     }
   }
 

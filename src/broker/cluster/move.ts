@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { WhiskerError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/logger.js';
 import type { Router } from '../messages/router.js';
+import type { HistoryRecord, ReadRecord } from '../history/history.js';
+import type { ReservationRecord } from '../store/reservation-file.js';
 import type { RecoveredRecord, StoredMessage } from '../store/store.js';
 import type { Cluster } from './cluster.js';
 import type { Placement } from './types.js';
@@ -19,6 +21,19 @@ const APPENDS_WAIT_MS = 5_000;
 const SETTLE_MS = 200;
 
 type Item = { message: Omit<StoredMessage, 'seq'>; records: RecoveredRecord[] };
+
+/** what a hand-over carries besides the messages held (issue 31): retained history, settled ids, reservations */
+interface Extras {
+  /** the queue's retained history (within retention), in acceptance order */
+  history: HistoryRecord[];
+  /** ids settled within the dedupe window, with their acceptance times */
+  recent: Array<[messageId: string, acceptedAt: number]>;
+  reservations: ReservationRecord[];
+}
+
+interface HandOver extends Extras {
+  items: Item[];
+}
 
 /**
  * `whisker move ep/ver --to SET` (SPEC §13, docs/operations.md#moving-a-queue). The move is the
@@ -127,7 +142,10 @@ export class Mover {
       while (Date.now() < deadline && [...router.appendsUnderWay()].some((id) => router.holding(id) === undefined)) await sleep(10);
       if (!router.isMaster || this.#rawOf(queue, placement) !== raw) return;
       const held = await router.exportQueue(queue);
-      const chunks = encodeChunks(held);
+      const history = (await router.history?.exportRecords(queue)) ?? [];
+      const recent = router.recentOf(queue);
+      const reservations = router.reservations.ofQueue(queue);
+      const chunks = encodeChunks(held, history, recent, reservations);
       const bytes = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
       if (bytes > MAX_MOVE_BYTES) {
         this.#log.error('move called off: the queue holds more than a move hands over', { queue, to: move.to, bytes, max: MAX_MOVE_BYTES });
@@ -140,7 +158,7 @@ export class Mover {
       if (!router.isMaster) return;
       const next: Placement = { set: placement.set, move: { to: move.to, phase: 'import', id: move.id, chunks: chunks.length, part } };
       const written = await cluster.compareAndPut(queue, raw, next);
-      this.#log.info('move: hand-over written to etcd', { queue, to: move.to, messages: held.length, chunks: chunks.length, bytes, written });
+      this.#log.info('move: hand-over written to etcd', { queue, to: move.to, messages: held.length, history: history.length, recentIds: recent.length, reservations: reservations.length, chunks: chunks.length, bytes, written });
     } catch (error) {
       this.#log.warn('move: hand-over not written, trying again', { queue, to: move.to, error: (error as Error).message });
       this.#later(queue);
@@ -168,10 +186,16 @@ export class Mover {
     const move = placement.move!;
     const chunks = await this.#cluster.readMoveChunks(queue, move.id, move.part ?? '', move.chunks ?? 0);
     if (!chunks) throw new Error('hand-over keys missing in etcd');
-    const items = decodeChunks(queue, chunks);
-    const queued = await this.#router.importMoved(queue, items);
-    const aside = this.#router.releaseAside(queue);
-    this.#log.info('move: hand-over taken', { queue, from: placement.set, messages: items.length, queued, sentMeanwhile: aside });
+    const { items, history, recent, reservations } = decodeChunks(queue, chunks);
+    const router = this.#router;
+    // reserved ids first: another name that took one here meanwhile loses it before anything is delivered
+    router.importReservations(reservations);
+    // the old set's history goes before the messages handed over and before what was sent here meanwhile
+    const written = (await router.history?.adopt(queue, history, new Set(items.map((i) => i.message.messageId)))) ?? 0;
+    router.importRecent(queue, recent);
+    const queued = await router.importMoved(queue, items);
+    const aside = router.releaseAside(queue, new Set(recent.map(([messageId]) => messageId)));
+    this.#log.info('move: hand-over taken', { queue, from: placement.set, messages: items.length, queued, sentMeanwhile: aside, history: written, recentIds: recent.length, reservations: reservations.length });
   }
 
   /** the new set's master ends the move: the placement names this set */
@@ -227,13 +251,22 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** [messageId, id, data, created, acceptedAt, from, [[group, nbRequeues, notBefore]]] per message, JSON arrays of about CHUNK_BYTES */
-function encodeChunks(held: ReadonlyArray<{ message: StoredMessage; records: readonly RecoveredRecord[] }>): string[] {
+/**
+ * JSON arrays of about CHUNK_BYTES. A row is a message, `[messageId, id, data, created, acceptedAt,
+ * from, [[group, nbRequeues, notBefore]]]`, or one of `{"h": [messageId, id, acceptedAt, created,
+ * from, data]}` (a retained history record), `{"r": [messageId, acceptedAt]}` (a settled id),
+ * `{"v": [channel, owner, since, releaseAt]}` (a reservation). History rows come first, in order.
+ */
+function encodeChunks(
+  held: ReadonlyArray<{ message: StoredMessage; records: readonly RecoveredRecord[] }>,
+  history: readonly ReadRecord[],
+  recent: ReadonlyArray<readonly [string, number]>,
+  reservations: readonly ReservationRecord[],
+): string[] {
   const chunks: string[] = [];
   let parts: string[] = [];
   let size = 2;
-  for (const { message: m, records } of held) {
-    const text = JSON.stringify([m.messageId, m.id, m.data, m.created, m.acceptedAt, m.from, records.map((r) => [r.group, r.nbRequeues, r.notBefore])]);
+  const add = (text: string) => {
     if (parts.length > 0 && size + text.length + 1 > CHUNK_BYTES) {
       chunks.push(`[${parts.join(',')}]`);
       parts = [];
@@ -241,27 +274,53 @@ function encodeChunks(held: ReadonlyArray<{ message: StoredMessage; records: rea
     }
     parts.push(text);
     size += text.length + 1;
-  }
+  };
+  // the data as the history stored it, JSON text spliced in
+  for (const r of history) add(`{"h":${JSON.stringify([r.messageId, r.id, r.acceptedAt, r.created, r.from]).slice(0, -1)},${r.dataJson}]}`);
+  for (const { message: m, records } of held) add(JSON.stringify([m.messageId, m.id, m.data, m.created, m.acceptedAt, m.from, records.map((r) => [r.group, r.nbRequeues, r.notBefore])]));
+  for (const [messageId, acceptedAt] of recent) add(JSON.stringify({ r: [messageId, acceptedAt] }));
+  for (const r of reservations) add(JSON.stringify({ v: [r.channel, r.owner, r.since, r.releaseAt] }));
   if (parts.length > 0) chunks.push(`[${parts.join(',')}]`);
   return chunks;
 }
 
-function decodeChunks(queue: string, chunks: readonly string[]): Item[] {
-  const items: Item[] = [];
+function bad(): never {
+  throw new Error('bad hand-over record');
+}
+
+function decodeChunks(queue: string, chunks: readonly string[]): HandOver {
+  const out: HandOver = { items: [], history: [], recent: [], reservations: [] };
   for (const chunk of chunks) {
     for (const row of JSON.parse(chunk) as unknown[]) {
-      if (!Array.isArray(row) || row.length !== 7) throw new Error('bad hand-over record');
+      if (!Array.isArray(row)) {
+        const o = (row ?? {}) as { h?: unknown; r?: unknown; v?: unknown };
+        if (Array.isArray(o.h) && o.h.length === 6) {
+          const [messageId, id, acceptedAt, created, from, data] = o.h as [unknown, unknown, unknown, unknown, unknown, unknown];
+          if (typeof messageId !== 'string' || typeof id !== 'string' || typeof acceptedAt !== 'number' || typeof created !== 'number' || typeof from !== 'string') bad();
+          out.history.push({ messageId, id, acceptedAt, created, from, data });
+        } else if (Array.isArray(o.r) && o.r.length === 2) {
+          const [messageId, acceptedAt] = o.r as [unknown, unknown];
+          if (typeof messageId !== 'string' || typeof acceptedAt !== 'number') bad();
+          out.recent.push([messageId, acceptedAt]);
+        } else if (Array.isArray(o.v) && o.v.length === 4) {
+          const [channel, owner, since, releaseAt] = o.v as [unknown, unknown, unknown, unknown];
+          if (typeof channel !== 'string' || !channel.startsWith(`${queue}/`) || typeof owner !== 'string' || typeof since !== 'number' || (releaseAt !== null && typeof releaseAt !== 'number')) bad();
+          out.reservations.push({ channel, owner, since, releaseAt });
+        } else bad();
+        continue;
+      }
+      if (row.length !== 7) bad();
       const [messageId, id, data, created, acceptedAt, from, records] = row as [unknown, unknown, unknown, unknown, unknown, unknown, unknown];
-      if (typeof messageId !== 'string' || typeof id !== 'string' || typeof created !== 'number' || typeof acceptedAt !== 'number' || typeof from !== 'string' || !Array.isArray(records)) throw new Error('bad hand-over record');
-      items.push({
+      if (typeof messageId !== 'string' || typeof id !== 'string' || typeof created !== 'number' || typeof acceptedAt !== 'number' || typeof from !== 'string' || !Array.isArray(records)) bad();
+      out.items.push({
         message: { messageId, queue, id, data, created, acceptedAt, from },
         records: records.map((r) => {
           const [group, nbRequeues, notBefore] = r as [unknown, unknown, unknown];
-          if (typeof group !== 'string' || typeof nbRequeues !== 'number' || typeof notBefore !== 'number') throw new Error('bad hand-over record');
+          if (typeof group !== 'string' || typeof nbRequeues !== 'number' || typeof notBefore !== 'number') bad();
           return { group, nbRequeues, notBefore };
         }),
       });
     }
   }
-  return items;
+  return out;
 }

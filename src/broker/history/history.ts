@@ -68,6 +68,8 @@ export class History {
    * writes): when the client sends them again they are accepted, and not written a second time
    */
   readonly #alreadyWritten = new Set<string>();
+  /** queues moving here (SPEC §13): their new records wait until the old set's history is written before them */
+  readonly #moving = new Map<string, HistoryRecord[]>();
   /** settles after every append so far: the next one resolves after it */
   #lastAppend: Promise<void> = Promise.resolve();
   /** this broker is out of step with a master: every channel writes to its side line (docs/operations.md#history-catch-up) */
@@ -136,6 +138,11 @@ export class History {
     for (const m of messages) {
       if (m.data === undefined || this.#retention(m.queue) === null) continue;
       if (this.#alreadyWritten.delete(m.messageId)) continue;
+      const moving = this.#moving.get(m.queue);
+      if (moving) {
+        moving.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
+        continue;
+      }
       byQueue ??= new Map();
       let records = byQueue.get(m.queue);
       if (!records) byQueue.set(m.queue, (records = []));
@@ -146,6 +153,48 @@ export class History {
     const done = Promise.all([...writes, this.#lastAppend]).then(() => undefined);
     this.#lastAppend = done.catch(() => undefined);
     return done;
+  }
+
+  /** a queue moving here: its records wait (in memory; the log has them) until `releaseMoving` */
+  holdMoving(queue: string): void {
+    if (this.#retention(queue) !== null && !this.#moving.has(queue)) this.#moving.set(queue, []);
+  }
+
+  /**
+   * A move's hand-over (SPEC §13): the old set's history of `queue`, in acceptance order, written
+   * before what waits held; `appendedNext` are the ids the router stores next (the messages
+   * handed over): not written twice. Records held here that the old set had are dropped.
+   */
+  async adopt(queue: string, records: readonly HistoryRecord[], appendedNext: ReadonlySet<string>): Promise<number> {
+    const retention = this.#retention(queue);
+    if (retention === null || records.length === 0) return 0;
+    const ids = new Set(records.map((r) => r.messageId));
+    for (const id of appendedNext) if (ids.has(id)) this.#alreadyWritten.add(id);
+    const held = this.#moving.get(queue);
+    if (held) this.#moving.set(queue, held.filter((r) => !ids.has(r.messageId)));
+    await this.#channel(queue).append(records, retention, this.#now);
+    return records.length;
+  }
+
+  /** the records held for a queue that moved here are written, after what the old set handed over */
+  releaseMoving(queue: string): void {
+    const held = this.#moving.get(queue);
+    if (!held) return;
+    this.#moving.delete(queue);
+    const retention = this.#retention(queue);
+    if (held.length === 0 || retention === null) return;
+    this.#channel(queue).append(held, retention, this.#now).catch((error: unknown) => this.#log.error('history could not be written', { queue, error: (error as Error).message }));
+  }
+
+  /** what a move hands over of `queue`'s history (within its retention), in acceptance order */
+  async exportRecords(queue: string): Promise<ReadRecord[]> {
+    const records: ReadRecord[] = [];
+    if (this.#retention(queue) === null) return records;
+    await this.read(queue, {}, (record) => {
+      records.push(record);
+      return true;
+    });
+    return records;
   }
 
   /** on a slave in step: a client's copies wait for the feed (past HOLD_MAX_BYTES the oldest are written now) */

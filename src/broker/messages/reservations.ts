@@ -174,6 +174,37 @@ export class Reservations {
     return evicted;
   }
 
+  /** the reservations on `queue`'s ids (`endpoint/version/`), for a move's hand-over (SPEC §13) */
+  ofQueue(queue: string): ReservationRecord[] {
+    const prefix = `${queue}/`;
+    const now = this.#options.now();
+    return this.list().filter((r) => r.channel.startsWith(prefix) && (r.releaseAt === null || r.releaseAt > now));
+  }
+
+  /**
+   * A move's hand-over: the old set's reservations of a queue, owner and hold kept, win over
+   * what this set gave meanwhile. A hold running on the old set runs on; one whose owner was
+   * subscribed there starts now unless the owner subscribes here (its subscription moves too).
+   * Returns the subscriptions here of other names on those ids, to be removed.
+   */
+  adopt(records: readonly ReservationRecord[]): Array<{ subscription: Subscription; channel: string }> {
+    const now = this.#options.now();
+    const evicted: Array<{ subscription: Subscription; channel: string }> = [];
+    for (const r of records) {
+      const uses = this.#ownerUses(r.channel, r.owner);
+      const releaseAt = uses ? null : (r.releaseAt ?? now + this.#holdMs());
+      if (releaseAt !== null && releaseAt <= now) continue;
+      const entry: Entry = { owner: r.owner, since: r.since, releaseAt };
+      if (this.#isMaster) this.#set(r.channel, entry);
+      else {
+        this.#put(r.channel, entry);
+        this.#persist();
+      }
+      for (const subscription of this.#live.get(r.channel) ?? []) if (subscription.clientName !== r.owner) evicted.push({ subscription, channel: r.channel });
+    }
+    return evicted;
+  }
+
   /** a slave applies its master's table: `full` replaces what it had */
   applyFromMaster(full: boolean, set: readonly ReservationRecord[], released: readonly string[]): void {
     if (this.#isMaster) return;

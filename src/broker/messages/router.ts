@@ -14,7 +14,7 @@ import { DeadLetters } from './dead-letters.js';
 import { IdleQueues } from './idle-queues.js';
 import { Reservations } from './reservations.js';
 import { Refusals } from '../access/refusals.js';
-import type { ReservationFile } from '../store/reservation-file.js';
+import type { ReservationFile, ReservationRecord } from '../store/reservation-file.js';
 
 /** what the mirrors learn of this broker's messages (src/broker/mirror/, docs/protocol.md#peers) */
 export interface MirrorHooks {
@@ -65,6 +65,8 @@ export class Router {
    * known by `#rows` (one map entry per waiting message, not two: bounded memory, SPEC §7)
    */
   readonly #dedupe: DedupeWindow;
+  /** a number per queue name, the tag of its ids in #dedupe (never removed: one per queue ever seen) */
+  readonly #queueTags = new Map<string, number>();
   readonly #appends = new Appends();
   /** who watches messages enter their queues without being a recipient (`whisker tail`) */
   readonly #taps = new Set<(message: StoredMessage) => void>();
@@ -180,13 +182,23 @@ export class Router {
     if (isMaster !== this.#isMaster) this.#historyRole(isMaster);
     this.#isMaster = isMaster;
     // before deliveries start: a subscription on an id another name holds goes first
-    for (const { subscription, channel } of this.#reservations.setMaster(isMaster)) {
+    this.#evict(this.#reservations.setMaster(isMaster));
+    for (const queue of this.#queues.values()) queue.setDelivering(isMaster && !this.#frozen.has(queue.name));
+  }
+
+  /** subscriptions on ids another name holds are removed, their clients told (E_FORBIDDEN reserved) */
+  #evict(evicted: ReadonlyArray<{ subscription: Subscription; channel: string }>): void {
+    for (const { subscription, channel } of evicted) {
       const id = channel.slice(subscription.queue.length + 1);
       this.unsubscribe(subscription, [id]);
       const error = this.refusals.forbidden(subscription.clientName, channel, 'read', 'reserved', this.#reservations.ownerOf(channel));
       subscription.owner.revoked?.(subscription.sub, [id], error);
     }
-    for (const queue of this.#queues.values()) queue.setDelivering(isMaster && !this.#frozen.has(queue.name));
+  }
+
+  /** a move's hand-over of a queue's reservations (owner and hold): they win over what this set gave meanwhile */
+  importReservations(records: readonly ReservationRecord[]): void {
+    this.#evict(this.#reservations.adopt(records));
   }
 
   /** a queue moving away or to here delivers nothing, whatever the role (SPEC §13) */
@@ -200,21 +212,30 @@ export class Router {
   /** from now on, messages stored for `queue` wait aside (not queued) until `releaseAside` */
   holdAside(queue: string): void {
     if (!this.#aside.has(queue)) this.#aside.set(queue, []);
+    // its history too waits: the old set's history is written before it (issue 31)
+    this.#history?.holdMoving(queue);
   }
 
   isHeldAside(queue: string): boolean {
     return this.#aside.has(queue);
   }
 
-  /** the messages held aside enter their queue, in the order they were stored */
-  releaseAside(queue: string): number {
+  /**
+   * The messages held aside enter their queue, in the order they were stored; those that are
+   * copies of messages the old set settled (a move's hand-over of recent ids, `settled`) are
+   * dropped at once instead: a re-send is not delivered twice.
+   */
+  releaseAside(queue: string, settled?: ReadonlySet<string>): number {
     const aside = this.#aside.get(queue);
     if (!aside) return 0;
     this.#aside.delete(queue);
+    const into = this.#queue(queue);
     for (const message of aside) {
       this.#asideIds.delete(message.messageId);
-      this.#queue(queue).accept(message);
+      into.accept(message);
+      if (settled?.has(message.messageId)) into.remove(message.messageId);
     }
+    this.#history?.releaseMoving(queue);
     return aside.length;
   }
 
@@ -310,6 +331,24 @@ export class Router {
   /** a copy of this message arriving later (from a client or a peer) is not queued */
   remember(messageId: string): void {
     this.#dedupe.add(messageId);
+  }
+
+  /** `queue`'s ids settled here within the dedupe window, with their acceptance times (a move's hand-over) */
+  recentOf(queue: string): Array<[messageId: string, acceptedAt: number]> {
+    const tag = this.#queueTags.get(queue);
+    return tag === undefined ? [] : [...this.#dedupe.tagged(tag)];
+  }
+
+  /** a move's hand-over: these ids of `queue` were settled on the old set; a copy sent here is not queued again */
+  importRecent(queue: string, recent: ReadonlyArray<readonly [messageId: string, acceptedAt: number]>): void {
+    const tag = this.#queueTag(queue);
+    for (const [messageId, acceptedAt] of recent) if (this.#rows.find(messageId) < 0) this.#dedupe.addAt(messageId, acceptedAt, tag);
+  }
+
+  #queueTag(queue: string): number {
+    let tag = this.#queueTags.get(queue);
+    if (tag === undefined) this.#queueTags.set(queue, (tag = this.#queueTags.size + 1));
+    return tag;
   }
 
   /** ids settled within the dedupe window (some held ones may be among them) */
@@ -573,8 +612,9 @@ export class Router {
         rows: this.#rows,
         bodyWindow: this.#policy.config.memoryWindow,
         forgotten: (messageId, acceptedAt) => {
-          // a copy arriving within the window of its acceptance is still not queued again
-          this.#dedupe.addAt(messageId, acceptedAt);
+          // a copy arriving within the window of its acceptance is still not queued again (tagged with
+          // its queue: a move hands them over, SPEC §13)
+          this.#dedupe.addAt(messageId, acceptedAt, this.#queueTag(name));
         },
         flightEnded: () => this.#checkIdle(),
       });
