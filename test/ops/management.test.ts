@@ -72,16 +72,18 @@ describe('metrics', () => {
   });
 
   test('the longest event-loop pause since the previous scrape', async () => {
+    // 400 ms: the quiet interval after it must read less, and a loaded CI machine pauses a test
+    // process 160 ms on its own (seen: 0.162 s read in the quiet interval with a 150 ms pause)
     const b = await broker({ management: { port: 0 } });
     await get(b, '/metrics'); // starts a fresh interval
-    const blockedUntil = performance.now() + 150;
-    while (performance.now() < blockedUntil); // the broker runs in this process: a 150 ms pause
+    const blockedUntil = performance.now() + 400;
+    while (performance.now() < blockedUntil); // the broker runs in this process: a 400 ms pause
     await new Promise((resolve) => setTimeout(resolve, 30));
     const paused = await (await get(b, '/metrics')).text();
-    expect(sample(paused, 'whisker_event_loop_delay_max_seconds')).toBeGreaterThanOrEqual(0.14);
+    expect(sample(paused, 'whisker_event_loop_delay_max_seconds')).toBeGreaterThanOrEqual(0.39);
     await new Promise((resolve) => setTimeout(resolve, 50));
     const quiet = await (await get(b, '/metrics')).text();
-    expect(sample(quiet, 'whisker_event_loop_delay_max_seconds')).toBeLessThan(0.14);
+    expect(sample(quiet, 'whisker_event_loop_delay_max_seconds')).toBeLessThan(0.39);
   });
 
   test('each broker has its own registry; a slave reports role 0', async () => {
