@@ -95,18 +95,25 @@ export async function dropFromSegments(own: readonly SegmentMeta[], caughtUp: re
  */
 export async function takeRecent(own: readonly SegmentMeta[], since: number, maxBytes: number): Promise<{ records: HistoryRecord[]; emptied: SegmentMeta[] }> {
   const recent = own.filter((segment) => segment.lastAt >= since);
+  // the newest within maxBytes, kept as they are read (bounded memory): older ones drop off the front
   let records: Array<{ record: HistoryRecord; bytes: number }> = [];
+  let head = 0;
+  let total = 0;
   for (const segment of recent) {
     await forEachRecord(segment.path, segment.bytes, (record: ReadRecord) => {
       if (record.acceptedAt < since) return;
       const { dataJson, ...rest } = record;
-      records.push({ record: { ...rest, data: JSON.parse(dataJson) as unknown }, bytes: dataJson.length + record.messageId.length + record.id.length + record.from.length + 100 });
+      const bytes = dataJson.length + record.messageId.length + record.id.length + record.from.length + 100;
+      records.push({ record: { ...rest, data: JSON.parse(dataJson) as unknown }, bytes });
+      total += bytes;
+      while (total > maxBytes && head < records.length) total -= records[head++]!.bytes;
+      if (head > 10_000 && head > records.length / 2) {
+        records = records.slice(head);
+        head = 0;
+      }
     });
   }
-  let bytes = 0;
-  let first = records.length;
-  while (first > 0 && bytes + records[first - 1]!.bytes <= maxBytes) bytes += records[--first]!.bytes;
-  records = records.slice(first);
+  records = records.slice(head);
   const taken = new Set(records.map((r) => r.record.messageId));
   const emptied: SegmentMeta[] = [];
   if (taken.size > 0) for (const segment of recent) if (!(await rewriteWithout(segment, taken, -Infinity))) emptied.push(segment);
