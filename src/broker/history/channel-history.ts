@@ -2,7 +2,7 @@ import { mkdir, rm, unlink, type FileHandle } from 'node:fs/promises';
 import type { Retention } from '../../config/types.js';
 import { encodeRecord, forEachRecord, type HistoryRecord, openForAppend, type ReadRecord, scanSegments, type SegmentMeta, segmentPath, writeSegmentMeta } from './segment.js';
 import { HistoryView } from './history-view.js';
-import { dropFromSegments, newestIds, readSide, SIDE_GAP, type SideLine, writeSide } from './side-line.js';
+import { dropFromSegments, newestIds, readSide, SIDE_GAP, type SideLine, takeRecent, writeSide } from './side-line.js';
 
 export { HistoryView } from './history-view.js';
 
@@ -411,21 +411,30 @@ export class ChannelHistory {
    * In step (or promoted): this broker's own writes since it fell out of step stay where they
    * are, after the catch-up, less the records the catch-up brought too (the master's order wins).
    */
-  joinSide(): Promise<void> {
+  joinSide(hold?: { since: number; maxBytes: number }): Promise<HistoryRecord[]> {
+    let held: HistoryRecord[] = [];
     return this.#queue(async () => {
       const side = this.#side;
       if (!side) return;
       await this.#endCatchUp();
+      await this.#closeCurrent();
       if (side.catchUpFrom !== null) {
         const from = side.catchUpFrom;
-        await this.#closeCurrent();
         const caughtUp = this.#segments.filter((s) => s.seq >= from && s.seq < side.from);
         const own = this.#segments.filter((s) => s.seq >= side.from);
         for (const emptied of await dropFromSegments(own, caughtUp, side.replacedBefore ?? -Infinity)) await this.#drop(emptied);
       }
+      if (hold) {
+        // a slave in step: its recent own records the catch-up did not bring are messages its
+        // master may accept only now (clients' copies at the end of the sync, a client's re-sent
+        // copies): they go back to wait for the feed to place them (issue 27)
+        const { records, emptied } = await takeRecent(this.#segments.filter((s) => s.seq >= side.from), hold.since, hold.maxBytes);
+        for (const segment of emptied) await this.#drop(segment);
+        held = records;
+      }
       this.#side = null;
       await writeSide(this.#dir, null);
-    });
+    }).then(() => held);
   }
 
   async #drop(segment: SegmentMeta): Promise<void> {

@@ -380,7 +380,29 @@ export class History {
     this.#outOfStep = false;
     const held = placing ? this.#lastAppend : this.#stopPlacing();
     this.#placing = placing;
-    return Promise.all([held, ...[...this.#channels.values()].map((c) => c.joinSide())]).then(() => undefined);
+    const hold = placing ? { since: this.#now() - HOLD_MAX_MS, maxBytes: HOLD_MAX_BYTES / 2 } : undefined;
+    const joins = [...this.#channels].map(([queue, channel]) => channel.joinSide(hold).then((records) => this.#holdAgain(queue, records)));
+    return Promise.all([held, ...joins]).then(() => undefined);
+  }
+
+  /**
+   * A slave in step: its own records of the last HOLD_MAX_MS that its master's catch-up did not
+   * bring wait for the feed as clients' copies do, before those held since (they arrived first)
+   */
+  #holdAgain(queue: string, records: readonly HistoryRecord[]): void {
+    if (records.length === 0) return;
+    const at = this.#now();
+    const since = [...this.#held];
+    this.#held.clear();
+    for (const record of records) {
+      const bytes = JSON.stringify(record.data).length + record.messageId.length + record.id.length + record.from.length + 100;
+      this.#held.set(record.messageId, { queue, record, bytes, at });
+      this.#heldBytes += bytes;
+    }
+    for (const [messageId, held] of since) if (!this.#held.has(messageId)) this.#held.set(messageId, held);
+    else this.#heldBytes -= held.bytes;
+    if (!this.#placing) void this.#release(() => true, '').catch(() => undefined);
+    else if (this.#heldBytes > HOLD_MAX_BYTES) void this.#release(() => this.#heldBytes > HOLD_MAX_BYTES / 2).catch(() => undefined);
   }
 
   /** per retained channel with a history: the ids of its newest records from before this broker fell out of step */

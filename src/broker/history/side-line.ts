@@ -1,6 +1,6 @@
 import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { encodeRecord, forEachRecord, type ReadRecord, type SegmentMeta, writeSegmentMeta } from './segment.js';
+import { encodeRecord, forEachRecord, type HistoryRecord, type ReadRecord, type SegmentMeta, writeSegmentMeta } from './segment.js';
 
 /**
  * A mirror's history while it is out of step with a master (docs/operations.md#history-catch-up):
@@ -87,6 +87,37 @@ export async function dropFromSegments(own: readonly SegmentMeta[], caughtUp: re
     for (const segment of round) if (!(await rewriteWithout(segment, twice, olderThan))) emptied.push(segment);
   }
   return emptied;
+}
+
+/**
+ * Takes out of `own` its records accepted at or after `since`, at most `maxBytes` of them (the
+ * newest): returns them in file order, and the segments left empty.
+ */
+export async function takeRecent(own: readonly SegmentMeta[], since: number, maxBytes: number): Promise<{ records: HistoryRecord[]; emptied: SegmentMeta[] }> {
+  const recent = own.filter((segment) => segment.lastAt >= since);
+  // the newest within maxBytes, kept as they are read (bounded memory): older ones drop off the front
+  let records: Array<{ record: HistoryRecord; bytes: number }> = [];
+  let head = 0;
+  let total = 0;
+  for (const segment of recent) {
+    await forEachRecord(segment.path, segment.bytes, (record: ReadRecord) => {
+      if (record.acceptedAt < since) return;
+      const { dataJson, ...rest } = record;
+      const bytes = dataJson.length + record.messageId.length + record.id.length + record.from.length + 100;
+      records.push({ record: { ...rest, data: JSON.parse(dataJson) as unknown }, bytes });
+      total += bytes;
+      while (total > maxBytes && head < records.length) total -= records[head++]!.bytes;
+      if (head > 10_000 && head > records.length / 2) {
+        records = records.slice(head);
+        head = 0;
+      }
+    });
+  }
+  records = records.slice(head);
+  const taken = new Set(records.map((r) => r.record.messageId));
+  const emptied: SegmentMeta[] = [];
+  if (taken.size > 0) for (const segment of recent) if (!(await rewriteWithout(segment, taken, -Infinity))) emptied.push(segment);
+  return { records: records.map((r) => r.record), emptied };
 }
 
 /** the segment without those records; false when none is left */
