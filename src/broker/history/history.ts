@@ -55,6 +55,11 @@ export interface HistoryStats {
  * in `dataDirectory/history/<endpoint>@<version>/`: every message accepted on such a channel,
  * kept after its acks until it is older than `seconds` or the channel is past `maxBytes`. Every
  * mirror stores the messages it holds, so a promoted mirror has the same history.
+ *
+ * Why this file is long: the one owner of every channel's history on a broker, and of the order
+ * in which a slave writes it (clients' copies held until its master's feed places them, its own
+ * records held again when it comes into step, a move's hand-over): split, those holds would be
+ * state shared between files.
  */
 export class History {
   readonly #dir: string;

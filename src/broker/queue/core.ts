@@ -14,6 +14,10 @@ import type { Settlement, StoredMessage, StoreEvent } from '../store/store.js';
  * The mechanics of one queue (queue.ts has its verbs): its rows' records change here (settle,
  * drop, requeue, deliver), its groups are pumped, and its one timer serves ack timeouts,
  * delayed requeues and ttl. Rows and records are described in rows.ts and group.ts.
+ *
+ * Why this file is long: every change to a record and the pump that follows it read and write
+ * the same counters (depth, unassigned, in flight, delayed, the ttl cursor); one file keeps them
+ * with one owner.
  */
 export abstract class QueueCore extends QueueViews {
   #settings: QueueSettings;
