@@ -117,6 +117,31 @@ function orderBreaks(replayed: readonly string[]): string[] {
   return breaks;
 }
 
+/** the master killed -9, the slave promoted by a reload of its config: what the promoted slave replays at once */
+async function promote(a: MirrorNode, b: MirrorNode, configureB: (isMaster: boolean) => unknown): Promise<string[]> {
+  a.process!.child.kill('SIGKILL');
+  await a.process!.exited;
+  const from = b.process!.output().length;
+  configureB(true); // the file watch reloads it
+  await b.process!.waitFor(/delivering: this broker acts as master/, from);
+  // at once: a replay waits for the records the promoted slave is still writing
+  return replayPairs(b);
+}
+
+/** every answered send replayed once, in each producer's send order (and so did the master, when given); the figures printed */
+function expectWhole(label: string, answered: ReadonlyArray<readonly [number, number]>, fromPromoted: readonly string[], fromMaster?: readonly string[]): void {
+  const keys = answered.map(([p, k]) => `${p}:${k}`);
+  const seen = new Set(fromPromoted);
+  const missing = keys.filter((key) => !seen.has(key));
+  const breaks = orderBreaks(fromPromoted);
+  const master = fromMaster ? `, master replayed ${fromMaster.length} (${orderBreaks(fromMaster).length} out of order)` : '';
+  console.log(`${label}: ${keys.length} answered OK${master}, promoted slave ${fromPromoted.length}: ${missing.length} missing, ${fromPromoted.length - seen.size} twice, ${breaks.length} out of send order (${breaks.slice(0, 3).join(', ')})`);
+  expect(missing.length, `missing e.g. ${missing.slice(0, 5).join(', ')}`).toBe(0);
+  expect(fromPromoted.length - seen.size).toBe(0);
+  expect(breaks).toEqual([]);
+  if (fromMaster) expect(orderBreaks(fromMaster)).toEqual([]);
+}
+
 describe('a slave in step keeps its history in its master order (real broker processes)', () => {
   test("a client's link to the slave cut while the feed is late: the promoted slave replays every answered send once, in send order, as its master did", async () => {
     const [a, b] = (await mirrorNodes('history-order', ['a', 'b'])) as [MirrorNode, MirrorNode];
@@ -161,25 +186,10 @@ describe('a slave in step keeps its history in its master order (real broker pro
     }
     await new Promise((resolve) => setTimeout(resolve, 1_000)); // the last feed frames reach b
     const fromMaster = await replayPairs(a);
-
-    a.process.child.kill('SIGKILL');
-    await a.process.exited;
-    const from = b.process.output().length;
-    configureB(true); // the file watch reloads it
-    await b.process.waitFor(/delivering: this broker acts as master/, from);
-    const fromPromoted = await replayPairs(b);
+    const fromPromoted = await promote(a, b, configureB);
     await Promise.all(producers.map((producer) => producer.disconnect()));
-
-    const keys = answered.map(([p, k]) => `${p}:${k}`);
-    const seen = new Set(fromPromoted);
-    const missing = keys.filter((key) => !seen.has(key));
-    const breaks = orderBreaks(fromPromoted);
+    expectWhole('history order', answered, fromPromoted, fromMaster);
     const sameAsMaster = fromPromoted.length === fromMaster.length && fromPromoted.every((key, i) => key === fromMaster[i]);
-    console.log(`history order: ${keys.length} answered OK, master replayed ${fromMaster.length} (${orderBreaks(fromMaster).length} out of order), promoted slave ${fromPromoted.length}: ${missing.length} missing, ${fromPromoted.length - seen.size} twice, ${breaks.length} out of send order (${breaks.slice(0, 3).join(', ')}), same order as the master: ${sameAsMaster}`);
-    expect(missing.length, `missing e.g. ${missing.slice(0, 5).join(', ')}`).toBe(0);
-    expect(fromPromoted.length - seen.size).toBe(0);
-    expect(breaks).toEqual([]);
-    expect(orderBreaks(fromMaster)).toEqual([]);
     expect(sameAsMaster).toBe(true);
   }, 180_000);
   test('clients\' copies held for the feed when a broker dies: the master killed -9 with the feed held back, or the slave killed -9 and restarted; the promoted slave still replays every answered send once, in send order', async () => {
@@ -219,23 +229,10 @@ describe('a slave in step keeps its history in its master order (real broker pro
         await both(3_000, 1_000);
         await new Promise((resolve) => setTimeout(resolve, 1_000));
         fromMaster = await replayPairs(a);
-        a.process.child.kill('SIGKILL');
-        await a.process.exited;
       }
-      const from = b.process.output().length;
-      configureB(true);
-      await b.process.waitFor(/delivering: this broker acts as master/, from);
-      const fromPromoted = await replayPairs(b);
+      const fromPromoted = await promote(a, b, configureB); // a killed -9 here unless killed above
       await Promise.all(producers.map((producer) => producer.disconnect()));
-
-      const keys = answered.map(([p, k]) => `${p}:${k}`);
-      const seen = new Set(fromPromoted);
-      const missing = keys.filter((key) => !seen.has(key));
-      const breaks = orderBreaks(fromPromoted);
-      console.log(`held copies, ${dies} killed -9: ${keys.length} answered OK, master replayed ${fromMaster.length}, promoted slave ${fromPromoted.length}: ${missing.length} missing, ${fromPromoted.length - seen.size} twice, ${breaks.length} out of send order (${breaks.slice(0, 3).join(', ')})`);
-      expect(missing.length, `missing e.g. ${missing.slice(0, 5).join(', ')}`).toBe(0);
-      expect(fromPromoted.length - seen.size).toBe(0);
-      expect(breaks).toEqual([]);
+      expectWhole(`held copies, ${dies} killed -9`, answered, fromPromoted);
       if (dies === 'slave') expect(fromPromoted).toEqual(fromMaster);
       for (const made of links.splice(0)) made.close();
     }
@@ -267,13 +264,7 @@ describe('a slave in step keeps its history in its master order (real broker pro
     feed.pause(false);
     await send(220, 20);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    a.process.child.kill('SIGKILL');
-    await a.process.exited;
-    const promotedFrom = b.process.output().length;
-    configureB(true);
-    await b.process.waitFor(/delivering: this broker acts as master/, promotedFrom);
-    // at once: a replay waits for the records the promoted slave is still writing
-    const fromPromoted = await replayPairs(b);
+    const fromPromoted = await promote(a, b, configureB);
     await producer.disconnect();
     const seen = new Set(fromPromoted);
     const missing = answered.filter((k) => !seen.has(`0:${k}`));
@@ -313,22 +304,8 @@ describe('a slave in step keeps its history in its master order (real broker pro
     await traffic;
     await new Promise((resolve) => setTimeout(resolve, 1_000)); // the last feed frames reach b
     const fromMaster = await replayPairs(a);
-    a.process.child.kill('SIGKILL');
-    await a.process.exited;
-    const from = b.process.output().length;
-    configureB(true);
-    await b.process.waitFor(/delivering: this broker acts as master/, from);
-    const fromPromoted = await replayPairs(b);
+    const fromPromoted = await promote(a, b, configureB);
     await Promise.all(producers.map((producer) => producer.disconnect()));
-
-    const keys = answered.map(([p, k]) => `${p}:${k}`);
-    const seen = new Set(fromPromoted);
-    const missing = keys.filter((key) => !seen.has(key));
-    const breaks = orderBreaks(fromPromoted);
-    console.log(`slave restarted under traffic: ${keys.length} answered OK, master replayed ${fromMaster.length} (${orderBreaks(fromMaster).length} out of order), promoted slave ${fromPromoted.length}: ${missing.length} missing, ${fromPromoted.length - seen.size} twice, ${breaks.length} out of send order (${breaks.slice(0, 3).join(', ')})`);
-    expect(missing.length, `missing e.g. ${missing.slice(0, 5).join(', ')}`).toBe(0);
-    expect(fromPromoted.length - seen.size).toBe(0);
-    expect(breaks).toEqual([]);
-    expect(orderBreaks(fromMaster)).toEqual([]);
+    expectWhole('slave restarted under traffic', answered, fromPromoted, fromMaster);
   }, 120_000);
 });

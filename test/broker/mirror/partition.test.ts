@@ -16,7 +16,7 @@ import { Network, type NetNode, unavailable } from '../../support/netns.js';
 const why = unavailable();
 if (why) console.warn(`partition test skipped: ${why}`);
 
-const CUT_MS = 10_000;
+const CUT_MS = 7_000;
 const RECOVER_MS = 3_000;
 const HEARTBEAT_S = 2;
 /** the ack timeout: the SIGSTOP run freezes the master for twice as long */
