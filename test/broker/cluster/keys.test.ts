@@ -6,15 +6,21 @@ import { until } from '../../support/harness.js';
 import type { WhiskerError } from '../../../src/protocol/errors.js';
 import { freshKeys, reasonOf, tryConnect } from '../../support/key-clients.js';
 
+/** a real etcd and two sets of one broker each, both elected and registered */
+async function twoSets() {
+  const etcd = await startEtcd();
+  const spec = clusterSpec(etcd.url);
+  const a = await clusterBroker(spec, 'a', 'a1');
+  const b = await clusterBroker(spec, 'b', 'b1');
+  await Promise.all([elected(a), elected(b)]);
+  await until(() => a.cluster!.sets.length === 2, 10_000, 'both sets registered');
+  return { a, b };
+}
+
 /** key bindings are one per cluster (SPEC §4, §13): create-if-absent in etcd */
 describe('cluster key bindings', () => {
   test('a name bound on set a cannot be taken with another key on set b; revoked on a, the new key is accepted', async () => {
-    const etcd = await startEtcd();
-    const spec = clusterSpec(etcd.url);
-    const a = await clusterBroker(spec, 'a', 'a1');
-    const b = await clusterBroker(spec, 'b', 'b1');
-    await Promise.all([elected(a), elected(b)]);
-    await until(() => a.cluster!.sets.length === 2, 10_000, 'both sets registered');
+    const { a, b } = await twoSets();
 
     const owner = await tryConnect('payroll', [a.hostSpec], freshKeys('payroll'));
     expect(owner.error).toBeNull();
@@ -35,12 +41,7 @@ describe('cluster key bindings', () => {
   }, 60_000);
 
   test('revoked on set a: the client connected to set b is closed and refused there too; the name registers anew with a new key', async () => {
-    const etcd = await startEtcd();
-    const spec = clusterSpec(etcd.url);
-    const a = await clusterBroker(spec, 'a', 'a1');
-    const b = await clusterBroker(spec, 'b', 'b1');
-    await Promise.all([elected(a), elected(b)]);
-    await until(() => a.cluster!.sets.length === 2, 10_000, 'both sets registered');
+    const { a, b } = await twoSets();
 
     const keys = freshKeys('ledger');
     const onA = await tryConnect('ledger', [a.hostSpec], keys);

@@ -117,6 +117,19 @@ function orderBreaks(replayed: readonly string[]): string[] {
   return breaks;
 }
 
+/** master a and slave b in step, b following a through `feed`, a proxy that can hold the master's feed back */
+async function feedPair(name: string) {
+  const [a, b] = (await mirrorNodes(name, ['a', 'b'])) as [MirrorNode, MirrorNode];
+  const feed = await link(a.port);
+  const aViaFeed = { ...a, spec: `127.0.0.1:${feed.port}@a` };
+  a.process = await startProcess(configureMirror(a, [a, b], true, { channels: { 'ev/v1': { retention } } }));
+  const configureB = (isMaster: boolean) => configureMirror(b, [aViaFeed, b], isMaster, { channels: { 'ev/v1': { retention } } });
+  b.process = await startProcess(configureB(false));
+  await b.process.waitFor(/in step with the master/, 0, 30_000);
+  type Running = MirrorNode & { process: NonNullable<MirrorNode['process']> };
+  return { a: a as Running, b: b as Running, feed, configureB };
+}
+
 /** the master killed -9, the slave promoted by a reload of its config: what the promoted slave replays at once */
 async function promote(a: MirrorNode, b: MirrorNode, configureB: (isMaster: boolean) => unknown): Promise<string[]> {
   a.process!.child.kill('SIGKILL');
@@ -144,14 +157,7 @@ function expectWhole(label: string, answered: ReadonlyArray<readonly [number, nu
 
 describe('a slave in step keeps its history in its master order (real broker processes)', () => {
   test("a client's link to the slave cut while the feed is late: the promoted slave replays every answered send once, in send order, as its master did", async () => {
-    const [a, b] = (await mirrorNodes('history-order', ['a', 'b'])) as [MirrorNode, MirrorNode];
-    // b follows a through `feed`, a proxy that can hold the master's feed back
-    const feed = await link(a.port);
-    const aViaFeed = { ...a, spec: `127.0.0.1:${feed.port}@a` };
-    a.process = await startProcess(configureMirror(a, [a, b], true, { channels: { 'ev/v1': { retention } } }));
-    const configureB = (isMaster: boolean) => configureMirror(b, [aViaFeed, b], isMaster, { channels: { 'ev/v1': { retention } } });
-    b.process = await startProcess(configureB(false));
-    await b.process.waitFor(/in step with the master/, 0, 30_000);
+    const { a, b, feed, configureB } = await feedPair('history-order');
 
     // the producers reach b through `direct`, a link that can be cut and restored
     const direct = await link(b.port);
@@ -194,13 +200,7 @@ describe('a slave in step keeps its history in its master order (real broker pro
   }, 180_000);
   test('clients\' copies held for the feed when a broker dies: the master killed -9 with the feed held back, or the slave killed -9 and restarted; the promoted slave still replays every answered send once, in send order', async () => {
     for (const dies of ['master', 'slave'] as const) {
-      const [a, b] = (await mirrorNodes(`history-held-${dies}`, ['a', 'b'])) as [MirrorNode, MirrorNode];
-      const feed = await link(a.port);
-      const aViaFeed = { ...a, spec: `127.0.0.1:${feed.port}@a` };
-      a.process = await startProcess(configureMirror(a, [a, b], true, { channels: { 'ev/v1': { retention } } }));
-      const configureB = (isMaster: boolean) => configureMirror(b, [aViaFeed, b], isMaster, { channels: { 'ev/v1': { retention } } });
-      b.process = await startProcess(configureB(false));
-      await b.process.waitFor(/in step with the master/, 0, 30_000);
+      const { a, b, feed, configureB } = await feedPair(`history-held-${dies}`);
       const hosts = [a.spec, b.spec];
       // p2 sends to the master only: b gets its messages from the feed alone
       const producers = [await connect(`held-${dies}-p0`, hosts, { sendTimeout: 20_000 }), await connect(`held-${dies}-p1`, hosts, { sendTimeout: 20_000 }), await connect(`held-${dies}-p2`, a.spec, { sendTimeout: 20_000 })];
