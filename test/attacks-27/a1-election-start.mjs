@@ -46,6 +46,7 @@ check('1e each message stored at start delivered exactly once after etcd up', go
 // restart slaves and the master with etcd up: a restarted broker never says master while another holds it
 const restartBad = [];
 for (let round = 0; round < 4; round++) {
+  await waitFor(() => Object.values(masterSamples.at(-1).roles).some((r) => r.role === 'master'), 15000);
   const s = masterSamples.at(-1);
   const masterId = Object.entries(s.roles).find(([, r]) => r.role === 'master')?.[0];
   const victim = round === 3 ? nodes.find((n) => n.id === masterId) : nodes.filter((n) => n.id !== masterId)[round % 2];

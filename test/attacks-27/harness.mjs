@@ -52,7 +52,7 @@ export async function makeNodes(ids, extra = {}) {
 export function writeConfig(n) { writeFileSync(n.cfgPath, JSON.stringify(n.config, null, 2)); }
 
 export async function start(n) {
-  const p = spawn('node', [join(root, 'bin', 'whisker'), 'start', '-c', n.cfgPath, '--no-watch'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const p = spawn('node', [...(n.nodeArgs ?? []), join(root, 'bin', 'whisker'), 'start', '-c', n.cfgPath, '--no-watch'], { stdio: ['ignore', 'pipe', 'pipe'] });
   n.proc = p; n.log = n.log ?? ''; procs.push(p);
   p.stdout.on('data', (d) => { n.log += d; }); p.stderr.on('data', (d) => { n.log += d; });
   const t0 = Date.now();
