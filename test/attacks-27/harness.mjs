@@ -56,7 +56,7 @@ export async function start(n) {
   n.proc = p; n.log = n.log ?? ''; procs.push(p);
   p.stdout.on('data', (d) => { n.log += d; }); p.stderr.on('data', (d) => { n.log += d; });
   const t0 = Date.now();
-  while (Date.now() - t0 < 45000) {
+  while (Date.now() - t0 < 120000) {
     const ok = await new Promise((r) => { const s = net.connect(n.port, '127.0.0.1'); s.once('connect', () => { s.destroy(); r(true); }); s.once('error', () => r(false)); });
     if (ok) return n;
     if (p.exitCode !== null) throw new Error(`${n.id} exited ${p.exitCode}: ${n.log}`);
