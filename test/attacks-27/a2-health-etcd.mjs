@@ -19,6 +19,9 @@ for (const [label, vs] of [['at start', await Promise.all(nodes.map(view))]]) {
 await etcd.start();
 const elected = await waitFor(async () => { const vs = await Promise.all(nodes.map(view)); return vs.filter((v) => v.role === 'master').length === 1 && vs.every((v) => v.st === 200) ? vs : null; }, 25000, 200);
 check('2b etcd up: one master, both /health 200', !!elected, elected ?? (await Promise.all(nodes.map(view))));
+await sleep(8000);
+const later = await Promise.all(nodes.map(view));
+check('2b2 8 s after election with etcd up: the slave no longer reports etcd unreachable (phase, whisker_election_etcd_reachable 1)', later.every((v) => v.phase !== 'etcd-unreachable' && v.reach === 1), later);
 const tk = Date.now();
 await etcd.stop();
 const deg = await waitFor(async () => { const vs = await Promise.all(nodes.map(view)); return vs.every((v) => v.st === 503) ? vs : null; }, 10000, 100);
