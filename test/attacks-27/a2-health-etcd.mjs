@@ -23,8 +23,16 @@ await sleep(8000);
 const later = await Promise.all(nodes.map(view));
 check('2b2 8 s after election with etcd up: the slave no longer reports etcd unreachable (phase, whisker_election_etcd_reachable 1)', later.every((v) => v.phase !== 'etcd-unreachable' && v.reach === 1), later);
 const tk = Date.now();
+const masterNode = nodes[later.findIndex((v) => v.role === 'master')];
+const trace = []; let tracing = true;
+const tr = (async () => { while (tracing) { const [h, m] = await Promise.all([health(masterNode), metrics(masterNode)]); trace.push({ t: Date.now() - tk, role: h.body?.role, wr: metric(m, 'whisker_role'), reach: metric(m, 'whisker_election_etcd_reachable') }); await sleep(25); } })();
 await etcd.stop();
 const deg = await waitFor(async () => { const vs = await Promise.all(nodes.map(view)); return vs.every((v) => v.st === 503) ? vs : null; }, 10000, 100);
 check('2c etcd killed: every broker 503 degraded naming etcd within a few s; live 200', !!deg && deg.every((v) => /etcd/.test(v.reason ?? '') && v.live === 200 && v.phase === 'etcd-unreachable' && v.wr === 0),
   { afterMs: Date.now() - tk, views: deg ?? (await Promise.all(nodes.map(view))) });
+await sleep(3000); tracing = false; await tr;
+const hSlave = trace.find((x) => x.role === 'slave')?.t, mSlave = trace.find((x) => x.wr === 0)?.t, mUnreach = trace.find((x) => x.reach === 0)?.t;
+const lagging = trace.filter((x) => x.role === 'slave' && x.wr === 1);
+check('2d old master after etcd kill: /metrics whisker_role and etcd_reachable agree with /health (no sample with health slave and whisker_role 1)', lagging.length === 0,
+  { healthSlaveAtMs: hSlave, metricRole0AtMs: mSlave, metricUnreachableAtMs: mUnreach, disagreeingSamples: lagging.length, of: trace.length });
 await finish(0);
