@@ -8,27 +8,29 @@ const channels = { 'fd/v1': { retention: { seconds: 3600 } }, 'nr/v1': { retenti
 for (let i = 0; i < TRIALS; i++) channels[`nw${i}/v1`] = { retention: { seconds: 3600 } };
 const nodes = await makeNodes(['a', 'b'], { channels, maxItemsInQueue: 100000 });
 await Promise.all(nodes.map(start));
+const T0 = Date.now(); const log = (...a) => console.error(`[${((Date.now() - T0) / 1000).toFixed(1)}s]`, ...a);
 const breaks = (arr) => { let b = 0; for (let i = 1; i < arr.length; i++) if (arr[i] < arr[i - 1]) b++; return b; };
 // A
 for (const ch of ['fd/v1/1', 'nr/v1/1']) {
-  const lst = await mkClient(nodes, 'lstA', keyPair());
+  const lst = await mkClient(nodes, 'lstA' + ch.slice(0, 2), keyPair());
   const live = []; const h = lst.listen(ch, (e, m) => { if (!e) live.push(m.s); }); await h.ready;
-  const prod = await mkClient(nodes, 'prodA', keyPair(), { sendTimeout: 30000 });
+  const prod = await mkClient(nodes, 'prodA' + ch.slice(0, 2), keyPair(), { sendTimeout: 30000 });
   const N = 2000, ps = [];
   for (let s = 0; s < N; s++) { ps.push(prod.send(ch, { s }).then(() => 'OK', (e) => e.code)); const d = Math.floor(Math.random() * 3); if (d) await sleep(d); else if (s % 3 === 0) await new Promise((r) => setImmediate(r)); }
-  const rs = await Promise.all(ps);
-  await waitFor(() => live.length >= N, 15000);
+  log(ch, 'sent'); const rs = await Promise.all(ps); log(ch, 'answered');
+  await waitFor(() => live.length >= N, 15000); log(ch, 'live', live.length);
   const rep = []; for await (const m of lst.replay(ch)) rep.push(m.data.s);
   const ok = rs.filter((r) => r === 'OK').length;
   check(`3a ${ch} (${ch.startsWith('fd') ? 'retained' : 'retained, control'}): ${N} pipelined sends, live order and replay order = send order`, breaks(live) === 0 && breaks(rep) === 0 && rep.length === ok && live.length === N,
     { ok, live: live.length, liveBreaks: breaks(live), replay: rep.length, replayBreaks: breaks(rep) });
-  await lst.disconnect(); await prod.disconnect();
+  await lst.disconnect(); await prod.disconnect(); log(ch, 'done');
 }
 // B
 const prodB = await mkClient(nodes, 'prodB', keyPair(), { sendTimeout: 30000 });
 const lstB = await mkClient(nodes, 'lstB', keyPair());
 const bad = [];
 for (let t = 0; t < TRIALS; t++) {
+  log('trial', t);
   const ch = `nw${t}/v1/k`;
   const ps = [];
   for (let i = 0; i < 40; i++) ps.push(prodB.send(ch, { s: i }));
@@ -42,6 +44,7 @@ for (let t = 0; t < TRIALS; t++) {
 }
 check(`3b two first bursts on a new queue: stored and delivered in send order (${TRIALS} trials)`, bad.length === 0, { badTrials: bad.length, ex: bad.slice(0, 3) });
 await prodB.disconnect(); await lstB.disconnect();
+log('B done');
 // C: failover in the middle
 const lstC = await mkClient(nodes, 'lstC', keyPair());
 const live = []; const hC = lstC.listen('fd/v1/2', (e, m) => { if (!e) live.push(m.s); }); await hC.ready;
@@ -52,7 +55,7 @@ for (let s = 0; s < N; s++) {
   if (s === 1000) { await kill9(nodes[0]); nodes[1].config.isMaster = true; writeConfig(nodes[1]); await cli(nodes[1], 'reload'); }
   if (s % 2) await sleep(1);
 }
-const rs = await Promise.all(ps);
+log('C sent'); const rs = await Promise.all(ps); log('C answered');
 const okIds = rs.map((r, s) => (r === 'OK' ? s : -1)).filter((s) => s >= 0);
 await waitFor(() => new Set(live).size >= okIds.length, 15000);
 const rep = []; for await (const m of lstC.replay('fd/v1/2')) rep.push(m.data.s);

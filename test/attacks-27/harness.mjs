@@ -156,3 +156,5 @@ export async function startEtcdAt(cport, pport) {
   e.stop = async () => { if (e.proc && e.proc.exitCode === null) { const d = new Promise((r) => e.proc.once('exit', r)); e.proc.kill('SIGKILL'); await d; } };
   return e;
 }
+// a timeout(1) or Ctrl-C ends the script: kill its brokers and etcd, remove its temp dir
+for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => { try { rmSync(base, { recursive: true, force: true }); } catch {} process.exit(143); });
