@@ -8,7 +8,7 @@ const nodes = await makeNodes(['a', 'b', 'c'], { heartbeatTimeout: 2 });
 for (const n of nodes) { n.px = await proxy(etcd.cport); n.config.election = { etcd: { hosts: [`http://127.0.0.1:${n.px.port}`] }, prefix: '/atk27/a1b-' + process.pid, leaseTtl: 2 }; writeConfig(n); }
 await Promise.all(nodes.map(start));
 const samples = []; let sampling = true;
-const sampler = (async () => { while (sampling) { const r = {}; await Promise.all(nodes.map(async (n) => { const [h, m] = await Promise.all([health(n), metrics(n)]); r[n.id] = { role: h.body?.role, wr: metric(m, 'whisker_role') }; })); samples.push({ t: Date.now(), r }); await sleep(50); } })();
+const sampler = (async () => { while (sampling) { const ts = Date.now(); const r = {}; await Promise.all(nodes.map(async (n) => { const [h, m] = await Promise.all([health(n), metrics(n)]); r[n.id] = { role: h.body?.role, wr: metric(m, 'whisker_role') }; })); samples.push({ ts, t: Date.now(), r }); await sleep(50); } })();
 const masterNow = () => { const s = samples.at(-1); return s && nodes.find((n) => s.r[n.id]?.role === 'master'); };
 await waitFor(() => masterNow(), 60000);
 const lst = await mkClient(nodes, 'lst1b', keyPair(), { dedupeWindow: 0 });
@@ -20,13 +20,14 @@ const rounds = [];
 for (let rep = 0; rep < REPS; rep++) {
   await waitFor(() => masterNow(), 30000); await sleep(2000);
   const m = masterNow(); const t0 = Date.now();
-  await kill9(m); m.px.cut(); await sleep(500); await start(m);
+  m.px.cut(); await kill9(m); const tk = Date.now(); await sleep(500); await start(m); const tStarted = Date.now();
   await sleep(5000); m.px.heal();
   await sleep(6000);
-  const win = samples.filter((x) => x.t >= t0);
+  const win = samples.filter((x) => x.ts >= tk);
   const two = win.filter((x) => Object.values(x.r).filter((v) => v.role === 'master' || v.wr === 1).length > 1);
-  const restartedMaster = win.filter((x) => x.t < t0 + 5500 && (x.r[m.id]?.role === 'master' || x.r[m.id]?.wr === 1));
-  rounds.push({ victim: m.id, twoMasterSamples: two.length, restartedSaidMasterWhileCut: restartedMaster.length, newMaster: masterNow()?.id });
+  const restartedMaster = win.filter((x) => x.t < tk + 5000 && (x.r[m.id]?.role === 'master' || x.r[m.id]?.wr === 1));
+  const fmt = (x) => `+${x.ts - tk}ms ` + Object.entries(x.r).map(([k, v]) => `${k}:${v.role ?? '-'}/${v.wr ?? '-'}`).join(' ');
+  rounds.push({ victim: m.id, restartAnsweringAfterKillMs: tStarted - tk, twoMasterSamples: two.length, twoEx: two.slice(0, 4).map(fmt), restartedSaidMasterWhileCut: restartedMaster.length, cutEx: restartedMaster.slice(0, 3).map(fmt), newMaster: masterNow()?.id });
 }
 run = false; await producer;
 await waitFor(() => res.size >= s, 60000); await sleep(4000);
