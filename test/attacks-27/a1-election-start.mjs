@@ -53,16 +53,16 @@ for (let round = 0; round < 4; round++) {
   const t0 = Date.now();
   await kill9(victim);
   await sleep(300);
-  await start(victim);
-  // fast poll from its first answer
-  const seen = [];
-  while (Date.now() - t0 < 4000) {
+  // poll /health and /metrics from the spawn on, so the very first answers count, until 3 s after it listens
+  const seen = []; let up = false, tUp = 0;
+  const st = start(victim).then(() => { up = true; tUp = Date.now(); });
+  while (!up || Date.now() - tUp < 3000) {
     const [hh, mm] = await Promise.all([health(victim), metrics(victim)]);
     if (hh.status) seen.push({ t: Date.now() - t0, role: hh.body?.role, wr: metric(mm, 'whisker_role') });
     await sleep(10);
   }
-  let etcdMaster = '';
-  try { etcdMaster = execFileSync('etcdctl', ['--endpoints', etcd.url, 'get', prefix + '/master', '--print-value-only'], { env: { ...process.env, ETCDCTL_API: '3' } }).toString().trim(); } catch (e) { etcdMaster = 'etcdctl:' + e.message.slice(0, 40); }
+  await st;
+  const etcdMaster = '';
   const bad = seen.filter((x) => x.role === 'master' || x.wr === 1);
   restartBad.push({ victim: victim.id, wasMaster: victim.id === masterId, answers: seen.length, master: bad.length, firstMasterMs: bad[0]?.t, etcdMaster: etcdMaster.slice(0, 60) });
   await sleep(2500);
