@@ -19,8 +19,8 @@ const prod = await mkClient(nodes, 'prod', keyPair(), { sendTimeout: 20000 });
 let sent = 0, ok = 0, failed = 0, run = true;
 const body = { pad: 'x'.repeat(200) };
 const producer = (async () => {
-  const per = RATE / 20; // every 50 ms
-  while (run) { for (let i = 0; i < per; i++) { sent++; prod.send('heap/v1/1', { ...body, s: sent }, (e) => { if (e) failed++; else ok++; }); } await sleep(50); }
+  const tp = Date.now(); // catch up with the wall clock each tick, so a late timer does not lower the rate
+  while (run) { const due = Math.floor(((Date.now() - tp) / 1000) * RATE) - sent; for (let i = 0; i < due; i++) { sent++; prod.send('heap/v1/1', { ...body, s: sent }, (e) => { if (e) failed++; else ok++; }); } await sleep(50); }
 })();
 const samples = { a: [], b: [] };
 const end = t0 + MINUTES * 60000;
