@@ -15,7 +15,9 @@ const before = await Promise.all(nodes.map(view));
 await sleep(1000);
 const at1 = await Promise.all(nodes.map(view));
 check('6m the mirror holds the history too 1 s after the sends (200 messages on a and b)', at1.every((v) => v.msgs === 200), at1);
-await sleep(11000);
+const goneAt = {};
+while (Date.now() - tEnd < 12000) { const vs = await Promise.all(nodes.map(view)); vs.forEach((v, i) => { if (v.segBytes === 0 && goneAt[nodes[i].id] === undefined) goneAt[nodes[i].id] = ((Date.now() - tEnd) / 1000).toFixed(1); }); await sleep(250); }
+check('6t files gone within seconds (2) + one trim period (5 s) + 1.5 s slack after the last send, on master and mirror', Object.keys(goneAt).length === 2 && Object.values(goneAt).every((x) => Number(x) <= 8.5), { goneAtSeconds: goneAt });
 const after = await Promise.all(nodes.map(view));
 const rep = []; for await (const m of prod.replay('ex/v1/1')) rep.push(m.data.s);
 const okNode = (v) => v.segBytes === 0 && (v.msgs ?? 0) === 0 && (v.oldest ?? 0) === 0;
