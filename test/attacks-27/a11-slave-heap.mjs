@@ -2,14 +2,17 @@
 // Configured master a + slave b, one producer and one consumer (sends and acks go to both), RATE msg/s for MINUTES.
 // Heap floors: lowest nodejs_heap_size_used_bytes per 10 s window (brokers run with --expose-gc and a GC every 2 s),
 // least-squares slope from WARM s on. Env: RATE (300), MINUTES (4), WARM (75).
-import { makeNodes, start, metrics, metric, mkClient, keyPair, sleep, check, finish } from './harness.mjs';
+import { makeNodes, start, metrics, metric, mkClient, keyPair, sleep, check, finish, health, port, startEtcdAt, electionBlock, waitFor } from './harness.mjs';
+const ELECTION = process.env.ELECTION === '1'; // an election block (real etcd, leaseTtl 2) instead of a configured master
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 const RATE = Number(process.env.RATE ?? 300), MINUTES = Number(process.env.MINUTES ?? 4), WARM = Number(process.env.WARM ?? 75);
 const here = dirname(fileURLToPath(import.meta.url));
-const nodes = await makeNodes(['a', 'b'], { dedupeWindow: 30, logLevel: 'warn' });
+let etcd; if (ELECTION) { etcd = await startEtcdAt(await port(), await port()); await etcd.start(); }
+const nodes = await makeNodes(['a', 'b'], { dedupeWindow: 30, logLevel: 'warn', ...(ELECTION ? { election: electionBlock(etcd.url, '/atk27/a11-' + process.pid, 2), heartbeatTimeout: 2 } : {}) });
 for (const n of nodes) n.nodeArgs = ['--expose-gc', '--import', join(here, 'gc-every.mjs')];
 await Promise.all(nodes.map(start));
+if (ELECTION) await waitFor(async () => (await Promise.all(nodes.map(health))).some((h) => h.body?.role === 'master'), 60000, 200);
 const t0 = Date.now();
 const cons = await mkClient(nodes, 'cons', keyPair());
 let acked = 0;
@@ -36,7 +39,10 @@ function slope(arr) {
   const b = pts.reduce((a, p) => a + (p.t - mx) * (p.v - my), 0) / pts.reduce((a, p) => a + (p.t - mx) ** 2, 0);
   return { n, mibPerMin: +(b * 60 / 1048576).toFixed(2), firstMiB: +(pts[0].v / 1048576).toFixed(1), lastMiB: +(pts.at(-1).v / 1048576).toFixed(1), maxLag: Math.max(...arr.map((s) => s.lag)) };
 }
-const sa = slope(samples.a), sb = slope(samples.b);
+const roles = await Promise.all(nodes.map(async (n) => (await health(n)).body?.role));
+const mi = ELECTION ? Math.max(0, roles.indexOf('master')) : 0;
+const sa = slope(samples[nodes[mi].id]), sb = slope(samples[nodes[1 - mi].id]);
+console.log('roles at the end', roles.join(','), 'election', ELECTION);
 console.log(`sent ${sent} ok ${ok} failed ${failed} acked ${acked} rate ${RATE}/s for ${MINUTES} min`);
 check('11 slave heap floor flat like the master (<= max(1, master+1) MiB/min once warm)', sb.mibPerMin <= Math.max(1, sa.mibPerMin + 1), { master: sa, slave: sb });
 await cons.disconnect(); await prod.disconnect();
