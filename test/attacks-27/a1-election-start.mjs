@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // Issue 27 item 1: election block + etcd unreachable at start -> no broker acts as master; then etcd up -> one master,
 // each message once; restarted brokers never report master while another holds the lease. Without election: unchanged.
 import { makeNodes, start, kill9, health, metrics, metric, mkClient, keyPair, sleep, port, check, finish, startEtcdAt, electionBlock, waitFor } from './harness.mjs';

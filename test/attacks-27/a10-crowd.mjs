@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // Issue 27 item 10: 500 clients of one name connecting at once from one address (127.0.0.1) all connect (the
 // per-address share bites only when the total budget is full; a budget refusal is retried until connectTimeout).
 // Then the same with 2,000 slowloris sockets kept open from 127.0.0.2 (silent TCP and half-sent upgrades); a single

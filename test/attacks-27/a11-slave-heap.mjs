@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // Issue 27 item 11: a slave's heap (after GC) stays as flat as its master's under steady consumer traffic.
 // Configured master a + slave b, one producer and one consumer (sends and acks go to both), RATE msg/s for MINUTES.
 // Heap floors: lowest nodejs_heap_size_used_bytes per 10 s window (brokers run with --expose-gc and a GC every 2 s),

@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // Issue 27 item 12: done() on the last messages then disconnect() at once: the acks reach the broker, nothing requeued.
 // REPS trials (default 8): 370 messages waiting, a consumer (prefetch P) acks each, and on the last one calls done() then
 // disconnect() synchronously. Then the queue must hold 0 (waiting or in flight), and a new consumer gets nothing.

@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // Issue 27 item 12, other half: disconnect() right after 500 sends: the pending sends fail E_DISCONNECTED, none hangs,
 // and the sends answered OK all reach a listener (those failed may or may not have been written: counted, info).
 import { makeNodes, start, mkClient, keyPair, sleep, check, finish, waitFor } from './harness.mjs';

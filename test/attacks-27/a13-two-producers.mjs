@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // Follow-up of the nemesis (seed 9127, twice): one of two producers in one process had 3,253 (and 4,500) sends fail
 // E_NO_MASTER with storedBy [] for ~90 s while the other's failures were stored by a slave. Docs: while no master
 // delivers, "sends keep being stored by every broker and are answered E_NO_MASTER with info.storedBy".

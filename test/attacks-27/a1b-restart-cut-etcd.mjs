@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // Issue 27 item 1 (variant the nemesis found): kill -9 the master and restart it cut off from etcd (a TCP proxy per
 // broker to etcd, cut), under traffic with a listener. Never two brokers reporting master (/health, whisker_role),
 // the restarted one a slave until it holds the lease; listener gets each message once (client dedupe off), none lost.

@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // Issue 27 item 2: /health while etcd is down: 503 degraded, reason naming etcd, election.phase etcd-unreachable;
 // /health/live 200 (the probe operators are told to use for liveness/client traffic); metrics reachable 0, role 0.
 // Both at start (etcd never up) and after an outage (etcd killed under an elected master).

@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // Issue 27 item 3: one connection's sends are accepted, delivered and retained in send order on a retained channel.
 // A: pipelined producer (a send every 0-2 ms, 2,000 sends) to a retained channel with a listener: live order breaks, replay order.
 // B: two first frames (bursts of 40, 0-1 ms apart) on a new queue, TRIALS times: replay and delivery order.

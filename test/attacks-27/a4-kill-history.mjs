@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // Issue 27 item 4: sends in flight at a kill -9, re-sent by the client and answered OK after the restart, are in the
 // history exactly once. REPS (10) trials on one broker: pipelined sends (~1/ms), kill -9 at a random moment, restart
 // 200 ms later; when all are answered, replay: every OK send once, none twice, nothing never answered OK... in order.

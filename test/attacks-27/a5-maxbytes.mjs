@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // Issue 27 item 5: retention.maxBytes holds at any moment whatever the batching: 500 and 1,000 pipelined sends
 // (~380 B each) with maxBytes 65,536. The .seg files are summed every few ms during the burst and after; the metric
 // whisker_history_bytes after; the replay is still in order and ends with the last send.

@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // Issue 27 item 6: retention.seconds expiry without new sends: the periodic trim (every 5 s) removes the expired files,
 // the newest included; whisker_history_messages 0, _oldest_seconds 0, replay empty, within seconds + 5 s (+ slack).
 import { makeNodes, start, mkClient, keyPair, sleep, check, finish, metrics } from './harness.mjs';

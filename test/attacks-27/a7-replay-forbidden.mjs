@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // Issue 27 item 7: for await (const m of mq.replay(ch)) on a forbidden channel, or on another name's reserved id,
 // throws E_FORBIDDEN (as the handler form does), not an empty history.
 import { makeNodes, start, mkClient, keyPair, sleep, check, finish } from './harness.mjs';

@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // Issue 27 item 8: listen(ch, { since }) while a large retained backlog (15,000; also 10,500 and 25,000) waits for a
 // first subscriber (maxItemsInQueue 50,000): no duplicate, no gap; then live sends continue without gap or duplicate.
 import { makeNodes, start, mkClient, keyPair, sleep, check, finish, waitFor } from './harness.mjs';

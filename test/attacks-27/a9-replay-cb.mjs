@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // Issue 27 item 9: replay callback is cb(null, n); and the promise/done resolves with the count.
 import { makeNodes, start, mkClient, keyPair, sleep, check, finish } from './harness.mjs';
 const nodes = await makeNodes(['a'], { channels: { 'ev/v1': { retention: { seconds: 3600 } } } });

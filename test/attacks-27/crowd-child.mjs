@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27): Node 20 global fetch, best-effort cleanup, figures kept for reading */
 // child of a10: N clients of one name connect at once to HOST; prints one JSON line with the outcome
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
