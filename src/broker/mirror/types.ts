@@ -109,6 +109,7 @@ export interface LinkOwner {
   update(): void;
   /** messages a link offered the master (the `whisker_offered_to_master_total` metric) */
   countOffered(messages: number): void;
+  countSettledBySync(messages: number): void;
   /** a sync from the master of this epoch is done: this broker is in step with it */
   inStep(epoch: number | undefined): void;
 }
