@@ -18,9 +18,13 @@ export const FOLLOW_GRACE_MS = 2_000;
 /**
  * A client's message accepted while in step with a master, and in step this long after, reached
  * that master: its feed named it, or the routine offer of unconfirmed copies (after
- * UNCONFIRMED_AFTER_MS, checked once a second) handed it over, with a second for the frame.
+ * UNCONFIRMED_AFTER_MS, checked once a second) handed it over, and the master had time to store
+ * it (a sync does not name a message the master is still writing) under a heavy load. Longer
+ * costs nothing while dedupeWindow is longer than this plus CLOCK_MARGIN_MS: a message accepted
+ * this close to the end of an interval is then still in the window at a quick restart's sync,
+ * where the master's own dedupe answers it.
  */
-export const IN_STEP_PROOF_MS = UNCONFIRMED_AFTER_MS + 2_000;
+export const IN_STEP_PROOF_MS = UNCONFIRMED_AFTER_MS + 8_000;
 
 export function toPeerMessage(m: StoredMessage): PeerMessage {
   return { messageId: m.messageId, queue: m.queue, id: m.id, data: m.data, created: m.created, acceptedAt: m.acceptedAt, from: m.from };

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import type { WhiskerClient } from '../../../src/client/client.js';
 import type { WhiskerError } from '../../../src/protocol/errors.js';
+import { IN_STEP_PROOF_MS } from '../../../src/broker/mirror/replica.js';
 import { startProcess } from '../../support/broker-process.js';
 import { connect, freePort, until } from '../../support/harness.js';
 import { configureMirror, type MirrorNode, mirrorNodes } from '../../support/mirror-nodes.js';
@@ -81,8 +82,8 @@ describe('a sync that does not name old messages', () => {
     await Promise.all(Array.from({ length: N }, (_, n) => producer.send('jobs/v1/1', { n })));
     await until(() => deliveries.size === N, 10_000, 'every message delivered once');
     await untilAsync(async () => (await heldBy(mB, 'jobs/v1')) === N, 10_000, 'b holds them');
-    // in step for a while after they were accepted: they certainly reached a (they came from it)
-    await new Promise((resolve) => setTimeout(resolve, 4_500));
+    // in step IN_STEP_PROOF_MS after they were accepted: they certainly reached a
+    await new Promise((resolve) => setTimeout(resolve, IN_STEP_PROOF_MS + 500));
 
     // b reads nothing more: the acks wait in its socket buffers, lost with its kill -9
     b.process!.child.kill('SIGSTOP');
