@@ -59,6 +59,16 @@ describe('checker', () => {
     expect(failing(r, 2)).toEqual([`duplicates (listener, ${JOBS})`]);
   });
 
+  test('listener: a copy past the client\'s dedupeWindow after its first is counted apart, with its delay; one within it fails', () => {
+    const r = clean();
+    // [p, s, nbRequeues, arrival ms]: 1:5 again 130 s after the first (a master that never saw the ack, back after an outage)
+    r.listened[FEED] = [[0, 1, 0, 1_000], [1, 5, 0, 2_000], [0, 3, 0, 3_000], [1, 5, 3, 132_000]];
+    const feed = checkMessages(r, [], 0, 10).find((v) => v.check === `duplicates (listener, ${FEED})`)!;
+    expect(feed).toMatchObject({ ok: true, detail: expect.stringContaining('1 more than 120 s after the first (1:5 after 130 s)') as string });
+    r.listened[FEED].push([0, 3, 1, 100_000]);
+    expect(failing(r)).toEqual([`duplicates (listener, ${FEED})`]);
+  });
+
   test('two brokers delivering, or saying master, for 750 ms or more', () => {
     const series = (from: number, to: number, role: number) => Array.from({ length: 20 }, (_, i): Sample => ({ t: 1_000_000 + i * 250, up: 1, role, delivered: i >= from && i <= to ? i : Math.min(Math.max(i, from), to) }));
     const one = new Map([['a', series(0, 19, 1)], ['b', series(30, 40, 0)]]);

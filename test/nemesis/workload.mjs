@@ -29,7 +29,8 @@ async function open(clientId, extra = {}) {
 const listened = { [JOBS]: [], [FEED]: [] };
 const consumed = [[], []];
 const firstSeen = new Map();
-const listener = await open('nemesis-listener');
+// the client's default dedupeWindow, said here: the checker's LISTENER_DEDUPE_MS is the same
+const listener = await open('nemesis-listener', { dedupeWindow: 120 });
 for (const channel of CHANNELS) {
   await listener.listen(channel, (err, msg, info) => {
     if (err) return countError('listen')(err);
