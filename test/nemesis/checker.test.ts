@@ -104,7 +104,7 @@ describe('checker', () => {
 
   test('a floor measured while the broker stalled says so: how many samples it did not answer, and its longest silence', () => {
     // a broker that answered no /metrics for 12 s in the middle (a loaded machine), its floor rising after it
-    const stalled = series(0, 75, (s) => (s < 40 ? 30 : 40)).map((x) => (x.t >= 20_000 && x.t < 32_000 ? { t: x.t, up: 0 } : x));
+    const stalled = series(0, 75, (s) => (s < 40 ? 30 : 40)).map((x): Sample => (x.t >= 20_000 && x.t < 32_000 ? { t: x.t, up: 0 } : x));
     const verdict = checkHeap(new Map([['stalled', stalled]]), 0, 75_000, RULE, new Map([['stalled', -600_000]]))[0]!;
     expect(verdict.ok).toBe(false);
     expect(verdict.detail).toMatch(/48 of 300 samples unanswered within 1 s \(16%\), the longest silence 12 s: the broker stalled/);
