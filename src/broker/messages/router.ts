@@ -328,9 +328,13 @@ export class Router {
     return this.#rows.find(messageId) >= 0 || this.#dedupe.has(messageId) || this.#asideIds.has(messageId);
   }
 
-  /** a copy of this message arriving later (from a client or a peer) is not queued */
+  /**
+   * A copy of this message arriving later (from a client or a peer) is not queued. An id the
+   * window holds already keeps its entry: its queue's tag (a slave's queue forgot it on the
+   * master's settlement just before this removal came) is what a move hands over (SPEC §13).
+   */
   remember(messageId: string): void {
-    this.#dedupe.add(messageId);
+    if (!this.#dedupe.has(messageId)) this.#dedupe.add(messageId);
   }
 
   /** `queue`'s ids settled here within the dedupe window, with their acceptance times (a move's hand-over) */
@@ -409,6 +413,8 @@ export class Router {
     for (const message of messages) {
       if (this.#rows.find(message.messageId) >= 0) continue;
       if (this.#dedupe.has(message.messageId)) {
+        // settled before it was stored here (a slave): now its queue is known, a move hands it over
+        this.#dedupe.addAt(message.messageId, message.acceptedAt, this.#queueTag(message.queue));
         finished.push(message.messageId);
         continue;
       }
