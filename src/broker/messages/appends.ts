@@ -4,12 +4,9 @@ import type { StoredMessage } from '../store/store.js';
  * Store appends under way, by message id: a second copy of an id waits for the first one's
  * append (SPEC §7), and on a slave an ack that overtook its message waits until the message is
  * queued (docs/protocol.md#peers).
- *
- * Appends are admitted (queued) in the order they began, whichever write ends first: a slave
- * stores a client's copy and its master's next messages by two paths of different depth (the
- * client's waits for the history too), and a queue in another order than its master's breaks
- * the order per id once that slave delivers (a failover) or hands the queue over (a move, SPEC
- * §13; issue 31: 4 order breaks per id in 2 of 5 runs of move.test.ts with the old master killed).
+ * Admitted (queued) in the order they began, whichever write ends first: a slave's client copies
+ * and master's feed take two paths; out of its master's order per id, its queue would break it
+ * once promoted or handed over (issue 31, docs/architecture.md#one-mirror-message-file-by-file).
  */
 export class Appends {
   readonly #underWay = new Map<string, Promise<void>>();
