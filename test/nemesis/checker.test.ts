@@ -59,6 +59,16 @@ describe('checker', () => {
     expect(failing(r, 2)).toEqual([`duplicates (listener, ${JOBS})`]);
   });
 
+  test('listener: a copy past the client\'s dedupeWindow after its first is counted apart, with its delay; one within it fails', () => {
+    const r = clean();
+    // [p, s, nbRequeues, arrival ms]: 1:5 again 130 s after the first (a master that never saw the ack, back after an outage)
+    r.listened[FEED] = [[0, 1, 0, 1_000], [1, 5, 0, 2_000], [0, 3, 0, 3_000], [1, 5, 3, 132_000]];
+    const feed = checkMessages(r, [], 0, 10).find((v) => v.check === `duplicates (listener, ${FEED})`)!;
+    expect(feed).toMatchObject({ ok: true, detail: expect.stringContaining('1 more than 120 s after the first (1:5 after 130 s)') as string });
+    r.listened[FEED].push([0, 3, 1, 100_000]);
+    expect(failing(r)).toEqual([`duplicates (listener, ${FEED})`]);
+  });
+
   test('two brokers delivering, or saying master, for 750 ms or more', () => {
     const series = (from: number, to: number, role: number) => Array.from({ length: 20 }, (_, i): Sample => ({ t: 1_000_000 + i * 250, up: 1, role, delivered: i >= from && i <= to ? i : Math.min(Math.max(i, from), to) }));
     const one = new Map([['a', series(0, 19, 1)], ['b', series(30, 40, 0)]]);
@@ -90,6 +100,14 @@ describe('checker', () => {
     expect(verdicts[0]!.detail).toMatch(/measured from 74 s into the calm phase \(started 1 s before it/);
     // judged from its start instead, the warm-up alone looks like growth (the check before issue 27's diagnosis)
     expect(checkHeap(heaps, 0, 75_000, { ...RULE, warmMs: 0 }, started)[0]!.ok).toBe(false);
+  });
+
+  test('a floor measured while the broker stalled says so: how many samples it did not answer, and its longest silence', () => {
+    // a broker that answered no /metrics for 12 s in the middle (a loaded machine), its floor rising after it
+    const stalled = series(0, 75, (s) => (s < 40 ? 30 : 40)).map((x): Sample => (x.t >= 20_000 && x.t < 32_000 ? { t: x.t, up: 0 } : x));
+    const verdict = checkHeap(new Map([['stalled', stalled]]), 0, 75_000, RULE, new Map([['stalled', -600_000]]))[0]!;
+    expect(verdict.ok).toBe(false);
+    expect(verdict.detail).toMatch(/48 of 300 samples unanswered within 1 s \(16%\), the longest silence 12 s: the broker stalled/);
   });
 
   test('too little measured after the warm-up fails rather than passing unseen', () => {

@@ -25,14 +25,23 @@ async function open(clientId, extra = {}) {
   return c;
 }
 
-// recipients: per channel, [producer, seq, nbRequeues] in arrival order
+// recipients: per channel, [producer, seq, nbRequeues, ...] in arrival order
 const listened = { [JOBS]: [], [FEED]: [] };
 const consumed = [[], []];
-const listener = await open('nemesis-listener');
+const firstSeen = new Map();
+// the client's default dedupeWindow, said here: the checker's LISTENER_DEDUPE_MS is the same
+const listener = await open('nemesis-listener', { dedupeWindow: 120 });
 for (const channel of CHANNELS) {
   await listener.listen(channel, (err, msg, info) => {
     if (err) return countError('listen')(err);
-    listened[channel].push([msg.p, msg.s, info.nbRequeues ?? 0]);
+    // arrival time, message id and the broker that gave it: to read a duplicate afterwards
+    const at = Date.now();
+    const key = `${channel} ${msg.p}:${msg.s}`;
+    const before = firstSeen.get(key);
+    // a copy past the client's dedupe: said at once (stderr), with the first copy's fields
+    if (before) process.stderr.write(`${JSON.stringify({ e: 'listener-duplicate', key, first: before, again: { at, nbRequeues: info.nbRequeues, messageId: info.messageId, from: info.from, subscribedId: info.subscribedId } })}\n`);
+    else firstSeen.set(key, { at, nbRequeues: info.nbRequeues, messageId: info.messageId, from: info.from, subscribedId: info.subscribedId });
+    listened[channel].push([msg.p, msg.s, info.nbRequeues ?? 0, at, info.messageId, info.from]);
   }).ready;
 }
 const consumers = [];

@@ -92,15 +92,15 @@ export class Mover {
     if (placement && move) {
       this.#seen.add(queue);
       if (placement.set === me) {
-        router.freeze(queue, true); // no new first delivery; new sends are E_MOVED (owner() is `to`)
+        router.moving.freeze(queue, true); // no new first delivery; new sends are E_MOVED (owner() is `to`)
         if (move.phase === 'export' && router.isMaster) void this.#export(queue, placement);
       } else if (move.to === me) {
-        router.freeze(queue, true);
+        router.moving.freeze(queue, true);
         if (!this.#announced.has(move.id)) {
           this.#announced.add(move.id);
           this.#log.info('move: taking the queue over (new sends held aside until the hand-over)', { queue, from: placement.set });
         }
-        if (!this.#imports.has(move.id)) router.holdAside(queue);
+        if (!this.#imports.has(move.id)) router.moving.holdAside(queue);
         if (move.phase === 'import') void this.#import(queue, placement);
       }
       return;
@@ -111,18 +111,18 @@ export class Mover {
       // moved here (or called off, back here): what waited aside follows what was handed over
       const imports = [...this.#imports.values()];
       void Promise.allSettled(imports).then(() => {
-        router.releaseAside(queue);
-        router.freeze(queue, false);
+        router.moving.releaseAside(queue);
+        router.moving.freeze(queue, false);
       });
       return;
     }
-    router.releaseAside(queue);
+    router.moving.releaseAside(queue);
     if (placement) {
       // moved away: the new set holds it now; nothing of it is delivered here again
-      const dropped = router.dropMoved(queue);
+      const dropped = router.moving.dropMoved(queue);
       this.#log.info('queue moved away: what it held here was handed over', { queue, to: placement.set, dropped });
     } else {
-      router.freeze(queue, false);
+      router.moving.freeze(queue, false);
     }
   }
 
@@ -141,7 +141,7 @@ export class Mover {
       const deadline = Date.now() + APPENDS_WAIT_MS;
       while (Date.now() < deadline && [...router.appendsUnderWay()].some((id) => router.holding(id) === undefined)) await sleep(10);
       if (!router.isMaster || this.#rawOf(queue, placement) !== raw) return;
-      const held = await router.exportQueue(queue);
+      const held = await router.moving.exportQueue(queue);
       const history = (await router.history?.exportRecords(queue)) ?? [];
       const recent = router.recentOf(queue);
       const reservations = router.reservations.ofQueue(queue);
@@ -193,8 +193,8 @@ export class Mover {
     // the old set's history goes before the messages handed over and before what was sent here meanwhile
     const written = (await router.history?.adopt(queue, history, new Set(items.map((i) => i.message.messageId)))) ?? 0;
     router.importRecent(queue, recent);
-    const queued = await router.importMoved(queue, items);
-    const aside = router.releaseAside(queue, new Set(recent.map(([messageId]) => messageId)));
+    const queued = await router.moving.importMoved(queue, items);
+    const aside = router.moving.releaseAside(queue, new Set(recent.map(([messageId]) => messageId)));
     this.#log.info('move: hand-over taken', { queue, from: placement.set, messages: items.length, queued, sentMeanwhile: aside, history: written, recentIds: recent.length, reservations: reservations.length });
   }
 

@@ -4,10 +4,15 @@ import type { StoredMessage } from '../store/store.js';
  * Store appends under way, by message id: a second copy of an id waits for the first one's
  * append (SPEC §7), and on a slave an ack that overtook its message waits until the message is
  * queued (docs/protocol.md#peers).
+ * Admitted (queued) in the order they began, whichever write ends first: a slave's client copies
+ * and master's feed take two paths; out of its master's order per id, its queue would break it
+ * once promoted or handed over (issue 31, docs/architecture.md#one-mirror-message-file-by-file).
  */
 export class Appends {
   readonly #underWay = new Map<string, Promise<void>>();
   readonly #afterAdmit = new Map<string, Array<() => void>>();
+  /** settles once every append begun so far is admitted or failed: the next one admits after it */
+  #admitted: Promise<void> = Promise.resolve();
 
   /** the append under way for this id, if any */
   of(messageId: string): Promise<void> | undefined {
@@ -18,10 +23,16 @@ export class Appends {
   async run(messages: readonly StoredMessage[], append: (messages: readonly StoredMessage[]) => Promise<void>, admit: () => void): Promise<void> {
     const stored = append(messages);
     for (const message of messages) this.#underWay.set(message.messageId, stored);
+    const before = this.#admitted;
+    let done!: () => void;
+    this.#admitted = new Promise((resolve) => (done = resolve));
     try {
-      await stored;
+      const failed = await stored.then(() => null, (error: unknown) => ({ error }));
+      await before;
+      if (failed) throw failed.error;
       admit();
     } finally {
+      done();
       for (const message of messages) {
         this.#underWay.delete(message.messageId);
         this.#afterAdmit.delete(message.messageId);

@@ -8,10 +8,11 @@ import type { Lifecycle } from '../lifecycle.js';
 import { Queue } from '../queue/queue.js';
 import { MessageRows } from '../queue/rows.js';
 import type { Subscription } from '../queue/subscription.js';
-import { makeStoredMessage, type MessageStore, type RecoveredRecord, type StoreEvent, type StoredMessage } from '../store/store.js';
+import type { MessageStore, StoreEvent, StoredMessage } from '../store/store.js';
 import { Appends } from './appends.js';
 import { DeadLetters } from './dead-letters.js';
 import { IdleQueues } from './idle-queues.js';
+import { Moving } from './moving.js';
 import { Reservations } from './reservations.js';
 import { Refusals } from '../access/refusals.js';
 import type { ReservationFile, ReservationRecord } from '../store/reservation-file.js';
@@ -82,11 +83,8 @@ export class Router {
   #followsMaster = false;
   #held = false;
   #seq = 0;
-  /** queues that deliver nothing here whatever the role: a move under way or done (SPEC §13, cluster/move.ts) */
-  readonly #frozen = new Set<string>();
-  /** per queue being handed over to this set: messages stored meanwhile, queued after the hand-over */
-  readonly #aside = new Map<string, StoredMessage[]>();
-  readonly #asideIds = new Set<string>();
+  /** queues moving from or to this set: frozen, sends held aside, hand-overs (SPEC §13, cluster/move.ts) */
+  readonly #moving: Moving;
   /** soft-stop waits for deliveries in flight to end: resolved when none is left */
   #idleWaiters: Array<() => void> = [];
 
@@ -128,6 +126,30 @@ export class Router {
       limitPerName: () => this.#policy.config.limits.maxReservationsPerClient,
     });
     this.#idleQueues = new IdleQueues({ queues: this.#queues, timeoutSeconds: () => this.#policy.config.idleQueueTimeout, now: this.now, forgotten: (name) => this.#forgotten?.(name) });
+    this.#moving = new Moving({
+      queue: (name) => this.#queue(name),
+      existing: (name) => this.#queues.get(name),
+      deliveringChanged: (name) => this.#queues.get(name)?.setDelivering(this.#delivers(name)),
+      isHeld: (messageId) => this.#rows.find(messageId) >= 0,
+      isKnownOrUnderWay: (messageId) => this.isKnown(messageId) || this.#appends.of(messageId) !== undefined,
+      append: (messages) => this.#append(messages),
+      made: (message) => {
+        if (this.#isMaster) this.#hooks?.made(message);
+      },
+      readBodies: (messageIds) => store.readBodies(messageIds),
+      nextSeq: () => this.nextSeq(),
+      history,
+    });
+  }
+
+  /** queues moving from or to this set (`whisker move`): cluster/move.ts drives it */
+  get moving(): Moving {
+    return this.#moving;
+  }
+
+  /** a queue delivers on a master, unless a step-down holds deliveries or a move froze it */
+  #delivers(queue: string): boolean {
+    return this.#isMaster && !this.#held && !this.#moving.isFrozen(queue);
   }
 
   /** forgets queues idle for idleQueueTimeout now (the sweep does it on its own); returns how many */
@@ -183,7 +205,7 @@ export class Router {
     this.#isMaster = isMaster;
     // before deliveries start: a subscription on an id another name holds goes first
     this.#evict(this.#reservations.setMaster(isMaster));
-    for (const queue of this.#queues.values()) queue.setDelivering(isMaster && !this.#frozen.has(queue.name));
+    for (const queue of this.#queues.values()) queue.setDelivering(isMaster && !this.#moving.isFrozen(queue.name));
   }
 
   /** subscriptions on ids another name holds are removed, their clients told (E_FORBIDDEN reserved) */
@@ -199,97 +221,6 @@ export class Router {
   /** a move's hand-over of a queue's reservations (owner and hold): they win over what this set gave meanwhile */
   importReservations(records: readonly ReservationRecord[]): void {
     this.#evict(this.#reservations.adopt(records));
-  }
-
-  /** a queue moving away or to here delivers nothing, whatever the role (SPEC §13) */
-  freeze(queue: string, frozen: boolean): void {
-    if (frozen === this.#frozen.has(queue)) return;
-    if (frozen) this.#frozen.add(queue);
-    else this.#frozen.delete(queue);
-    this.#queues.get(queue)?.setDelivering(this.#isMaster && !frozen && !this.#held);
-  }
-
-  /** from now on, messages stored for `queue` wait aside (not queued) until `releaseAside` */
-  holdAside(queue: string): void {
-    if (!this.#aside.has(queue)) this.#aside.set(queue, []);
-    // its history too waits: the old set's history is written before it (issue 31)
-    this.#history?.holdMoving(queue);
-  }
-
-  isHeldAside(queue: string): boolean {
-    return this.#aside.has(queue);
-  }
-
-  /**
-   * The messages held aside enter their queue, in the order they were stored; those that are
-   * copies of messages the old set settled (a move's hand-over of recent ids, `settled`) are
-   * dropped at once instead: a re-send is not delivered twice.
-   */
-  releaseAside(queue: string, settled?: ReadonlySet<string>): number {
-    const aside = this.#aside.get(queue);
-    if (!aside) return 0;
-    this.#aside.delete(queue);
-    const into = this.#queue(queue);
-    for (const message of aside) {
-      this.#asideIds.delete(message.messageId);
-      into.accept(message);
-      if (settled?.has(message.messageId)) into.remove(message.messageId);
-    }
-    this.#history?.releaseMoving(queue);
-    return aside.length;
-  }
-
-  /** what `queue` holds, bodies included, in acceptance order, with its unsettled records (a move's hand-over) */
-  async exportQueue(queue: string): Promise<Array<{ message: StoredMessage; records: RecoveredRecord[] }>> {
-    const held = this.#queues.get(queue)?.exportHeld() ?? [];
-    const lacking = held.filter((h) => h.message.data === undefined);
-    const bodies = lacking.length > 0 ? await this.#store.readBodies(lacking.map((h) => h.message.messageId)) : [];
-    const byId = new Map(lacking.map((h, i) => [h.message.messageId, bodies[i]]));
-    return held.map(({ message, records }) => ({ message: message.data === undefined ? { ...message, data: byId.get(message.messageId) } : message, records }));
-  }
-
-  /**
-   * A move's hand-over into this set (SPEC §13): each message stored (unless held already),
-   * queued with its records in the hand-over's order, before what waits aside. Returns how many
-   * were queued.
-   */
-  async importMoved(queueName: string, items: ReadonlyArray<{ message: Omit<StoredMessage, 'seq'>; records: readonly RecoveredRecord[] }>): Promise<number> {
-    const aside = new Map((this.#aside.get(queueName) ?? []).map((m) => [m.messageId, m]));
-    const taken = new Set<string>();
-    const toStore: StoredMessage[] = [];
-    const ordered: Array<{ message: StoredMessage; records: readonly RecoveredRecord[]; stored: boolean }> = [];
-    for (const { message: m, records } of items) {
-      if (m.queue !== queueName || taken.has(m.messageId)) continue;
-      const held = aside.get(m.messageId);
-      if (held) {
-        taken.add(m.messageId);
-        ordered.push({ message: held, records, stored: false });
-        continue;
-      }
-      if (this.isKnown(m.messageId) || this.#appends.of(m.messageId)) continue;
-      const message = makeStoredMessage(this.nextSeq(), m);
-      taken.add(m.messageId);
-      toStore.push(message);
-      ordered.push({ message, records, stored: true });
-    }
-    if (toStore.length > 0) await this.#append(toStore);
-    const list = this.#aside.get(queueName);
-    if (list) this.#aside.set(queueName, list.filter((m) => !taken.has(m.messageId)));
-    const queue = this.#queue(queueName);
-    let count = 0;
-    for (const { message, records, stored } of ordered) {
-      this.#asideIds.delete(message.messageId);
-      if (this.#rows.find(message.messageId) >= 0) continue;
-      if (stored && this.#isMaster) this.#hooks?.made(message);
-      queue.importMessage(message, records);
-      count++;
-    }
-    return count;
-  }
-
-  /** a queue moved away from this set: what it still holds here is the new set's now */
-  dropMoved(queue: string): number {
-    return this.#queues.get(queue)?.purge() ?? 0;
   }
 
   /**
@@ -325,12 +256,16 @@ export class Router {
 
   /** held, or settled within the dedupe window: a copy of it is not queued again (SPEC §7) */
   isKnown(messageId: string): boolean {
-    return this.#rows.find(messageId) >= 0 || this.#dedupe.has(messageId) || this.#asideIds.has(messageId);
+    return this.#rows.find(messageId) >= 0 || this.#dedupe.has(messageId) || this.#moving.isAside(messageId);
   }
 
-  /** a copy of this message arriving later (from a client or a peer) is not queued */
+  /**
+   * A copy of this message arriving later (from a client or a peer) is not queued. An id held
+   * already keeps its entry and queue tag (a slave's queue forgot it on its master's settlement
+   * just before): a move hands tagged ids over (SPEC §13).
+   */
   remember(messageId: string): void {
-    this.#dedupe.add(messageId);
+    if (!this.#dedupe.has(messageId)) this.#dedupe.add(messageId);
   }
 
   /** `queue`'s ids settled here within the dedupe window, with their acceptance times (a move's hand-over) */
@@ -409,6 +344,8 @@ export class Router {
     for (const message of messages) {
       if (this.#rows.find(message.messageId) >= 0) continue;
       if (this.#dedupe.has(message.messageId)) {
+        // settled before it was stored here (a slave): now its queue is known, a move hands it over
+        this.#dedupe.addAt(message.messageId, message.acceptedAt, this.#queueTag(message.queue));
         finished.push(message.messageId);
         continue;
       }
@@ -416,14 +353,8 @@ export class Router {
       if (this.#isMaster) this.#hooks?.made(message);
       else if (fromClient) this.#hooks?.storedFromClient(message);
       for (const tap of this.#taps) tap(message);
-      const aside = this.#aside.get(message.queue);
-      if (aside) {
-        // a move hands this queue over to this set: it is queued after the hand-over (SPEC §13)
-        aside.push(message);
-        this.#asideIds.add(message.messageId);
-      } else {
-        this.#queue(message.queue).accept(message);
-      }
+      // a move hands this queue over to this set: it is queued after the hand-over (SPEC §13)
+      if (!this.#moving.putAside(message)) this.#queue(message.queue).accept(message);
       this.#appends.admitted(message.messageId);
     }
     this.recordRemoved(finished);
@@ -618,7 +549,7 @@ export class Router {
         },
         flightEnded: () => this.#checkIdle(),
       });
-      queue.setDelivering(this.#isMaster && !this.#frozen.has(name));
+      queue.setDelivering(this.#isMaster && !this.#moving.isFrozen(name));
       queue.setFollowsMaster(this.#followsMaster);
       this.#queues.set(name, queue);
     }

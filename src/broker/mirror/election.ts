@@ -145,8 +145,9 @@ export class Election {
   /** one round: renew (or get) the lease, read the keys, campaign when the master key is free */
   async #round(): Promise<void> {
     try {
-      await this.#renew();
-      const { master, last } = await this.#read();
+      // renewal and read at once: on a loaded machine each answer may wait a pause of this
+      // process, and a renewal every round must come well within the fence (issue 27)
+      const [, { master, last }] = await Promise.all([this.#renew(), this.#read()]);
       if (master && master.lease === this.#leaseId) {
         if (master.epoch < this.#fencedBelow) return this.#lostLease('a master of a higher epoch exists');
         return this.#set({ phase: 'master', isMaster: true, epoch: master.epoch, leader: this.#serviceId, reason: null });
@@ -225,9 +226,13 @@ export class Election {
   /** fencing: a master whose renewals stop stops delivering at a safe fraction of the TTL */
   #armFence(): void {
     if (this.#fence) clearTimeout(this.#fence);
-    this.#fence = setTimeout(() => {
+    // after a pause of this process (a long task, a loaded machine) the timers run before the
+    // I/O that came in meanwhile: a renewal answered during the pause is read first (afterIo),
+    // then judged. Safe: renewedAt is when that renewal was sent, and etcd extended the lease
+    // from its receipt, later (issue 27: no master 30 s after an etcd restart at load 20)
+    this.#fence = setTimeout(() => afterIo(() => {
       if (performance.now() - this.#renewedAt >= this.#fenceMs && this.#view.isMaster) this.#lostLease('the lease could not be renewed in time');
-    }, this.#fenceMs);
+    }), this.#fenceMs);
     this.#fence.unref();
   }
 
@@ -251,8 +256,13 @@ export class Election {
     if (lease) await withTimeout(lease.revoke({ deadline: this.#deadline() }), this.#pollMs);
   }
 
+  /**
+   * gRPC's own deadline, a backstop: a round gives a call up after pollMs (withTimeout), but a
+   * deadline that short fires in the timers phase after a pause of this process, before the
+   * answer that came in meanwhile is read: under load no round would ever succeed (issue 27)
+   */
   #deadline(): number {
-    return Date.now() + this.#pollMs;
+    return Date.now() + this.#config.leaseTtl * 1000;
   }
 
   #set(change: Partial<Omit<ElectionView, 'lastChangeAt' | 'leaseRemainingMs'>> & { phase: ElectionPhase }): void {
@@ -293,12 +303,22 @@ function pollMsOf(config: ElectionConfig): number {
   return Math.min(1_000, (config.leaseTtl * 1000) / 4);
 }
 
+/**
+ * `work`, or an error after `ms`. A timer that fires late because this process was paused (a
+ * long task, GC, a loaded machine: timers run before I/O in a loop turn) first lets the I/O
+ * that came in during the pause be read: an answer etcd gave in time is not taken for silence.
+ */
 export function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer from etcd within ${ms} ms`)), ms);
+    timer = setTimeout(() => afterIo(() => reject(new Error(`no answer from etcd within ${ms} ms`))), ms);
   });
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** runs `then` after the I/O already waiting is read (setImmediate: after this turn's poll phase) */
+function afterIo(then: () => void): void {
+  setImmediate(then).unref();
 }
 
 /**

@@ -3,7 +3,7 @@ import type { WhiskerClient } from '../../../src/client/client.js';
 import type { WhiskerError } from '../../../src/protocol/errors.js';
 import { whisker } from '../../support/broker-process.js';
 import { clusterProcesses } from '../../support/cluster-processes.js';
-import { type ElectedNode, nextMaster } from '../../support/election-cluster.js';
+import { type ElectedNode, nextMaster, offsets } from '../../support/election-cluster.js';
 import { startEtcd } from '../../support/etcd.js';
 import { connect, until } from '../../support/harness.js';
 import { newKeyPair, RawPeer } from '../../support/raw-peer.js';
@@ -115,6 +115,43 @@ describe('whisker move hands over history, settled ids and reservations (real et
     console.log(`heard on k1: ${JSON.stringify(heard)}`);
     expect(heard.filter((n) => n === 3)).toHaveLength(1);
     expect(heard.filter((n) => n === 4)).toHaveLength(1);
+  }, 60_000);
+
+  test('settled ids move from a promoted slave: set a\'s master killed -9 before the move, its slave hands over the ids it settled', async () => {
+    // set a of two brokers: a client sends to both (SPEC §9), so the slave holds each message and
+    // forgets it on its master's settlement; that slave, elected, writes the hand-over
+    const etcd = await startEtcd();
+    const nodes = await clusterProcesses(etcd.url, { a: ['a1', 'a2'], b: ['b1'] }, (set) => ({ ...common, channels: { [QUEUE]: set === 'a' ? { set: 'a' } : {} } }));
+    const [aNodes, bNodes] = [nodes.get('a')!, nodes.get('b')!];
+    const masterA = await nextMaster(aNodes);
+    await nextMaster(bNodes);
+    const all = [...aNodes, ...bNodes];
+    await Promise.all(all.map((n) => n.process!.waitFor(/registered in the cluster/, 0, 15_000)));
+    const slaveA = aNodes.find((n) => n !== masterA)!;
+    await slaveA.process!.waitFor(/in step with the master/, 0, 15_000);
+    const heard: number[] = [];
+    const listener = await connect('mv-listener', aNodes.map((n) => n.spec), { dedupeWindow: 0 });
+    await listener.listen(`${QUEUE}/k1`, (err, msg) => void (err || heard.push((msg as { n: number }).n))).ready;
+    const messages = Array.from({ length: 10 }, (_, n) => ({ messageId: `mv-k1-${n}`, id: 'k1', n }));
+    await Promise.all(aNodes.map((node) => publish(node, messages)));
+    await until(() => heard.length === 10, 10_000, 'the 10 messages on k1 listened on set a');
+    await new Promise((resolve) => setTimeout(resolve, 500)); // their acks settle them on a, and the feed on its slave
+
+    const from = offsets(all);
+    masterA.process!.child.kill('SIGKILL');
+    await masterA.process!.exited;
+    await nextMaster([slaveA], from);
+    const moving = await whisker(['move', QUEUE, '--to', 'b', '-c', bNodes[0]!.configPath, '--timeout', '30'], { timeoutMs: 40_000 });
+    expect(moving.stdout).toContain(`moved ${QUEUE} from a to b`);
+    const written = slaveA.process!.output().split('\n').find((line) => /hand-over written/.test(line)) ?? '';
+    console.log(written);
+    // a re-send on b of a message set a delivered, then a marker
+    await publish(bNodes[0]!, [{ messageId: 'mv-k1-4', id: 'k1', n: 4 }, { messageId: 'mv-k1-marker', id: 'k1', n: 99 }]);
+    await until(() => heard.includes(99), 15_000, 'the marker sent after the re-send heard');
+    console.log(`heard on k1: ${JSON.stringify(heard)}`);
+    expect(Number(/"recentIds":(\d+)/.exec(written)?.[1])).toBe(10);
+    expect(heard.filter((n) => n === 4)).toHaveLength(1);
+    await listener.disconnect();
   }, 60_000);
 
   test('reservations move: another name that took a reserved id on b during the move loses it, is refused it after; its owner gets it', async () => {

@@ -129,6 +129,42 @@ describe('replica', () => {
     expect(store.events).toContainEqual({ kind: 'remove', messageId: 'm-1' });
   });
 
+  test("a slave queues messages in the order it began storing them: a client's copy before the master's next one, whichever write ends first", async () => {
+    const { router, intake, replica, store } = setup({ isMaster: false });
+    store.gated = true;
+    // the client's copy of m-1 comes first; the master's feed then names m-1 (under way here) and m-2
+    const sending = intake.publish('producer', [msg('m-1')]);
+    const peer = (messageId: string) => ({ messageId, queue: 'jobs/v1', id: '1', data: { n: 1 }, created: 1, acceptedAt: Date.now(), from: 'producer' });
+    const applying = replica.applyMessages([peer('m-1'), peer('m-2')]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(store.gate).toHaveLength(2);
+    store.gate[1]!(); // m-2's write ends first
+    await new Promise((resolve) => setImmediate(resolve));
+    store.gate[0]!();
+    await Promise.all([sending, applying]);
+    // what a promoted slave delivers, and hands over in a move (SPEC §13), keeps the order per id
+    expect([...router.queues.get('jobs/v1')!.heldMessages()].map((m) => m.messageId)).toEqual(['m-1', 'm-2']);
+  });
+
+  test("a slave's queue forgets a message on its master's settlement: the id is a settled id of that queue (a move hands it over)", async () => {
+    const { router, intake, replica, store } = setup({ isMaster: false });
+    const owner = consumer('w');
+    const sub = new Subscription(owner, 1, 'consume', 'jobs/v1', 10);
+    router.subscribe(sub, ['*']);
+    await replica.applyMessages([{ messageId: 'm-1', queue: 'jobs/v1', id: '1', data: { n: 1 }, created: 1, acceptedAt: Date.now(), from: 'p' }]);
+    // one feed frame: the group's settlement, then the removal of the message it ended
+    replica.applySettled([{ messageId: 'm-1', group: 'c|*' }], ['m-1']);
+    expect(router.holding('m-1')).toBeUndefined();
+    expect(router.recentOf('jobs/v1').map(([messageId]) => messageId)).toEqual(['m-1']);
+    // a removal that overtook the slave's own store write: the id is the queue's once the copy is stored
+    store.gated = true;
+    const sending = intake.publish('producer', [msg('m-2')]);
+    replica.applySettled([], ['m-2']);
+    store.gate[0]!();
+    await sending;
+    expect(router.recentOf('jobs/v1').map(([messageId]) => messageId).sort()).toEqual(['m-1', 'm-2']);
+  });
+
   test("an ack that overtakes the master's message on a slave is applied once the message is stored", async () => {
     const { router, replica, store } = setup({ isMaster: false });
     const owner = consumer('w');

@@ -1,0 +1,152 @@
+import type { History } from '../history/history.js';
+import type { Queue } from '../queue/queue.js';
+import { makeStoredMessage, type RecoveredRecord, type StoredMessage } from '../store/store.js';
+
+/** what the router lends a move: its queues, its message index and its appends (it owns them) */
+export interface MovingEnv {
+  /** the queue of that name, made if needed */
+  queue(name: string): Queue;
+  existing(name: string): Queue | undefined;
+  /** the queue delivers or not by the role, a step-down and whether it is frozen (the router decides) */
+  deliveringChanged(name: string): void;
+  /** held by a queue now (the router's message index) */
+  isHeld(messageId: string): boolean;
+  /** held, settled within the dedupe window, held aside, or being stored: not stored again */
+  isKnownOrUnderWay(messageId: string): boolean;
+  /** the log and the history, both durable before it resolves */
+  append(messages: readonly StoredMessage[]): Promise<void>;
+  /** a message stored here from a hand-over: on a master, its mirrors learn it */
+  made(message: StoredMessage): void;
+  readBodies(messageIds: readonly string[]): Promise<unknown[]>;
+  nextSeq(): number;
+  readonly history: History | undefined;
+}
+
+/**
+ * Queues moving from or to this broker's set (`whisker move`, SPEC §13, cluster/move.ts says
+ * when): which deliver nothing whatever the role (frozen), the messages stored for a queue
+ * being handed over to this set meanwhile (aside, queued after the hand-over), and the
+ * hand-over itself read out of a queue (export) and put into one (import). The one owner of
+ * that state; the router asks it whether a queue is frozen and where a message stored goes.
+ */
+export class Moving {
+  readonly #env: MovingEnv;
+  /** queues that deliver nothing here whatever the role: a move under way or done */
+  readonly #frozen = new Set<string>();
+  /** per queue being handed over to this set: messages stored meanwhile, queued after the hand-over */
+  readonly #aside = new Map<string, StoredMessage[]>();
+  readonly #asideIds = new Set<string>();
+
+  constructor(env: MovingEnv) {
+    this.#env = env;
+  }
+
+  isFrozen(queue: string): boolean {
+    return this.#frozen.has(queue);
+  }
+
+  /** a queue moving away or to here delivers nothing, whatever the role */
+  freeze(queue: string, frozen: boolean): void {
+    if (frozen === this.#frozen.has(queue)) return;
+    if (frozen) this.#frozen.add(queue);
+    else this.#frozen.delete(queue);
+    this.#env.deliveringChanged(queue);
+  }
+
+  /** from now on, messages stored for `queue` wait aside (not queued) until `releaseAside` */
+  holdAside(queue: string): void {
+    if (!this.#aside.has(queue)) this.#aside.set(queue, []);
+    // its history too waits: the old set's history is written before it (issue 31)
+    this.#env.history?.holdMoving(queue);
+  }
+
+  isHeldAside(queue: string): boolean {
+    return this.#aside.has(queue);
+  }
+
+  /** held aside (stored, not queued yet): a copy of it is not stored again */
+  isAside(messageId: string): boolean {
+    return this.#asideIds.has(messageId);
+  }
+
+  /** a message stored: false when its queue is not held aside (the router queues it) */
+  putAside(message: StoredMessage): boolean {
+    const aside = this.#aside.get(message.queue);
+    if (!aside) return false;
+    aside.push(message);
+    this.#asideIds.add(message.messageId);
+    return true;
+  }
+
+  /**
+   * The messages held aside enter their queue, in the order they were stored; those that are
+   * copies of messages the old set settled (a move's hand-over of recent ids, `settled`) are
+   * dropped at once instead: a re-send is not delivered twice.
+   */
+  releaseAside(queue: string, settled?: ReadonlySet<string>): number {
+    const aside = this.#aside.get(queue);
+    if (!aside) return 0;
+    this.#aside.delete(queue);
+    const into = this.#env.queue(queue);
+    for (const message of aside) {
+      this.#asideIds.delete(message.messageId);
+      into.accept(message);
+      if (settled?.has(message.messageId)) into.remove(message.messageId);
+    }
+    this.#env.history?.releaseMoving(queue);
+    return aside.length;
+  }
+
+  /** what `queue` holds, bodies included, in acceptance order, with its unsettled records (a move's hand-over) */
+  async exportQueue(queue: string): Promise<Array<{ message: StoredMessage; records: RecoveredRecord[] }>> {
+    const held = this.#env.existing(queue)?.exportHeld() ?? [];
+    const lacking = held.filter((h) => h.message.data === undefined);
+    const bodies = lacking.length > 0 ? await this.#env.readBodies(lacking.map((h) => h.message.messageId)) : [];
+    const byId = new Map(lacking.map((h, i) => [h.message.messageId, bodies[i]]));
+    return held.map(({ message, records }) => ({ message: message.data === undefined ? { ...message, data: byId.get(message.messageId) } : message, records }));
+  }
+
+  /**
+   * A move's hand-over into this set: each message stored (unless held already), queued with
+   * its records in the hand-over's order, before what waits aside. Returns how many were queued.
+   */
+  async importMoved(queueName: string, items: ReadonlyArray<{ message: Omit<StoredMessage, 'seq'>; records: readonly RecoveredRecord[] }>): Promise<number> {
+    const env = this.#env;
+    const aside = new Map((this.#aside.get(queueName) ?? []).map((m) => [m.messageId, m]));
+    const taken = new Set<string>();
+    const toStore: StoredMessage[] = [];
+    const ordered: Array<{ message: StoredMessage; records: readonly RecoveredRecord[]; stored: boolean }> = [];
+    for (const { message: m, records } of items) {
+      if (m.queue !== queueName || taken.has(m.messageId)) continue;
+      const held = aside.get(m.messageId);
+      if (held) {
+        taken.add(m.messageId);
+        ordered.push({ message: held, records, stored: false });
+        continue;
+      }
+      if (env.isKnownOrUnderWay(m.messageId)) continue;
+      const message = makeStoredMessage(env.nextSeq(), m);
+      taken.add(m.messageId);
+      toStore.push(message);
+      ordered.push({ message, records, stored: true });
+    }
+    if (toStore.length > 0) await env.append(toStore);
+    const list = this.#aside.get(queueName);
+    if (list) this.#aside.set(queueName, list.filter((m) => !taken.has(m.messageId)));
+    const queue = env.queue(queueName);
+    let count = 0;
+    for (const { message, records, stored } of ordered) {
+      this.#asideIds.delete(message.messageId);
+      if (env.isHeld(message.messageId)) continue;
+      if (stored) env.made(message);
+      queue.importMessage(message, records);
+      count++;
+    }
+    return count;
+  }
+
+  /** a queue moved away from this set: what it still holds here is the new set's now */
+  dropMoved(queue: string): number {
+    return this.#env.existing(queue)?.purge() ?? 0;
+  }
+}
