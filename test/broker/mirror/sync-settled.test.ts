@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { WhiskerClient } from '../../../src/client/client.js';
 import type { WhiskerError } from '../../../src/protocol/errors.js';
@@ -29,6 +31,16 @@ async function untilAsync(check: () => Promise<boolean>, timeoutMs: number, what
   while (!(await check())) {
     if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** the end so far of the in-step interval b's file holds open, 0 without one */
+async function inStepAsOf(node: MirrorNode): Promise<number> {
+  try {
+    const file = JSON.parse(await readFile(join(node.dir, 'data', 'in-step.json'), 'utf8')) as { open: { asOf: number } | null };
+    return file.open?.asOf ?? 0;
+  } catch {
+    return 0;
   }
 }
 
@@ -82,8 +94,11 @@ describe('a sync that does not name old messages', () => {
     await Promise.all(Array.from({ length: N }, (_, n) => producer.send('jobs/v1/1', { n })));
     await until(() => deliveries.size === N, 10_000, 'every message delivered once');
     await untilAsync(async () => (await heldBy(mB, 'jobs/v1')) === N, 10_000, 'b holds them');
-    // in step IN_STEP_PROOF_MS after they were accepted: they certainly reached a
-    await new Promise((resolve) => setTimeout(resolve, IN_STEP_PROOF_MS + 500));
+    // b's in-step.json says it was in step IN_STEP_PROOF_MS after they were accepted (written
+    // once a second): they certainly reached a. (A broker without the file, before the fix of
+    // issue 27, waits 5 s more and shows the fault below.)
+    const heldAt = Date.now();
+    await untilAsync(async () => (await inStepAsOf(b)) >= heldAt + IN_STEP_PROOF_MS || Date.now() > heldAt + IN_STEP_PROOF_MS + 5_000, 20_000, "b's in-step interval past the proof");
 
     // b reads nothing more: the acks wait in its socket buffers, lost with its kill -9
     b.process!.child.kill('SIGSTOP');
