@@ -224,7 +224,7 @@ export class LiveIndex {
     // called before `release`: a slot not saved in the capture is unchanged since
     const { saved } = capture as HeldCapture;
     for (let slot = 0; slot < capture.count; slot++) {
-      if (this.#slots.idAt(slot) === undefined || this.#segment[slot]! >= segment) continue;
+      if (!this.#slots.has(slot) || this.#segment[slot]! >= segment) continue;
       // changed since the capture: re-pointed only if it still is the record the snapshot copied
       const old = saved.get(slot);
       if (old !== undefined && (old === null || old.segment !== this.#segment[slot] || old.offset !== this.#offset[slot])) continue;
@@ -297,7 +297,7 @@ export class LiveIndex {
   capture(): Capture {
     this.#prune();
     const held = new HeldCapture(this.#slots.length, this.#slots.size, this.#recentIds, this.#recentAt, this.#recentHead, this.#recentIds.length, (slot) =>
-      this.#slots.idAt(slot) === undefined ? undefined : this.#entry(slot),
+      !this.#slots.has(slot) ? undefined : this.#entry(slot),
     );
     this.#held.add(held);
     return held;
@@ -312,7 +312,7 @@ export class LiveIndex {
     if (this.#held.size === 0) return;
     for (const held of this.#held) {
       if (slot >= held.count || held.saved.has(slot)) continue;
-      held.saved.set(slot, this.#slots.idAt(slot) === undefined ? null : this.#entry(slot));
+      held.saved.set(slot, !this.#slots.has(slot) ? null : this.#entry(slot));
     }
   }
 
@@ -328,7 +328,7 @@ export class LiveIndex {
     this.#loaded = null;
     this.#prune();
     const slots: number[] = [];
-    for (let slot = 0; slot < this.#slots.length; slot++) if (this.#slots.idAt(slot) !== undefined) slots.push(slot);
+    for (let slot = 0; slot < this.#slots.length; slot++) if (this.#slots.has(slot)) slots.push(slot);
     slots.sort((a, b) => loaded[a]!.seq - loaded[b]!.seq);
     const messages = slots.map((slot) => ({ message: loaded[slot]!, records: this.#records[slot]!.map(([group, nbRequeues, notBefore]) => ({ group, nbRequeues, notBefore })) }));
     const seen = new Set<string>();
