@@ -12,12 +12,18 @@
  * 32 characters (what the client makes, message-ids.ts) and UUIDs packed two digits a byte, other
  * one-byte ids of up to 16 characters as they are; any other id is kept as a string aside.
  * `idAt` makes the string again when asked.
+ *
+ * One IdSlots may serve several owners keyed by the same slots (the durable store's index and the
+ * router's rows: one id map, one copy of each id): each `hold`s an id with its own bit and
+ * `release`s it; the slot is freed when no owner holds it. `add`/`remove` serve a sole owner.
  */
 export class IdSlots {
   /** slots made so far */
   #length = 0;
   /** per slot: how its id is kept (FREE, OTHER, UUID, HEX + bytes, LATIN1 + characters) */
   #kind = new Uint8Array(1024);
+  /** per slot: the owners holding it (`hold`), a bit each */
+  #holders = new Uint8Array(1024);
   /** per slot: the id's 16 bytes as four words (zero-padded) */
   #cells = new Uint32Array(1024 * 4);
   /** ids that do not fit a cell, by slot */
@@ -55,6 +61,35 @@ export class IdSlots {
   /** the slot holds an id (no string made) */
   has(slot: number): boolean {
     return slot < this.#length && this.#kind[slot] !== FREE;
+  }
+
+  /** owners' bits taken (`claim`) */
+  #claimed = 0;
+
+  /** `holder`'s bit is this owner's alone: a second owner with it would read the first's slots as its own */
+  claim(holder: number): void {
+    if ((this.#claimed & holder) !== 0) throw new Error(`IdSlots: holder ${holder} already has an owner`);
+    this.#claimed |= holder;
+  }
+
+  /** the slot of an id for `holder` (a bit), made if the id has none */
+  hold(id: string, holder: number): number {
+    let slot = this.find(id);
+    if (slot < 0) slot = this.add(id);
+    this.#holders[slot]! |= holder;
+    return slot;
+  }
+
+  /** `holder` holds the slot */
+  holds(slot: number, holder: number): boolean {
+    return slot < this.#length && (this.#holders[slot]! & holder) !== 0;
+  }
+
+  /** `holder` lets the slot go; freed when no holder is left */
+  release(slot: number, holder: number): void {
+    const left = this.#holders[slot]! & ~holder;
+    this.#holders[slot] = left;
+    if (left === 0) this.remove(slot);
   }
 
   /** the id in a slot, a string made from its bytes; undefined: the slot is free */
@@ -96,6 +131,7 @@ export class IdSlots {
     if (!this.#unplace(this.#table, slot)) this.#unplace(this.#old!, slot);
     if (this.#kind[slot] === OTHER) this.#others.delete(slot);
     this.#kind[slot] = FREE;
+    this.#holders[slot] = 0;
     this.#free.push(slot);
     this.#live--;
     this.#moveSome();
@@ -126,6 +162,9 @@ export class IdSlots {
     const kind = new Uint8Array(size);
     kind.set(this.#kind);
     this.#kind = kind;
+    const holders = new Uint8Array(size);
+    holders.set(this.#holders);
+    this.#holders = holders;
     const cells = new Uint32Array(size * WORDS);
     cells.set(this.#cells);
     this.#cells = cells;
