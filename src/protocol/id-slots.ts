@@ -97,13 +97,7 @@ export class IdSlots {
     const kind = slot < this.#length ? this.#kind[slot]! : FREE;
     if (kind === FREE) return undefined;
     if (kind === OTHER) return this.#others.get(slot);
-    const cell = Buffer.from(this.#cells.buffer, this.#cells.byteOffset + slot * CELL, CELL);
-    if (kind === UUID) {
-      const hex = cell.toString('hex');
-      return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-    }
-    if (kind > HEX) return cell.toString('hex', 0, kind - HEX);
-    return cell.toString('latin1', 0, kind - LATIN1);
+    return decode(this.#cells, slot, kind);
   }
 
   /** the caller knows the id has no slot (`find`); a freed slot is used again first */
@@ -219,6 +213,77 @@ export class IdSlots {
     this.#oldCursor = end;
     if (end === old.length) this.#old = null;
   }
+}
+
+/**
+ * Ids in a list, appended and read by index, kept as IdSlots keeps them (16 bytes a cell, not a
+ * string each): the store's ids removed within the dedupe window (log-index.ts), a million at
+ * 10,000 msg/s, that would otherwise be a million strings the garbage collector keeps moving.
+ */
+export class IdList {
+  #length = 0;
+  #kind = new Uint8Array(1024);
+  #cells = new Uint32Array(1024 * WORDS);
+  readonly #others = new Map<number, string>();
+
+  get length(): number {
+    return this.#length;
+  }
+
+  push(id: string): void {
+    const at = this.#length++;
+    if (at === this.#kind.length) {
+      const kind = new Uint8Array(at * 2);
+      kind.set(this.#kind);
+      this.#kind = kind;
+      const cells = new Uint32Array(at * 2 * WORDS);
+      cells.set(this.#cells);
+      this.#cells = cells;
+    }
+    const kind = encode(id);
+    this.#kind[at] = kind;
+    if (kind === OTHER) this.#others.set(at, id);
+    else this.#cells.set(SCRATCH, at * WORDS);
+  }
+
+  at(index: number): string {
+    const kind = this.#kind[index]!;
+    return kind === OTHER ? this.#others.get(index)! : decode(this.#cells, index, kind);
+  }
+
+  /** the id's length in characters (no string made) */
+  lengthAt(index: number): number {
+    const kind = this.#kind[index]!;
+    if (kind === OTHER) return this.#others.get(index)!.length;
+    if (kind === UUID) return 36;
+    return kind > HEX ? (kind - HEX) * 2 : kind - LATIN1;
+  }
+
+  /** a new list of the ids from `from` on, copied cell by cell (this one is left as it is) */
+  slice(from: number): IdList {
+    const list = new IdList();
+    const length = this.#length - from;
+    let size = 1024;
+    while (size < length) size *= 2;
+    list.#kind = new Uint8Array(size);
+    list.#kind.set(this.#kind.subarray(from, this.#length));
+    list.#cells = new Uint32Array(size * WORDS);
+    list.#cells.set(this.#cells.subarray(from * WORDS, this.#length * WORDS));
+    for (const [index, id] of this.#others) if (index >= from) list.#others.set(index - from, id);
+    list.#length = length;
+    return list;
+  }
+}
+
+/** the id of cell `index` of a kind other than FREE and OTHER */
+function decode(cells: Uint32Array, index: number, kind: number): string {
+  const cell = Buffer.from(cells.buffer, cells.byteOffset + index * CELL, CELL);
+  if (kind === UUID) {
+    const hex = cell.toString('hex');
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  }
+  if (kind > HEX) return cell.toString('hex', 0, kind - HEX);
+  return cell.toString('latin1', 0, kind - LATIN1);
 }
 
 /** bytes and words of an id's cell */

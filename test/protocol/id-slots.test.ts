@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { IdSlots } from '../../src/protocol/id-slots.js';
+import { IdList, IdSlots } from '../../src/protocol/id-slots.js';
 
 /** the same operations on IdSlots and on a Map: every answer must agree */
 function check(ops: Array<{ add: boolean; key: number }>): void {
@@ -101,4 +101,27 @@ describe('IdSlots', () => {
     expect(slots.find(ids[17]!)).toBe(-1);
     expect(slots.idAt(placed[17]!)).toBe('0123');
   });
+
+describe('IdList', () => {
+  test('ids of every shape read back by index with their length, and a slice from an index on, past growth', () => {
+    const shapes = (n: number) => [n.toString(16).padStart(32, '0'), `m-${n}`, `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`, `a long id of more than sixteen characters ${n}`, `\u2603${n}`];
+    const list = new IdList();
+    const model: string[] = [];
+    for (let n = 0; n < 1000; n++) for (const id of shapes(n)) {
+      list.push(id);
+      model.push(id);
+    }
+    expect(list.length).toBe(model.length);
+    model.forEach((id, i) => {
+      expect(list.at(i)).toBe(id);
+      expect(list.lengthAt(i)).toBe(id.length);
+    });
+    const tail = list.slice(1234);
+    expect(tail.length).toBe(model.length - 1234);
+    for (let i = 0; i < tail.length; i++) expect(tail.at(i)).toBe(model[i + 1234]);
+    tail.push('after');
+    expect(tail.at(tail.length - 1)).toBe('after');
+    expect(list.length).toBe(model.length);
+  });
+});
 });

@@ -2,7 +2,7 @@
  * Why this file is long: the live index and its copy-on-write capture (what a compaction
  * snapshots while commits go on) share the columns and must change together.
  */
-import { IdSlots } from '../../protocol/id-slots.js';
+import { IdList, IdSlots } from '../../protocol/id-slots.js';
 import type { LogRecord, RecordTuple } from './log-format.js';
 import type { RecoveredState, StoredMessage } from './store.js';
 
@@ -51,7 +51,7 @@ export interface Capture {
   /** the slot's entry as it was when captured; undefined: it was free */
   entry(slot: number): LiveEntry | undefined;
   /** recent ids and their acceptance times, parallel arrays, valid from `recentFrom` to `recentTo` */
-  readonly recentIds: readonly string[];
+  readonly recentIds: IdList;
   readonly recentAt: readonly number[];
   readonly recentFrom: number;
   readonly recentTo: number;
@@ -65,7 +65,7 @@ class HeldCapture implements Capture {
   constructor(
     readonly count: number,
     readonly live: number,
-    readonly recentIds: readonly string[],
+    readonly recentIds: IdList,
     readonly recentAt: readonly number[],
     readonly recentFrom: number,
     readonly recentTo: number,
@@ -119,8 +119,8 @@ export class LiveIndex {
   readonly #assigned = new Map<string, readonly RecordTuple[]>();
   /** captures being written: a slot's old state is saved in each before the slot changes */
   readonly #held = new Set<HeldCapture>();
-  // two parallel arrays, not objects: at 10,000 msg/s a 120 s window holds 1.2 million ids
-  #recentIds: string[] = [];
+  // two parallel lists, not objects nor strings: at 10,000 msg/s a 120 s window holds 1.2 million ids
+  #recentIds = new IdList();
   #recentAt: number[] = [];
   #recentHead = 0;
   #recentBytes = 0;
@@ -350,7 +350,7 @@ export class LiveIndex {
     const seen = new Set<string>();
     const recent: RecentId[] = [];
     for (let i = this.#recentHead; i < this.#recentIds.length; i++) {
-      const messageId = this.#recentIds[i]!;
+      const messageId = this.#recentIds.at(i);
       if (seen.has(messageId)) continue;
       seen.add(messageId);
       recent.push({ messageId, acceptedAt: this.#recentAt[i]! });
@@ -373,7 +373,7 @@ export class LiveIndex {
   #prune(): void {
     const horizon = this.#now() - this.#windowMs;
     while (this.#recentHead < this.#recentIds.length && this.#recentAt[this.#recentHead]! <= horizon) {
-      this.#recentBytes -= this.#recentIds[this.#recentHead]!.length + RECENT_ID_OVERHEAD;
+      this.#recentBytes -= this.#recentIds.lengthAt(this.#recentHead) + RECENT_ID_OVERHEAD;
       this.#recentHead++;
     }
     if (this.#recentHead > 1024 && this.#recentHead * 2 > this.#recentIds.length) {
