@@ -121,7 +121,7 @@ describe('a sync that does not name old messages', () => {
     expect(again, 'messages delivered again by the promoted slave').toBe(0);
     expect(await metric(mB, 'whisker_sync_settled_total')).toBe(N);
     expect(b.process!.output()).toContain('the set settled them');
-  }, 40_000);
+  }, 60_000);
 
   test('stored by the slave alone while out of step, older than the window: kept, delivered once at its promotion', async () => {
     const nodes = await mirrorNodes('sync-kept', ['a', 'b']);
@@ -165,5 +165,5 @@ describe('a sync that does not name old messages', () => {
     await until(() => deliveries.size === N, 10_000, 'every message b alone stored delivered');
     expect([...deliveries.values()].every((count) => count === 1)).toBe(true);
     expect(await metric(mB, 'whisker_sync_settled_total')).toBe(0);
-  }, 40_000);
+  }, 60_000);
 });
