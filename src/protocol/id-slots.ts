@@ -16,6 +16,9 @@
  * One IdSlots may serve several owners keyed by the same slots (the durable store's index and the
  * router's rows: one id map, one copy of each id): each `hold`s an id with its own bit and
  * `release`s it; the slot is freed when no owner holds it. `add`/`remove` serve a sole owner.
+ *
+ * Why this file is long: the table, its incremental growth and the arena's four id encodings are
+ * one structure whose invariants (a slot's kind, holders and cells change together) no split keeps.
  */
 export class IdSlots {
   /** slots made so far */
