@@ -226,13 +226,14 @@ export class Election {
   /** fencing: a master whose renewals stop stops delivering at a safe fraction of the TTL */
   #armFence(): void {
     if (this.#fence) clearTimeout(this.#fence);
-    // after a pause of this process (a long task, a loaded machine) the timers run before the
-    // I/O that came in meanwhile: a renewal answered during the pause is read first (afterIo),
-    // then judged. Safe: renewedAt is when that renewal was sent, and etcd extended the lease
-    // from its receipt, later (issue 27: no master 30 s after an etcd restart at load 20)
-    this.#fence = setTimeout(() => afterIo(() => {
+    // Judged at once, in the timers phase, before the I/O that came in during a pause of this
+    // process is read: reading it first (setImmediate) let a master stopped past its lease take
+    // its clients' frames and deliver from its old epoch (election-fencing.test.ts: 15 such
+    // deliveries). A renewal answered during the pause cannot save the lease anyway: renewedAt
+    // is when that renewal was sent, before the pause
+    this.#fence = setTimeout(() => {
       if (performance.now() - this.#renewedAt >= this.#fenceMs && this.#view.isMaster) this.#lostLease('the lease could not be renewed in time');
-    }), this.#fenceMs);
+    }, this.#fenceMs);
     this.#fence.unref();
   }
 
