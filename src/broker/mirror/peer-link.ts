@@ -37,6 +37,16 @@ export class PeerLink implements KeyLink {
   /** frames from the master received and not applied yet: past limits.maxMirrorBacklogBytes the link is not read */
   readonly #backlog: ApplyBacklog;
   #offerLoggedAt = -Infinity;
+  /** the peer keeps its followers' feed while fenced (its peerState said `resumes`) */
+  #peerResumes = false;
+  /**
+   * in step with this peer when it was fenced, the link still up: not following, but what
+   * being in step keeps (the history in the feed's order, the tracking of clients' copies, the
+   * queues bounded by the master's settlements) is kept, for a `follow` with `resume`
+   */
+  #suspended = false;
+  /** a `follow` with `resume` sent, its answer (`sync` with `resumed`) not read yet */
+  #resuming = false;
   #offeredSinceLog = 0;
 
   readonly #deps: LinkDeps;
@@ -74,6 +84,7 @@ export class PeerLink implements KeyLink {
         else if (this.#linked) deps.log.warn('link to peer lost: its role is unknown until it is back', { peer: target.spec });
         this.#linked = false;
         this.#peerTakesKeys = false;
+        this.#peerResumes = false;
         this.view = null;
         this.#stopFollowing();
         peers.update();
@@ -105,7 +116,7 @@ export class PeerLink implements KeyLink {
 
   status(): Omit<PeerStatus, 'followsUs'> {
     const role = this.view ? (this.view.isMaster ? 'master' : 'slave') : 'unknown';
-    const inStep = this.#following && this.#offerTimer !== null;
+    const inStep = this.#inStepNow();
     return {
       serviceId: this.target.serviceId!, spec: this.target.spec, connected: this.#connection.isReady, role, following: this.#following, inStep,
       lagMessages: this.#backlog.items, lagSeconds: this.#backlog.seconds, lagBytes: this.#backlog.bytes, readingPaused: this.#connection.readingPaused, owedBytes: 0,
@@ -126,11 +137,61 @@ export class PeerLink implements KeyLink {
     const shouldFollow = this.view?.isMaster === true && !this.#peers.isMaster;
     if (shouldFollow && !this.#following) {
       this.#following = true;
+      if (this.#suspended) {
+        // the same master again (re-elected, maybe under a new epoch): its feed kept since the fence
+        this.#suspended = false;
+        this.#resuming = true;
+        ++this.#follows;
+        this.#connection.send({ type: 'follow', resume: true });
+        return;
+      }
+      this.#peers.followStarted(this);
       this.#deps.replica.followsMaster(true);
       void this.#follow(++this.#follows);
     } else if (!shouldFollow) {
-      this.#stopFollowing();
+      const fenced = this.view !== null && !this.view.isMaster && this.#peerResumes && !this.#peers.isMaster;
+      if (fenced && (this.#suspended || this.#resuming || this.#inStepNow())) this.#suspend();
+      else this.#stopFollowing();
     }
+  }
+
+  #inStepNow(): boolean {
+    return this.#following && this.#offerTimer !== null && !this.#resuming;
+  }
+
+  /** the master we are in step with was fenced, its link up: we wait for it or another one (docs/protocol.md#peers) */
+  #suspend(): void {
+    if (!this.#suspended) this.#deps.log.info('the master was fenced: waiting in step for it to be elected again (or another master)', { master: this.target.serviceId, epoch: this.view?.epoch });
+    this.#suspended = true;
+    this.#resuming = false;
+    this.#following = false;
+    this.#follows++;
+    this.#named = null;
+  }
+
+  /** another link follows a master for a sync: what we kept for this fenced one goes */
+  endSuspension(): void {
+    if (this.#suspended || this.#resuming) this.#stopFollowing();
+  }
+
+  /** the master's answer to our `follow` with `resume` */
+  #resumed(ok: boolean): void {
+    if (!this.#resuming || !this.#following) return;
+    this.#resuming = false;
+    const { log } = this.#deps;
+    if (!ok) {
+      log.info('the master kept no feed for us since it was fenced: following it for a sync', { master: this.target.serviceId });
+      this.#stopFollowing();
+      this.refresh();
+      return;
+    }
+    const follow = this.#follows;
+    // after the kept feed, sent before the answer, is applied
+    this.#applying = this.#applying.then(() => {
+      if (follow !== this.#follows || !this.#following) return;
+      this.#peers.inStep(this.view?.epoch);
+      log.info('in step with the master again: re-elected, it resumed its feed (no sync)', { master: this.target.serviceId, epoch: this.view?.epoch });
+    });
   }
 
   /**
@@ -163,7 +224,8 @@ export class PeerLink implements KeyLink {
           this.#sendAllKeys();
         }
         this.view = { configuredMaster: frame.configuredMaster, isMaster: frame.isMaster, ...(frame.epoch !== undefined ? { epoch: frame.epoch } : {}) };
-        if (!frame.isMaster) this.#stopFollowing();
+        this.#peerResumes = frame.resumes === true;
+        // not master any more: update() below stops following it (or waits in step, fenced)
         this.#peers.update();
         return;
       case 'keys':
@@ -171,6 +233,12 @@ export class PeerLink implements KeyLink {
         this.#deps.keySync.apply(this.serviceId, frame);
         return;
       case 'sync':
+        if (frame.resumed !== undefined) {
+          if (!this.#peers.isMaster) this.#resumed(frame.resumed);
+          return;
+        }
+        if (!this.#peers.isMaster) this.#apply(frame, bytes);
+        return;
       case 'feed':
         // a master sends these to those that asked, also while it drains at soft-stop
         if (!this.#peers.isMaster) this.#apply(frame, bytes);
@@ -236,9 +304,11 @@ export class PeerLink implements KeyLink {
   }
 
   #stopFollowing(): void {
-    const wasFollowing = this.#following;
+    const wasFollowing = this.#following || this.#suspended;
     if (wasFollowing) this.#deps.replica.followsMaster(false);
     this.#following = false;
+    this.#suspended = false;
+    this.#resuming = false;
     this.#follows++;
     this.#named = null;
     // out of step: our own history writes wait aside for the next catch-up. After the frames
@@ -261,6 +331,8 @@ export class PeerLink implements KeyLink {
     const { replica } = this.#deps;
     replica.startTracking();
     this.#offerTimer ??= setInterval(() => {
+      // the master fenced (or not answered our resume yet): it would not take an offer
+      if (!this.#inStepNow()) return;
       replica.takeUnconfirmed(UNCONFIRMED_AFTER_MS).then(
         (messages) => messages.length > 0 && this.#offer(messages, 'only this broker got from clients', true),
         (error: unknown) => this.#deps.log.error('could not read what to offer the master', { master: this.target.serviceId, error: (error as Error).message }),

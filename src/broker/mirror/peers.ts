@@ -87,6 +87,11 @@ export class Peers implements LinkOwner {
     return this.#links.has(serviceId);
   }
 
+  /** `link` starts following its peer for a sync: the others' kept feeds (a fenced master's) are given up */
+  followStarted(link: object): void {
+    for (const other of this.#links.values()) if (other !== link) other.endSuspension();
+  }
+
   /** the links to every configured peer (key spreading, mirror/key-sync.ts) */
   links(): Iterable<PeerLink> {
     return this.#links.values();
@@ -103,7 +108,7 @@ export class Peers implements LinkOwner {
     const leaving = this.#stopping;
     const claims = this.#election ? this.#election.isMaster : this.#configuredMaster;
     const epoch = this.epoch;
-    return { type: 'peerState', serviceId: this.#options.serviceId, configuredMaster: claims && !leaving, isMaster: this.#isMaster && !leaving, ...(epoch !== undefined ? { epoch } : {}), keys: true };
+    return { type: 'peerState', serviceId: this.#options.serviceId, configuredMaster: claims && !leaving, isMaster: this.#isMaster && !leaving, ...(epoch !== undefined ? { epoch } : {}), keys: true, ...(leaving ? {} : { resumes: true as const }) };
   }
 
   /** at start and at every reload: links follow `peers`, the role follows `isMaster` */

@@ -42,6 +42,7 @@ export class Replica {
   /** on a slave in step with its master: client messages the master has not named yet */
   readonly #unconfirmed = new Unconfirmed();
   #followingLinks = 0;
+  #followGeneration = 0;
   #grace: NodeJS.Timeout | null = null;
 
   /** `presumeFollowing`: a broker with peers starts as if it followed (router.setFollowsMaster(true) before its restore) */
@@ -67,6 +68,11 @@ export class Replica {
 
   get isMaster(): boolean {
     return this.#router.isMaster;
+  }
+
+  /** counts the follows of a master this broker started: another one breaks a fenced master's kept feed (mirror/feed.ts) */
+  get followGeneration(): number {
+    return this.#followGeneration;
   }
 
   // ---- a master's side ------------------------------------------------------------------
@@ -216,6 +222,7 @@ export class Replica {
    * its settlements bound the queues here (two brokers both master: two links may follow)
    */
   followsMaster(follows: boolean): void {
+    if (follows) this.#followGeneration++;
     this.#followingLinks = Math.max(0, this.#followingLinks + (follows ? 1 : -1));
     if (this.#followingLinks > 0) {
       this.close();

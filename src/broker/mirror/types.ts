@@ -109,6 +109,8 @@ export interface LinkOwner {
   update(): void;
   /** messages a link offered the master (the `whisker_offered_to_master_total` metric) */
   countOffered(messages: number): void;
+  /** a link starts following its peer for a sync: other links give up what they kept of a fenced master */
+  followStarted(link: object): void;
   /** a sync from the master of this epoch is done: this broker is in step with it */
   inStep(epoch: number | undefined): void;
 }
