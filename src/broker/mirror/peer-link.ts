@@ -11,6 +11,8 @@ const OFFER_CHUNK = 1_000;
 const UNCONFIRMED_AFTER_MS = 2_000;
 /** the routine offer of those is logged once in this long, with the count since; the metric counts each */
 const OFFER_LOG_EVERY_MS = 60_000;
+/** a fenced master not elected again within this long: its followers stop waiting for it, as for a lost master */
+export const FENCED_WAIT_MS = 60_000;
 
 /**
  * Our link to one peer: a client connection that logs in with the broker's key pair as
@@ -47,6 +49,8 @@ export class PeerLink implements KeyLink {
   #suspended = false;
   /** a `follow` with `resume` sent, its answer (`sync` with `resumed`) not read yet */
   #resuming = false;
+  /** ends the wait for a fenced master after FENCED_WAIT_MS */
+  #fencedWait: NodeJS.Timeout | null = null;
   #offeredSinceLog = 0;
 
   readonly #deps: LinkDeps;
@@ -141,6 +145,7 @@ export class PeerLink implements KeyLink {
         // the same master again (re-elected, maybe under a new epoch): its feed kept since the fence
         this.#suspended = false;
         this.#resuming = true;
+        this.#endFencedWait();
         ++this.#follows;
         this.#connection.send({ type: 'follow', resume: true });
         return;
@@ -149,10 +154,15 @@ export class PeerLink implements KeyLink {
       this.#deps.replica.followsMaster(true);
       void this.#follow(++this.#follows);
     } else if (!shouldFollow) {
-      const fenced = this.view !== null && !this.view.isMaster && this.#peerResumes && !this.#peers.isMaster;
+      const fenced = this.view !== null && !this.view.isMaster && this.#peerResumes && !this.#peers.isMaster && !this.#peers.followsOther(this);
       if (fenced && (this.#suspended || this.#resuming || this.#inStepNow())) this.#suspend();
       else this.#stopFollowing();
     }
+  }
+
+  /** following this peer as master (its sync or its feed), or waiting to resume it */
+  get following(): boolean {
+    return this.#following || this.#suspended;
   }
 
   #inStepNow(): boolean {
@@ -167,6 +177,19 @@ export class PeerLink implements KeyLink {
     this.#following = false;
     this.#follows++;
     this.#named = null;
+    // a long outage (etcd down): the queues here must not wait on the master's settlements for ever
+    this.#fencedWait ??= setTimeout(() => {
+      this.#fencedWait = null;
+      if (!this.#suspended) return;
+      this.#deps.log.info('the fenced master was not elected again in time: no longer waiting in step for it', { master: this.target.serviceId, waitedSeconds: FENCED_WAIT_MS / 1000 });
+      this.#stopFollowing();
+    }, FENCED_WAIT_MS);
+    this.#fencedWait.unref();
+  }
+
+  #endFencedWait(): void {
+    if (this.#fencedWait) clearTimeout(this.#fencedWait);
+    this.#fencedWait = null;
   }
 
   /** another link follows a master for a sync: what we kept for this fenced one goes */
@@ -223,6 +246,8 @@ export class PeerLink implements KeyLink {
           this.#peerTakesKeys = true;
           this.#sendAllKeys();
         }
+        // master all along under a new epoch (its key made again while it held its lease): its feed never stopped
+        if (frame.isMaster && this.view?.isMaster && frame.epoch !== undefined && frame.epoch !== this.view.epoch && this.#inStepNow()) this.#peers.inStep(frame.epoch);
         this.view = { configuredMaster: frame.configuredMaster, isMaster: frame.isMaster, ...(frame.epoch !== undefined ? { epoch: frame.epoch } : {}) };
         this.#peerResumes = frame.resumes === true;
         // not master any more: update() below stops following it (or waits in step, fenced)
@@ -309,6 +334,7 @@ export class PeerLink implements KeyLink {
     this.#following = false;
     this.#suspended = false;
     this.#resuming = false;
+    this.#endFencedWait();
     this.#follows++;
     this.#named = null;
     // out of step: our own history writes wait aside for the next catch-up. After the frames

@@ -92,6 +92,12 @@ export class Peers implements LinkOwner {
     for (const other of this.#links.values()) if (other !== link) other.endSuspension();
   }
 
+  /** does a link other than `link` follow its peer (another master: a fenced one is not waited for then) */
+  followsOther(link: object): boolean {
+    for (const other of this.#links.values()) if (other !== link && other.following) return true;
+    return false;
+  }
+
   /** the links to every configured peer (key spreading, mirror/key-sync.ts) */
   links(): Iterable<PeerLink> {
     return this.#links.values();

@@ -111,6 +111,8 @@ export interface LinkOwner {
   countOffered(messages: number): void;
   /** a link starts following its peer for a sync: other links give up what they kept of a fenced master */
   followStarted(link: object): void;
+  /** another link follows its peer as master */
+  followsOther(link: object): boolean;
   /** a sync from the master of this epoch is done: this broker is in step with it */
   inStep(epoch: number | undefined): void;
 }
