@@ -51,6 +51,8 @@ export class PeerLink implements KeyLink {
   #resuming = false;
   /** ends the wait for a fenced master after FENCED_WAIT_MS */
   #fencedWait: NodeJS.Timeout | null = null;
+  #syncs = 0;
+  #resumes = 0;
   #offeredSinceLog = 0;
 
   readonly #deps: LinkDeps;
@@ -124,6 +126,7 @@ export class PeerLink implements KeyLink {
     return {
       serviceId: this.target.serviceId!, spec: this.target.spec, connected: this.#connection.isReady, role, following: this.#following, inStep,
       lagMessages: this.#backlog.items, lagSeconds: this.#backlog.seconds, lagBytes: this.#backlog.bytes, readingPaused: this.#connection.readingPaused, owedBytes: 0,
+      syncs: this.#syncs, resumes: this.#resumes,
     };
   }
 
@@ -212,6 +215,7 @@ export class PeerLink implements KeyLink {
     // after the kept feed, sent before the answer, is applied
     this.#applying = this.#applying.then(() => {
       if (follow !== this.#follows || !this.#following) return;
+      this.#resumes++;
       this.#peers.inStep(this.view?.epoch);
       log.info('in step with the master again: re-elected, it resumed its feed (no sync)', { master: this.target.serviceId, epoch: this.view?.epoch });
     });
@@ -297,6 +301,7 @@ export class PeerLink implements KeyLink {
             // tracking first: a client message stored while the offer reads bodies is not missed
             this.#inStep();
             await this.#offerHeldOnlyHere(named);
+            this.#syncs++;
             this.#peers.inStep(this.view?.epoch);
             log.info('in step with the master', { master: this.target.serviceId, epoch: this.view?.epoch });
           }

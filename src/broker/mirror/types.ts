@@ -31,6 +31,10 @@ export interface PeerStatus {
   readonly followsUs: 'in step' | 'syncing' | null;
   /** bytes this broker owes the peer's link as its master (socket buffer, a sync's waiting feed): past limits.maxMirrorLinkBytes it is closed */
   readonly owedBytes: number;
+  /** syncs from this peer as master finished since start (each one a full state transfer) */
+  readonly syncs: number;
+  /** times this broker was in step again with this peer re-elected after a fence, its feed resumed without a sync */
+  readonly resumes: number;
 }
 
 /** a peer's role as last heard, over our link to it or its link to us */

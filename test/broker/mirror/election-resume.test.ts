@@ -2,7 +2,8 @@ import { Etcd3 } from 'etcd3';
 import { describe, expect, test } from 'vitest';
 import { CONSUMERS, electionCluster, held, nextMaster, offsets, PER_TICK, PREFETCH } from '../../support/election-cluster.js';
 import { startEtcd } from '../../support/etcd.js';
-import { until } from '../../support/harness.js';
+import { freePort, until } from '../../support/harness.js';
+import { parseMetrics, valueOf } from '../../support/prom.js';
 import { Traffic } from '../../support/traffic.js';
 
 const LEASE_TTL = 6;
@@ -23,7 +24,14 @@ describe('the same master re-elected (issue 27)', () => {
   test('slaves in step with a master that was fenced and re-elected under a new epoch resume its feed without a sync: 0 lost, no duplicate beyond those in flight', async () => {
     const etcd = await startEtcd();
     const prefix = `/whisker/test-resume-${process.pid}-${Date.now()}`;
-    const nodes = await electionCluster([etcd.url], ['a', 'b', 'c'], () => ({ election: { etcd: { hosts: [etcd.url] }, prefix, leaseTtl: LEASE_TTL }, heartbeatTimeout: 20 }));
+    const management = new Map<string, number>();
+    for (const serviceId of ['a', 'b', 'c']) management.set(serviceId, await freePort());
+    const nodes = await electionCluster([etcd.url], ['a', 'b', 'c'], (serviceId) => ({
+      election: { etcd: { hosts: [etcd.url] }, prefix, leaseTtl: LEASE_TTL },
+      heartbeatTimeout: 20,
+      management: { port: management.get(serviceId) },
+    }));
+    const metrics = async (serviceId: string) => parseMetrics(await (await fetch(`http://127.0.0.1:${management.get(serviceId)}/metrics`)).text());
     const master = await nextMaster(nodes);
     const slaves = nodes.filter((n) => n !== master);
     await Promise.all(slaves.map((n) => n.process!.waitFor(/in step with the master/, 0, 15_000)));
@@ -63,10 +71,15 @@ describe('the same master re-elected (issue 27)', () => {
       if (seq < highest - traffic.inFlightWindow) outOfOrder++;
       highest = Math.max(highest, seq);
     }
+    // what an operator reads on each slave: one sync (at start), one resume
+    const counts = await Promise.all(slaves.map(async (n) => {
+      const m = await metrics(n.serviceId);
+      return `${valueOf(m, 'whisker_peer_syncs_total', { peer: master.serviceId })}/${valueOf(m, 'whisker_peer_resumes_total', { peer: master.serviceId })}`;
+    }));
     const resumedLines = slaves.map((n) => (n.process!.output().slice(from.get(n)).match(/in step with the master again/g) ?? []).length);
     const syncedLines = slaves.map((n) => (n.process!.output().slice(from.get(n)).match(/"in step with the master"/g) ?? []).length);
     console.log(
-      `same master re-elected: epoch ${epochOf(before)} -> ${epochOf(after)}, slaves in step again ${inStepMs.toFixed(0)} ms after SIGCONT (resumed ${resumedLines.join('/')}, full syncs ${syncedLines.join('/')}); ` +
+      `same master re-elected: epoch ${epochOf(before)} -> ${epochOf(after)}, slaves in step again ${inStepMs.toFixed(0)} ms after SIGCONT (resumed ${resumedLines.join('/')}, full syncs ${syncedLines.join('/')}; syncs/resumes metrics ${counts.join(' ')}); ` +
         `${sent} sent, lost ${lost}, ${duplicated} delivered twice (window ${traffic.inFlightWindow}), ${outOfOrder} out of order, held ${queued.join('/')}`,
     );
     client.close();
@@ -75,6 +88,7 @@ describe('the same master re-elected (issue 27)', () => {
     // no full sync: each slave resumed the feed
     expect(syncedLines).toEqual([0, 0]);
     expect(resumedLines).toEqual([1, 1]);
+    expect(counts).toEqual(['1/1', '1/1']);
     expect(lost).toBe(0);
     expect(duplicated).toBeLessThanOrEqual(traffic.inFlightWindow);
     expect(outOfOrder).toBe(0);
