@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // `npm run test:all` (after the build): the suite, and beside it the 3-minute nemesis
-// (docs/operations.md#the-nemesis). Vitest runs one file at a time on a 2-core machine, so the
+// (docs/operations.md#the-nemesis). The suite runs two files at a time (vitest.config.ts); the
 // nemesis, a few minutes of wall clock mostly spent waiting on faults, runs as a second vitest
-// process instead of after everything else. Its output is held and printed after the suite's.
+// process beside them instead of taking one of the two. Its output is held and printed after the suite's.
 // Arguments (`npm test -- test/broker`) run only vitest with them, without the nemesis.
 import { spawn } from 'node:child_process';
 

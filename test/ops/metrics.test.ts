@@ -113,14 +113,17 @@ describe('alerting metrics', () => {
       const master = await start('a', pa, true, spec('b', pb));
       brokers.push(master);
       await until(() => slave.peers.status()[0]?.inStep === true, 10_000, 'the slave in step');
-      const m = await scrape(slave.managementPort);
-      expect(valueOf(m, 'whisker_peer_connected', { peer: 'a' })).toBe(1);
-      expect(valueOf(m, 'whisker_peer_role', { peer: 'a' })).toBe(1);
-      expect(valueOf(m, 'whisker_peer_following', { peer: 'a' })).toBe(1);
-      expect(valueOf(m, 'whisker_peer_in_step', { peer: 'a' })).toBe(1);
-      expect(valueOf(m, 'whisker_peer_lag_messages', { peer: 'a' })).toBe(0);
-      expect(valueOf(m, 'whisker_peer_lag_seconds', { peer: 'a' })).toBe(0);
-      expect(valueOf(m, 'whisker_master_seen')).toBe(1);
+      // scraped until they read so (under load a first scrape read whisker_peer_connected 0 just
+      // after the slave's status said in step), every one at once
+      const seen = async () => {
+        const m = await scrape(slave.managementPort);
+        const peer = (name: string) => valueOf(m, name, { peer: 'a' });
+        return {
+          connected: peer('whisker_peer_connected'), role: peer('whisker_peer_role'), following: peer('whisker_peer_following'), inStep: peer('whisker_peer_in_step'),
+          lagMessages: peer('whisker_peer_lag_messages'), lagSeconds: peer('whisker_peer_lag_seconds'), masterSeen: valueOf(m, 'whisker_master_seen'),
+        };
+      };
+      await expect.poll(seen, { timeout: 10_000, interval: 100 }).toEqual({ connected: 1, role: 1, following: 1, inStep: 1, lagMessages: 0, lagSeconds: 0, masterSeen: 1 });
       const onMaster = await scrape(master.managementPort);
       expect(valueOf(onMaster, 'whisker_peer_role', { peer: 'b' })).toBe(0);
       expect(valueOf(onMaster, 'whisker_peer_in_step', { peer: 'b' })).toBe(0);

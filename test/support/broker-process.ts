@@ -91,7 +91,9 @@ export async function startProcess(configPath: string, options: { args?: string[
       child.once('exit', onExit);
       check();
     });
-  const line = await waitFor(/^.*"msg":"broker started".*$/m, 0, options.startTimeoutMs);
+  // 30 s by default: a node process under load 50 (other runs on the machine) took over 10 s to
+  // print its first line; a broker that fails to start exits, and that rejects at once
+  const line = await waitFor(/^.*"msg":"broker started".*$/m, 0, options.startTimeoutMs ?? 30_000);
   const url = /"url":"(ws:\/\/[^"]+)"/.exec(line)![1]!;
   const serviceId = /"serviceId":"([^"]+)"/.exec(line)![1]!;
   return { child, url, hostSpec: `${url.slice('ws://'.length)}@${serviceId}`, output: () => text, waitFor, exited };

@@ -117,6 +117,21 @@ export class Inbox<T = Received> {
     });
   }
 
+  /**
+   * Resolves at `count` items, however long that takes while they keep coming; rejects once
+   * `stallMs` pass without a new one. For large transfers whose pace is the machine's load.
+   */
+  async waitWhileArriving(count: number, stallMs = 10_000): Promise<T[]> {
+    for (;;) {
+      const had = this.items.length;
+      try {
+        return await this.waitFor(count, stallMs);
+      } catch (error) {
+        if (this.items.length === had) throw error;
+      }
+    }
+  }
+
   /** a listen handler that records every message */
   listener = (err: Error | null, msg?: unknown, info?: DeliveryInfo): void => {
     if (err) throw err;

@@ -130,6 +130,17 @@ export class PeerLink implements KeyLink {
     };
   }
 
+  /**
+   * Settles once the frames received from this peer until now are applied (`sync`, `feed`,
+   * `history`): a replay on a promoted slave waits for them (Peers.applied)
+   */
+  applied(): Promise<void> {
+    return this.#applying.then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
   /** tells the peer our role when it changed, and follows it when it is the master and we are not */
   refresh(): void {
     if (!this.#connection.isReady) return;

@@ -103,6 +103,16 @@ export class Peers implements LinkOwner {
     return this.#links.values();
   }
 
+  /**
+   * Settles once every link applied the frames it received until now: the records a slave got
+   * from its master before it was promoted are then in its history (session/handlers/replay.ts).
+   * Bounded: a master applies no new `sync` or `feed`, and each link reads at most
+   * limits.maxMirrorBacklogBytes ahead of what it applied
+   */
+  applied(): Promise<void> {
+    return Promise.all([...this.#links.values()].map((link) => link.applied())).then(() => undefined);
+  }
+
   /** does that peer act as master, as last heard over either link? */
   delivers(serviceId: string): boolean {
     if (this.#links.get(serviceId)?.view?.isMaster) return true;

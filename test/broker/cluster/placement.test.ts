@@ -37,7 +37,12 @@ describe('cluster placement', () => {
   test('10,000 placements asked by one client stop at limits.maxPlacements: E_LIMIT, nothing stored past it', async () => {
     const etcd = await startEtcd();
     const spec = clusterSpec(etcd.url);
-    const a = await clusterBroker(spec, 'a', 'a1', { limits: { maxPlacements: 50, maxQueues: 100_000 } });
+    // the broker and the client's 10,000 sends share this process: a 15 s lease, since at load 15-50
+    // the 5 s one lapsed while they ran (9,000 sends answered E_NO_MASTER), which is not this test's subject
+    const a = await clusterBroker(spec, 'a', 'a1', {
+      limits: { maxPlacements: 50, maxQueues: 100_000 },
+      election: { etcd: { hosts: [spec.etcd] }, prefix: `${spec.prefix}-sets/a`, leaseTtl: 15 },
+    });
     await elected(a);
     await until(() => a.cluster!.sets.length === 1, 10_000, 'set registered');
     const c = await connect('placer', a.hostSpec, { maxBufferedMessages: 20_000, sendTimeout: 60_000 });

@@ -2,8 +2,9 @@ import { createServer, type Server, type Socket, connect as tcpConnect } from 'n
 import { afterEach, describe, expect, test } from 'vitest';
 import type { WhiskerClient } from '../../../src/client/client.js';
 import { startProcess } from '../../support/broker-process.js';
-import { connect } from '../../support/harness.js';
+import { connect, freePort } from '../../support/harness.js';
 import { configureMirror, type MirrorNode, mirrorNodes } from '../../support/mirror-nodes.js';
+import { parseMetrics, valueOf } from '../../support/prom.js';
 
 /**
  * A slave in step writes its history in its master's order (issue 27, SPEC §7: one connection's
@@ -117,13 +118,13 @@ function orderBreaks(replayed: readonly string[]): string[] {
   return breaks;
 }
 
-/** master a and slave b in step, b following a through `feed`, a proxy that can hold the master's feed back */
-async function feedPair(name: string) {
+/** master a and slave b in step, b following a through `feed`, a proxy that can hold the master's feed back; `extra` adds config keys per node */
+async function feedPair(name: string, extra: (serviceId: string) => Record<string, unknown> = () => ({})) {
   const [a, b] = (await mirrorNodes(name, ['a', 'b'])) as [MirrorNode, MirrorNode];
   const feed = await link(a.port);
   const aViaFeed = { ...a, spec: `127.0.0.1:${feed.port}@a` };
-  a.process = await startProcess(configureMirror(a, [a, b], true, { channels: { 'ev/v1': { retention } } }));
-  const configureB = (isMaster: boolean) => configureMirror(b, [aViaFeed, b], isMaster, { channels: { 'ev/v1': { retention } } });
+  a.process = await startProcess(configureMirror(a, [a, b], true, { channels: { 'ev/v1': { retention } }, ...extra('a') }));
+  const configureB = (isMaster: boolean) => configureMirror(b, [aViaFeed, b], isMaster, { channels: { 'ev/v1': { retention } }, ...extra('b') });
   b.process = await startProcess(configureB(false));
   await b.process.waitFor(/in step with the master/, 0, 30_000);
   type Running = MirrorNode & { process: NonNullable<MirrorNode['process']> };
@@ -308,4 +309,43 @@ describe('a slave in step keeps its history in its master order (real broker pro
     await Promise.all(producers.map((producer) => producer.disconnect()));
     expectWhole('slave restarted under traffic', answered, fromPromoted, fromMaster);
   }, 120_000);
+
+  test('the master killed -9 while the slave still applies feed frames it received (a long apply chain): a replay asked at once on the promoted slave holds every answered send', async () => {
+    const MiB = 1_048_576;
+    const managementB = await freePort();
+    // b reads all the master sends (no backpressure), the held feed does not cut the link
+    const { a, b, feed, configureB } = await feedPair('history-applying', (serviceId) => ({
+      heartbeatTimeout: 60,
+      limits: { maxMirrorBacklogBytes: 512 * MiB, maxMirrorLinkBytes: 1024 * MiB },
+      ...(serviceId === 'b' ? { management: { port: managementB } } : {}),
+    }));
+    // a producer on the master only: b gets its messages from the feed alone
+    const producer = await connect('applying-p', a.spec, { sendTimeout: 30_000 });
+    const body = 'x'.repeat(8_000);
+    const answered: Array<[number, number]> = [];
+    const send = async (from: number, count: number) => {
+      for (let k = from; k < from + count; k += 100) {
+        const batch = Array.from({ length: Math.min(100, from + count - k) }, (_, i) => k + i);
+        const outcomes = await Promise.allSettled(batch.map((n) => producer.send(CHANNEL, { p: 0, k: n, body })));
+        outcomes.forEach((o, i) => o.status === 'fulfilled' && answered.push([0, batch[i]!]));
+      }
+    };
+    await send(0, 100);
+    // the feed held back while the master answers 6,000 sends (48 MB): then it reaches b at once
+    feed.pause(true);
+    await send(100, 6_000);
+    feed.pause(false);
+    // every answered send reached b's process (not only the proxy): in its history, or received
+    // and waiting to be applied (docs/management.md: whisker_peer_lag_messages)
+    let held = { written: 0, waiting: 0 };
+    for (const deadline = Date.now() + 30_000; held.written + held.waiting < answered.length; ) {
+      expect(Date.now(), `b received ${held.written + held.waiting} of ${answered.length}`).toBeLessThan(deadline);
+      const metrics = parseMetrics(await (await fetch(`http://127.0.0.1:${managementB}/metrics`)).text());
+      held = { written: valueOf(metrics, 'whisker_history_messages', { queue: 'ev/v1' }) ?? 0, waiting: valueOf(metrics, 'whisker_peer_lag_messages', { peer: 'a' }) ?? 0 };
+    }
+    const fromPromoted = await promote(a, b, configureB);
+    await producer.disconnect();
+    console.log(`long apply chain: b held ${held.written} written, ${held.waiting} received and not applied when a was killed`);
+    expectWhole('promoted while applying', answered, fromPromoted);
+  }, 60_000);
 });

@@ -257,10 +257,12 @@ describe('limits and expiry', () => {
     await p.send('jobs/v1/1', 'stale');
     const queue = b.router.queues.get('jobs/v1')!;
     await until(() => queue.counters.expired === 1, 2000, 'expiry');
-    await p.send('jobs/v1/1', 'fresh');
+    // the consumer is there before the fresh send: a connect slower than the ttl (a loaded
+    // machine) would let the fresh message expire too
     const c = await connect('worker', b.hostSpec);
     const inbox = new Inbox();
-    c.consume('jobs/v1/1', inbox.consumer);
+    await c.consume('jobs/v1/1', inbox.consumer).ready;
+    await p.send('jobs/v1/1', 'fresh');
     const [only] = await inbox.waitFor(1);
     expect(only!.msg).toBe('fresh');
     await until(() => queue.size === 0, 2000, 'ack of the fresh message');

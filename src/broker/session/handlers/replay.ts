@@ -70,6 +70,7 @@ async function run(session: SessionPort, frame: ReplayFrame, ids: ReadonlySet<st
   };
   const range = { ...(frame.since !== undefined ? { since: frame.since } : {}), ...(frame.sinceId !== undefined ? { sinceId: frame.sinceId } : {}), ...(frame.until !== undefined ? { until: frame.until } : {}) };
   try {
+    await appliedFromOldMaster(session);
     await session.ctx.history.read(queue, range, deliver);
     session.sendAfterDeliveries({ type: 'replayEnd', sub: frame.sub, count });
   } catch (error) {
@@ -78,4 +79,15 @@ async function run(session: SessionPort, frame: ReplayFrame, ids: ReadonlySet<st
   } finally {
     session.replays.delete(frame.sub);
   }
+}
+
+/**
+ * A master replays every send answered before the replay was asked (SPEC §7): when it was a
+ * slave promoted a moment ago, the feed frames it received from its old master may still be
+ * waiting to be applied, so it waits for them first. A slave does not wait: it replays what it
+ * has applied (docs/protocol.md#replay), its lag behind its master can be long
+ */
+async function appliedFromOldMaster(session: SessionPort): Promise<void> {
+  const { peers } = session.ctx;
+  if (peers.isMaster) await peers.applied();
 }
