@@ -50,7 +50,7 @@ export type QueueView = Pick<
 >;
 
 /** the mirror brokers as ops/ reads them (SPEC §9) */
-export type PeerView = Pick<Peers, 'conflict' | 'offeredToMaster' | 'status' | 'degradedReason'>;
+export type PeerView = Pick<Peers, 'conflict' | 'offeredToMaster' | 'settledBySync' | 'status' | 'degradedReason'>;
 
 /** registered client keys as `whisker keys list` shows them, with the revoked count */
 export interface KeyList {

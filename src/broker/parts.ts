@@ -25,6 +25,7 @@ import { mirrorLinkBound, PeerFeed } from './mirror/feed.js';
 import { Election } from './mirror/election.js';
 import { Peers } from './mirror/peers.js';
 import { KeySync } from './mirror/key-sync.js';
+import { InStepLog } from './mirror/in-step-log.js';
 import { Replica } from './mirror/replica.js';
 import { authError, KeyRegistry } from './session/keys.js';
 import type { BrokerContext } from './session/ports.js';
@@ -77,7 +78,7 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
     const mirrored = config.peers.length > 0;
     if (mirrored) router.setFollowsMaster(true);
     const restored = await router.restore();
-    const replicaOf = new Replica(router, mirrored);
+    const replicaOf = new Replica(router, mirrored, mirrored ? new InStepLog(join(config.dataDirectory, 'in-step.json'), now, log) : null);
     replica = replicaOf;
     const feed = new PeerFeed(replicaOf, log, () => mirrorLinkBound(router.policy.config.limits));
     router.observe({ settled: (events) => feed.settled(events), made: (message) => feed.made(message), storedFromClient: (message) => {

@@ -79,6 +79,7 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
     get peersConnected() { return broker.peers?.status().filter((p) => p.connected).length ?? 0; },
     get election() { return broker.election ?? null; },
     get offeredToMaster() { return broker.peers?.offeredToMaster ?? 0; },
+    get settledBySync() { return broker.peers?.settledBySync ?? 0; },
     histories: () => broker.history?.list() ?? [],
     cluster: () => clusterStatus(broker),
     get replays() { return { served: broker.history?.replays ?? 0, inProgress: broker.history?.replaying ?? 0, messages: broker.history?.replayedMessages ?? 0 }; },

@@ -25,6 +25,8 @@ export interface MetricsSource {
   now(): number;
   /** messages this broker, a slave, offered its master: what only it got from clients */
   readonly offeredToMaster: number;
+  /** messages this slave forgot because its master's sync showed them settled (issue 27) */
+  readonly settledBySync: number;
   /** null without an election block */
   readonly election: ElectionView | null;
   /** retained channels' histories (docs/configuration.md#retention) */
@@ -175,6 +177,13 @@ export class BrokerMetrics {
       collect() {
         this.reset();
         this.inc(read()?.offeredToMaster ?? 0);
+      },
+    });
+    new Counter({
+      name: 'whisker_sync_settled_total', help: 'Messages this slave forgot after a sync: held here, not named by the master, accepted here in step with it and older than the dedupe window', registers,
+      collect() {
+        this.reset();
+        this.inc(read()?.settledBySync ?? 0);
       },
     });
     new Counter({

@@ -3,12 +3,11 @@ import type { HostTarget } from '../../link/hosts.js';
 import { type BrokerFrame, type FeedFrame, FOLLOW_ANCHORS, type FollowHistory, type HistoryFrame, type KeysFrame, type PeerMessage, type SyncFrame } from '../../protocol/frames.js';
 import { ApplyBacklog } from './apply-backlog.js';
 import type { KeyLink } from './key-sync.js';
+import { UNCONFIRMED_AFTER_MS } from './unconfirmed.js';
 import type { LinkDeps, LinkOwner, PeerStatus, PeerView } from './types.js';
 
 /** messages per `offer` frame at most (and under the master's frame limit) */
 const OFFER_CHUNK = 1_000;
-/** a client message the master's feed has not named after this long never reached the master */
-const UNCONFIRMED_AFTER_MS = 2_000;
 /** the routine offer of those is logged once in this long, with the count since; the metric counts each */
 const OFFER_LOG_EVERY_MS = 60_000;
 /** a fenced master not elected again within this long: its followers stop waiting for it, as for a lost master */
@@ -186,6 +185,7 @@ export class PeerLink implements KeyLink {
   /** the master we are in step with was fenced, its link up: we wait for it or another one (docs/protocol.md#peers) */
   #suspend(): void {
     if (!this.#suspended) this.#deps.log.info('the master was fenced: waiting in step for it to be elected again (or another master)', { master: this.target.serviceId, epoch: this.view?.epoch });
+    this.#deps.replica.pauseInStep();
     this.#suspended = true;
     this.#resuming = false;
     this.#following = false;
@@ -227,6 +227,7 @@ export class PeerLink implements KeyLink {
     this.#applying = this.#applying.then(() => {
       if (follow !== this.#follows || !this.#following) return;
       this.#resumes++;
+      this.#deps.replica.resumeInStep(this.serviceId, this.view?.epoch);
       this.#peers.inStep(this.view?.epoch);
       log.info('in step with the master again: re-elected, it resumed its feed (no sync)', { master: this.target.serviceId, epoch: this.view?.epoch });
     });
@@ -371,7 +372,7 @@ export class PeerLink implements KeyLink {
   /** synced: from now on the master's feed names every message it gets */
   #inStep(): void {
     const { replica } = this.#deps;
-    replica.startTracking();
+    replica.startTracking(this.serviceId, this.view?.epoch);
     this.#offerTimer ??= setInterval(() => {
       // the master fenced (or not answered our resume yet): it would not take an offer
       if (!this.#inStepNow()) return;
@@ -382,10 +383,18 @@ export class PeerLink implements KeyLink {
     }, 1_000).unref();
   }
 
-  /** after a sync: what we hold that the master did not name and would remember (docs/protocol.md#peers) */
+  /**
+   * After a sync: what we hold that the master did not name and would remember is offered; what
+   * it settled and forgot (accepted here in step with it) is forgotten here (docs/protocol.md#peers)
+   */
   async #offerHeldOnlyHere(named: ReadonlySet<string>): Promise<void> {
     const { replica, log } = this.#deps;
-    const { messages, older } = await replica.heldOnlyHere(named);
+    const { messages, older, settled } = await replica.heldOnlyHere(named, this.serviceId, this.view?.epoch);
+    if (settled.length > 0) {
+      replica.forgetSettled(settled);
+      this.#peers.countSettledBySync(settled.length);
+      log.info('forgot messages the master did not name, accepted here in step with it and older than the dedupe window: the set settled them', { master: this.target.serviceId, messages: settled.length });
+    }
     if (older > 0) log.warn('holding messages the master did not name, older than the dedupe window: kept here, delivered if this broker is promoted', { master: this.target.serviceId, messages: older });
     if (messages.length > 0) this.#offer(messages, 'only this broker stored');
   }

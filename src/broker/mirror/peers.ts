@@ -23,6 +23,7 @@ export class Peers implements LinkOwner {
   #conflict: MasterConflict | null = null;
   #told = '';
   #offeredToMaster = 0;
+  #settledBySync = 0;
   /** with an election, it decides the role instead of `isMaster` (mirror/election.ts) */
   #election: ElectedRole | null = null;
   #inStepEpoch: number | null = null;
@@ -59,6 +60,15 @@ export class Peers implements LinkOwner {
 
   countOffered(messages: number): void {
     this.#offeredToMaster += messages;
+  }
+
+  /** messages a sync showed settled by the set, forgotten here since start (issue 27) */
+  get settledBySync(): number {
+    return this.#settledBySync;
+  }
+
+  countSettledBySync(messages: number): void {
+    this.#settledBySync += messages;
   }
 
   get epoch(): number | undefined {

@@ -2,7 +2,8 @@ import type { FollowHistory, HistoryFrame, PeerMessage, PeerReservation, PeerSet
 import type { Router } from '../messages/router.js';
 import { makeStoredMessage, type StoredMessage } from '../store/store.js';
 import { type HistoryPlan, HistoryStream } from './history-stream.js';
-import { Unconfirmed } from './unconfirmed.js';
+import type { InStepLog } from './in-step-log.js';
+import { Unconfirmed, UNCONFIRMED_AFTER_MS } from './unconfirmed.js';
 
 /** how far two mirrors' clocks may disagree on when a message was accepted */
 const CLOCK_MARGIN_MS = 10_000;
@@ -14,6 +15,16 @@ const CATCH_UP_TAIL = 10_000;
  * master holds in flight still here (a sync adds none it knows as expired: issue 27, atk27)
  */
 export const FOLLOW_GRACE_MS = 2_000;
+/**
+ * A client's message accepted while in step with a master, and in step this long after, reached
+ * that master: its feed named it, or the routine offer of unconfirmed copies (after
+ * UNCONFIRMED_AFTER_MS, checked once a second) handed it over, and the master had time to store
+ * it (a sync does not name a message the master is still writing) under a heavy load. Longer
+ * costs nothing while dedupeWindow is longer than this plus CLOCK_MARGIN_MS: a message accepted
+ * this close to the end of an interval is then still in the window at a quick restart's sync,
+ * where the master's own dedupe answers it.
+ */
+export const IN_STEP_PROOF_MS = UNCONFIRMED_AFTER_MS + 8_000;
 
 export function toPeerMessage(m: StoredMessage): PeerMessage {
   return { messageId: m.messageId, queue: m.queue, id: m.id, data: m.data, created: m.created, acceptedAt: m.acceptedAt, from: m.from };
@@ -44,15 +55,23 @@ export class Replica {
   #followingLinks = 0;
   #followGeneration = 0;
   #grace: NodeJS.Timeout | null = null;
+  /** when this broker was in step with a master, across restarts (none: nothing is settled by a sync) */
+  readonly #inStepLog: InStepLog | null;
 
   /** `presumeFollowing`: a broker with peers starts as if it followed (router.setFollowsMaster(true) before its restore) */
-  constructor(router: Router, presumeFollowing = false) {
+  constructor(router: Router, presumeFollowing = false, inStepLog: InStepLog | null = null) {
     this.#router = router;
+    this.#inStepLog = inStepLog;
     if (presumeFollowing) this.#startGrace();
   }
 
-  /** no timer left behind at stop */
+  /** no timer left behind at stop (the in-step interval ends too) */
   close(): void {
+    this.#stopGrace();
+    this.#inStepLog?.close();
+  }
+
+  #stopGrace(): void {
     if (this.#grace) clearTimeout(this.#grace);
     this.#grace = null;
   }
@@ -225,7 +244,7 @@ export class Replica {
     if (follows) this.#followGeneration++;
     this.#followingLinks = Math.max(0, this.#followingLinks + (follows ? 1 : -1));
     if (this.#followingLinks > 0) {
-      this.close();
+      this.#stopGrace();
       this.#router.setFollowsMaster(true);
     } else {
       this.#startGrace();
@@ -233,33 +252,59 @@ export class Replica {
   }
 
   /** in step with a master: from now on its feed names every message it has */
-  startTracking(): void {
+  startTracking(master: string, epoch: number | undefined): void {
     this.#unconfirmed.start();
+    this.#inStepLog?.begin(master, epoch);
   }
 
   stopTracking(): void {
     this.#unconfirmed.stop();
+    this.#inStepLog?.end();
+  }
+
+  /**
+   * The master we are in step with was fenced (mirror/peer-link.ts waits for it): clients'
+   * copies are still tracked (offered once it is master again), but this is no stretch in step
+   * with it: what is accepted meanwhile may never reach it (heldOnlyHere keeps it)
+   */
+  pauseInStep(): void {
+    this.#inStepLog?.end();
+  }
+
+  /** in step again with the same master, its feed resumed: a new stretch in step */
+  resumeInStep(master: string, epoch: number | undefined): void {
+    this.#inStepLog?.begin(master, epoch);
   }
 
   /**
    * Messages held here that the master's sync did not name, accepted within the dedupe window
    * (less a margin for the two clocks): the master would remember settling any of those, so it
-   * never had them (a send answered E_NO_MASTER, SPEC §3). Older ones it may have settled and
-   * forgotten: they stay here, counted in `older`.
+   * never had them (a send answered E_NO_MASTER, SPEC §3); they are offered. Older ones it may
+   * have settled and forgotten: one accepted while this broker was in step with this master (or
+   * one elected after it), and in step IN_STEP_PROOF_MS after, reached it, so the set settled it
+   * (`settled`, forgotten here as the feed's `removed` would: issue 27, nemesis seed 27); the rest
+   * stay here, counted in `older`.
    */
-  async heldOnlyHere(named: ReadonlySet<string>): Promise<{ messages: PeerMessage[]; older: number }> {
+  async heldOnlyHere(named: ReadonlySet<string>, master: string, epoch: number | undefined): Promise<{ messages: PeerMessage[]; older: number; settled: string[] }> {
     const router = this.#router;
     const acceptedSince = router.now() - router.dedupeWindowMs + CLOCK_MARGIN_MS;
     const messages: StoredMessage[] = [];
+    const settled: string[] = [];
     let older = 0;
     for (const queue of router.queues.values()) {
       for (const m of queue.heldMessages()) {
         if (named.has(m.messageId)) continue;
         if (m.acceptedAt >= acceptedSince) messages.push(m);
+        else if (this.#inStepLog?.covers(m.acceptedAt, m.acceptedAt + IN_STEP_PROOF_MS, master, epoch)) settled.push(m.messageId);
         else older++;
       }
     }
-    return { messages: await this.withBodies(messages), older };
+    return { messages: await this.withBodies(messages), older, settled };
+  }
+
+  /** messages a sync showed the set settled (heldOnlyHere): forgotten here, the removal stored */
+  forgetSettled(messageIds: readonly string[]): void {
+    this.applySettled([], messageIds);
   }
 
   /** client messages the master has not named within `ageMs`: it never got them (we offer them) */

@@ -117,6 +117,7 @@ export interface LinkOwner {
   followStarted(link: object): void;
   /** another link follows its peer as master */
   followsOther(link: object): boolean;
+  countSettledBySync(messages: number): void;
   /** a sync from the master of this epoch is done: this broker is in step with it */
   inStep(epoch: number | undefined): void;
 }

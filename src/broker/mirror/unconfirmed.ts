@@ -1,3 +1,6 @@
+/** a client message the master's feed has not named after this long never reached the master */
+export const UNCONFIRMED_AFTER_MS = 2_000;
+
 /**
  * On a slave in step with its master: the messages clients handed this broker that the master
  * has not named yet (its feed names every message it accepts, docs/protocol.md#peers). One the
