@@ -81,7 +81,11 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
     const replicaOf = new Replica(router, mirrored, mirrored ? new InStepLog(join(config.dataDirectory, 'in-step.json'), now, log) : null);
     replica = replicaOf;
     const feed = new PeerFeed(replicaOf, log, () => mirrorLinkBound(router.policy.config.limits));
-    router.observe({ settled: (events) => feed.settled(events), made: (message) => feed.made(message), storedFromClient: (message) => replicaOf.storedFromClient(message) });
+    router.observe({ settled: (events) => feed.settled(events), made: (message) => feed.made(message), storedFromClient: (message) => {
+        replicaOf.storedFromClient(message);
+        feed.storedWhileFenced(message);
+      },
+    });
     router.reservations.observe((set, released) => feed.reservationsChanged(set, released));
     const sessions = () => server?.sessions ?? [];
     const keys = new KeyRegistry(config.registeredClientsPath);

@@ -142,6 +142,16 @@ export class BrokerMetrics {
     perPeer('whisker_peer_lag_seconds', 'Age of the oldest of those, in seconds', (p) => p.lagSeconds);
     perPeer('whisker_peer_lag_bytes', 'Size of those frames as read: past limits.maxMirrorBacklogBytes the link to the peer is not read', (p) => p.lagBytes);
     perPeer('whisker_peer_reading_paused', 'The link to the peer is not read (backlog past limits.maxMirrorBacklogBytes): 1, else 0', (p) => Number(p.readingPaused));
+    const perPeerCount = (name: string, help: string, value: (peer: PeerSeries) => number) =>
+      new Counter({
+        name, help, labelNames: ['peer'], registers,
+        collect() {
+          this.reset();
+          for (const peer of read()?.peers() ?? []) this.inc({ peer: peer.serviceId }, value(peer));
+        },
+      });
+    perPeerCount('whisker_peer_syncs_total', 'Syncs from the peer as master finished here since start (full state transfers)', (p) => p.syncs);
+    perPeerCount('whisker_peer_resumes_total', 'The peer fenced and elected again: its feed resumed here without a sync', (p) => p.resumes);
     perPeer('whisker_peer_owed_bytes', "Bytes this master owes the peer's link (unsent, and a sync's waiting feed): past limits.maxMirrorLinkBytes it is closed", (p) => p.owedBytes);
     const single = (name: string, help: string, value: (s: MetricsSource) => number) =>
       new Gauge({

@@ -86,9 +86,14 @@ export type FlowFrame = { type: 'flow'; sub: number; limit: number | null };
 // peer -> broker (docs/protocol.md#peers)
 /** a broker's role as configured and as it acts: the two differ while it yields to another master */
 /** `keys: true`: the sender takes `keys` frames (an older broker would close the link on one) */
-export type PeerStateFrame = { type: 'peerState'; serviceId: string; configuredMaster: boolean; isMaster: boolean; epoch?: number; keys?: true };
-/** asks a master for its state (a `sync`) and then its stream of settlements (`feed`) */
-export type FollowFrame = { type: 'follow'; history?: FollowHistory[] };
+/** `resumes: true`: the sender keeps its followers' feed while fenced and takes `follow` with `resume` */
+export type PeerStateFrame = { type: 'peerState'; serviceId: string; configuredMaster: boolean; isMaster: boolean; epoch?: number; keys?: true; resumes?: true };
+/**
+ * asks a master for its state (a `sync`) and then its stream of settlements (`feed`). `resume`:
+ * the follower was in step with this master on this link when it was fenced, and asks for the
+ * feed it kept meanwhile instead of a sync (answered by a `sync` with `resumed`)
+ */
+export type FollowFrame = { type: 'follow'; history?: FollowHistory[]; resume?: true };
 /**
  * With `follow`: the follower takes `history` frames (docs/protocol.md#history-catch-up); per
  * retained channel it holds a history of, the ids of its newest records (oldest first)
@@ -188,7 +193,8 @@ export interface PeerSettlement {
   group: string;
 }
 /** what a master holds, in chunks: messages not yet settled, and recent ids it has settled */
-export type SyncFrame = { type: 'sync'; messages: PeerMessage[]; removed: string[]; done: boolean };
+/** `resumed`: the answer to a `follow` with `resume` (true: in step again, the kept feed came before it; false: follow again for a sync) */
+export type SyncFrame = { type: 'sync'; messages: PeerMessage[]; removed: string[]; done: boolean; resumed?: boolean };
 /** a record of a retained channel's history as a master hands it to a follower */
 export interface PeerRecord {
   messageId: string;
@@ -395,8 +401,11 @@ export function decodeClientFrame(text: string): ClientFrame {
       return { type, sub: int(frame, 'sub'), limit: frame.limit === null ? null : int(frame, 'limit') };
     case 'peerState':
       return peerState(frame);
-    case 'follow':
-      return frame.history === undefined ? { type } : { type, history: followHistory(frame) };
+    case 'follow': {
+      const follow: FollowFrame = frame.history === undefined ? { type } : { type, history: followHistory(frame) };
+      if (frame.resume === true) follow.resume = true;
+      return follow;
+    }
     case 'historyAck':
       return { type, n: int(frame, 'n') };
     case 'offer':
@@ -424,6 +433,7 @@ function keyBindings(frame: Obj, key: string): KeyBinding[] {
 function peerState(frame: Obj): PeerStateFrame {
   const state: PeerStateFrame = { type: 'peerState', serviceId: str(frame, 'serviceId', 256), configuredMaster: bool(frame, 'configuredMaster'), isMaster: bool(frame, 'isMaster'), ...optEpoch(frame) };
   if (frame.keys === true) state.keys = true;
+  if (frame.resumes === true) state.resumes = true;
   return state;
 }
 
@@ -545,8 +555,11 @@ export function decodeBrokerFrame(text: string): BrokerFrame {
       return peerState(frame);
     case 'cluster':
       return decodeClusterFrame(frame);
-    case 'sync':
-      return { type, messages: peerMessages(frame), removed: strings(frame, 'removed'), done: bool(frame, 'done') };
+    case 'sync': {
+      const sync: SyncFrame = { type, messages: peerMessages(frame), removed: strings(frame, 'removed'), done: bool(frame, 'done') };
+      if (frame.resumed !== undefined) sync.resumed = bool(frame, 'resumed');
+      return sync;
+    }
     case 'history': {
       const history: HistoryFrame = { type, n: int(frame, 'n'), queue: str(frame, 'queue', 300), records: peerRecords(frame), last: bool(frame, 'last') };
       if (frame.after === null) history.after = null;

@@ -49,6 +49,13 @@ export class PeerFeed {
   readonly #backlogBytes = new Map<Follower, number>();
   /** the history catch-up of a follower's sync, while it runs */
   readonly #catchUps = new Map<Follower, HistoryStream>();
+  /**
+   * followers in step when this broker was fenced (demoted), their links still up: what happens
+   * here meanwhile waits for them, so the same broker re-elected resumes their feed without a
+   * sync (docs/protocol.md#peers). `generation`: the replica's, at the fence; it changes when this
+   * broker follows another master, which breaks the continuity
+   */
+  readonly #suspended = new Map<Follower, { backlog: Array<BrokerFrame | string>; bytes: number; generation: number }>();
   #settled: PeerSettlement[] = [];
   #removed: string[] = [];
   /** each message made since the last feed, as its JSON in the frame (the body spliced in as stored) */
@@ -74,8 +81,13 @@ export class PeerFeed {
    * are read a chunk at a time; the feed of what happens meanwhile waits behind the sync.
    * `history`: the follower takes a history catch-up (its newest ids per retained channel).
    */
-  follow(follower: Follower, history?: readonly FollowHistory[]): void {
+  follow(follower: Follower, history?: readonly FollowHistory[], resume = false): void {
     if (!this.#replica.isMaster || this.#followers.has(follower) || this.#syncing.has(follower)) return;
+    if (resume) {
+      this.#resume(follower);
+      return;
+    }
+    this.#suspended.delete(follower);
     this.#flush(); // what happened before the snapshot reaches the older followers first
     // reserved ids first, whole: what changes later follows in order (SPEC §5)
     const reservations = this.#replica.reservations();
@@ -89,6 +101,30 @@ export class PeerFeed {
     this.#syncing.set(follower, backlog);
     this.#backlogBytes.set(follower, 0);
     void this.#sync(follower, backlog, messages, removed, plan);
+  }
+
+  /**
+   * A follower in step when this broker was fenced asks for the feed kept since: sent, then
+   * `sync` with `resumed: true`, and it is in step again. Not kept (its link was closed, the feed
+   * kept grew past the link's bound, or this broker followed another master meanwhile):
+   * `resumed: false`, and the follower follows again for a sync.
+   */
+  #resume(follower: Follower): void {
+    const kept = this.#suspended.get(follower);
+    if (!kept || kept.generation !== this.#replica.followGeneration) {
+      this.#suspended.delete(follower);
+      follower.send({ type: 'sync', messages: [], removed: [], done: true, resumed: false });
+      return;
+    }
+    this.#flush(); // what happened up to now joins the kept feed, in order
+    this.#suspended.delete(follower);
+    for (const frame of kept.backlog) {
+      if (typeof frame === 'string') follower.sendText(frame);
+      else follower.send(frame);
+    }
+    follower.send({ type: 'sync', messages: [], removed: [], done: true, resumed: true });
+    this.#followers.add(follower);
+    this.#log.info('a mirror in step before this broker was fenced resumed its feed: no sync', { peer: follower.clientName, frames: kept.backlog.length, bytes: kept.bytes });
   }
 
   /** the follower wrote `history` frame `n` */
@@ -169,6 +205,7 @@ export class PeerFeed {
 
   unfollow(follower: Follower): void {
     this.#followers.delete(follower);
+    this.#suspended.delete(follower);
     this.#syncing.delete(follower);
     this.#backlogBytes.delete(follower);
     this.#catchUps.get(follower)?.cancel();
@@ -176,17 +213,30 @@ export class PeerFeed {
 
   /** this broker stopped acting as master: followers will ask again when it is one */
   demoted(): void {
+    // those in step keep their feed, kept here until this broker is master again (`#resume`);
+    // nothing is sent to them meanwhile. Those still in their sync follow again for a new one
+    const generation = this.#replica.followGeneration;
+    for (const follower of this.#followers) this.#suspended.set(follower, { backlog: [], bytes: 0, generation });
     this.#followers.clear();
     this.#syncing.clear();
     this.#backlogBytes.clear();
     for (const stream of this.#catchUps.values()) stream.cancel();
-    this.#settled = [];
-    this.#removed = [];
-    this.#messages = [];
+    this.#flush(); // what happened before the fence heads the kept feed
+  }
+
+  /** a client's message stored here while fenced (not master): the kept feed names it, as a master's would */
+  storedWhileFenced(message: StoredMessage): void {
+    if (this.#suspended.size === 0 || this.#replica.isMaster) return;
+    this.#messages.push(encodePeerMessage(message));
+    this.#schedule();
+  }
+
+  get #quiet(): boolean {
+    return this.#followers.size === 0 && this.#syncing.size === 0 && this.#suspended.size === 0;
   }
 
   settled(events: readonly StoreEvent[]): void {
-    if (this.#followers.size === 0 && this.#syncing.size === 0) return;
+    if (this.#quiet) return;
     for (const event of events) {
       if (event.kind === 'settle') this.#settled.push({ messageId: event.messageId, group: event.group });
       else if (event.kind === 'remove') this.#removed.push(event.messageId);
@@ -203,7 +253,7 @@ export class PeerFeed {
   }
 
   made(message: StoredMessage): void {
-    if (this.#followers.size === 0 && this.#syncing.size === 0) return;
+    if (this.#quiet) return;
     // now: a queue past its window of bodies may drop this one's body once it takes it
     this.#messages.push(encodePeerMessage(message));
     this.#schedule();
@@ -234,6 +284,14 @@ export class PeerFeed {
       backlog.push(frame);
       this.#backlogBytes.set(follower, (this.#backlogBytes.get(follower) ?? 0) + bytes);
     }
+    for (const [follower, kept] of this.#suspended) {
+      if (kept.generation !== this.#replica.followGeneration) {
+        this.#suspended.delete(follower); // this broker followed another master: nothing to resume
+        continue;
+      }
+      kept.backlog.push(frame);
+      kept.bytes += bytes;
+    }
   }
 
   #owed(follower: Follower): number {
@@ -247,8 +305,14 @@ export class PeerFeed {
    * at every write; this adds a sync's waiting feed.
    */
   #bound(): void {
-    if (this.#syncing.size === 0) return;
+    if (this.#syncing.size === 0 && this.#suspended.size === 0) return;
     const limit = this.#linkBytes();
+    // a kept feed past the bound is dropped: that follower syncs when this broker is master again
+    for (const [follower, kept] of [...this.#suspended]) {
+      if (kept.bytes + follower.unsentBytes <= limit) continue;
+      this.#suspended.delete(follower);
+      this.#log.warn('the feed kept for a mirror while fenced passed limits.maxMirrorLinkBytes: it will sync again', { peer: follower.clientName, bytes: kept.bytes });
+    }
     for (const follower of [...this.#syncing.keys()]) {
       const owed = this.#owed(follower);
       if (owed > limit) {

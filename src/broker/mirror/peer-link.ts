@@ -10,6 +10,8 @@ import type { LinkDeps, LinkOwner, PeerStatus, PeerView } from './types.js';
 const OFFER_CHUNK = 1_000;
 /** the routine offer of those is logged once in this long, with the count since; the metric counts each */
 const OFFER_LOG_EVERY_MS = 60_000;
+/** a fenced master not elected again within this long: its followers stop waiting for it, as for a lost master */
+export const FENCED_WAIT_MS = 60_000;
 
 /**
  * Our link to one peer: a client connection that logs in with the broker's key pair as
@@ -36,6 +38,20 @@ export class PeerLink implements KeyLink {
   /** frames from the master received and not applied yet: past limits.maxMirrorBacklogBytes the link is not read */
   readonly #backlog: ApplyBacklog;
   #offerLoggedAt = -Infinity;
+  /** the peer keeps its followers' feed while fenced (its peerState said `resumes`) */
+  #peerResumes = false;
+  /**
+   * in step with this peer when it was fenced, the link still up: not following, but what
+   * being in step keeps (the history in the feed's order, the tracking of clients' copies, the
+   * queues bounded by the master's settlements) is kept, for a `follow` with `resume`
+   */
+  #suspended = false;
+  /** a `follow` with `resume` sent, its answer (`sync` with `resumed`) not read yet */
+  #resuming = false;
+  /** ends the wait for a fenced master after FENCED_WAIT_MS */
+  #fencedWait: NodeJS.Timeout | null = null;
+  #syncs = 0;
+  #resumes = 0;
   #offeredSinceLog = 0;
 
   readonly #deps: LinkDeps;
@@ -73,6 +89,7 @@ export class PeerLink implements KeyLink {
         else if (this.#linked) deps.log.warn('link to peer lost: its role is unknown until it is back', { peer: target.spec });
         this.#linked = false;
         this.#peerTakesKeys = false;
+        this.#peerResumes = false;
         this.view = null;
         this.#stopFollowing();
         peers.update();
@@ -104,10 +121,11 @@ export class PeerLink implements KeyLink {
 
   status(): Omit<PeerStatus, 'followsUs'> {
     const role = this.view ? (this.view.isMaster ? 'master' : 'slave') : 'unknown';
-    const inStep = this.#following && this.#offerTimer !== null;
+    const inStep = this.#inStepNow();
     return {
       serviceId: this.target.serviceId!, spec: this.target.spec, connected: this.#connection.isReady, role, following: this.#following, inStep,
       lagMessages: this.#backlog.items, lagSeconds: this.#backlog.seconds, lagBytes: this.#backlog.bytes, readingPaused: this.#connection.readingPaused, owedBytes: 0,
+      syncs: this.#syncs, resumes: this.#resumes,
     };
   }
 
@@ -136,11 +154,83 @@ export class PeerLink implements KeyLink {
     const shouldFollow = this.view?.isMaster === true && !this.#peers.isMaster;
     if (shouldFollow && !this.#following) {
       this.#following = true;
+      if (this.#suspended) {
+        // the same master again (re-elected, maybe under a new epoch): its feed kept since the fence
+        this.#suspended = false;
+        this.#resuming = true;
+        this.#endFencedWait();
+        ++this.#follows;
+        this.#connection.send({ type: 'follow', resume: true });
+        return;
+      }
+      this.#peers.followStarted(this);
       this.#deps.replica.followsMaster(true);
       void this.#follow(++this.#follows);
     } else if (!shouldFollow) {
-      this.#stopFollowing();
+      const fenced = this.view !== null && !this.view.isMaster && this.#peerResumes && !this.#peers.isMaster && !this.#peers.followsOther(this);
+      if (fenced && (this.#suspended || this.#resuming || this.#inStepNow())) this.#suspend();
+      else this.#stopFollowing();
     }
+  }
+
+  /** following this peer as master (its sync or its feed), or waiting to resume it */
+  get following(): boolean {
+    return this.#following || this.#suspended;
+  }
+
+  #inStepNow(): boolean {
+    return this.#following && this.#offerTimer !== null && !this.#resuming;
+  }
+
+  /** the master we are in step with was fenced, its link up: we wait for it or another one (docs/protocol.md#peers) */
+  #suspend(): void {
+    if (!this.#suspended) this.#deps.log.info('the master was fenced: waiting in step for it to be elected again (or another master)', { master: this.target.serviceId, epoch: this.view?.epoch });
+    this.#deps.replica.pauseInStep();
+    this.#suspended = true;
+    this.#resuming = false;
+    this.#following = false;
+    this.#follows++;
+    this.#named = null;
+    // a long outage (etcd down): the queues here must not wait on the master's settlements for ever
+    this.#fencedWait ??= setTimeout(() => {
+      this.#fencedWait = null;
+      if (!this.#suspended) return;
+      this.#deps.log.info('the fenced master was not elected again in time: no longer waiting in step for it', { master: this.target.serviceId, waitedSeconds: FENCED_WAIT_MS / 1000 });
+      this.#stopFollowing();
+    }, FENCED_WAIT_MS);
+    this.#fencedWait.unref();
+  }
+
+  #endFencedWait(): void {
+    if (this.#fencedWait) clearTimeout(this.#fencedWait);
+    this.#fencedWait = null;
+  }
+
+  /** another link follows a master for a sync: what we kept for this fenced one goes */
+  endSuspension(): void {
+    if (this.#suspended || this.#resuming) this.#stopFollowing();
+  }
+
+  /** the master's answer to our `follow` with `resume` */
+  #resumed(ok: boolean): void {
+    if (!this.#resuming || !this.#following) return;
+    this.#resuming = false;
+    const { log } = this.#deps;
+    if (!ok) {
+      log.info('the master kept no feed for us since it was fenced: following it for a sync', { master: this.target.serviceId });
+      this.#stopFollowing();
+      this.refresh();
+      return;
+    }
+    const follow = this.#follows;
+    // after the kept feed, sent before the answer, is applied
+    this.#applying = this.#applying.then(() => {
+      if (follow !== this.#follows || !this.#following) return;
+      this.#resumes++;
+      this.#deps.replica.resumeInStep(this.serviceId, this.view?.epoch);
+      this.#peers.inStep(this.view?.epoch);
+      log.info('in step with the master again: re-elected, it resumed its feed (no sync)', { master: this.target.serviceId, epoch: this.view?.epoch });
+    });
   }
 
   /**
@@ -172,8 +262,11 @@ export class PeerLink implements KeyLink {
           this.#peerTakesKeys = true;
           this.#sendAllKeys();
         }
+        // master all along under a new epoch (its key made again while it held its lease): its feed never stopped
+        if (frame.isMaster && this.view?.isMaster && frame.epoch !== undefined && frame.epoch !== this.view.epoch && this.#inStepNow()) this.#peers.inStep(frame.epoch);
         this.view = { configuredMaster: frame.configuredMaster, isMaster: frame.isMaster, ...(frame.epoch !== undefined ? { epoch: frame.epoch } : {}) };
-        if (!frame.isMaster) this.#stopFollowing();
+        this.#peerResumes = frame.resumes === true;
+        // not master any more: update() below stops following it (or waits in step, fenced)
         this.#peers.update();
         return;
       case 'keys':
@@ -181,6 +274,12 @@ export class PeerLink implements KeyLink {
         this.#deps.keySync.apply(this.serviceId, frame);
         return;
       case 'sync':
+        if (frame.resumed !== undefined) {
+          if (!this.#peers.isMaster) this.#resumed(frame.resumed);
+          return;
+        }
+        if (!this.#peers.isMaster) this.#apply(frame, bytes);
+        return;
       case 'feed':
         // a master sends these to those that asked, also while it drains at soft-stop
         if (!this.#peers.isMaster) this.#apply(frame, bytes);
@@ -214,6 +313,7 @@ export class PeerLink implements KeyLink {
             // tracking first: a client message stored while the offer reads bodies is not missed
             this.#inStep();
             await this.#offerHeldOnlyHere(named);
+            this.#syncs++;
             this.#peers.inStep(this.view?.epoch);
             log.info('in step with the master', { master: this.target.serviceId, epoch: this.view?.epoch });
           }
@@ -246,9 +346,12 @@ export class PeerLink implements KeyLink {
   }
 
   #stopFollowing(): void {
-    const wasFollowing = this.#following;
+    const wasFollowing = this.#following || this.#suspended;
     if (wasFollowing) this.#deps.replica.followsMaster(false);
     this.#following = false;
+    this.#suspended = false;
+    this.#resuming = false;
+    this.#endFencedWait();
     this.#follows++;
     this.#named = null;
     // out of step: our own history writes wait aside for the next catch-up. After the frames
@@ -271,6 +374,8 @@ export class PeerLink implements KeyLink {
     const { replica } = this.#deps;
     replica.startTracking(this.serviceId, this.view?.epoch);
     this.#offerTimer ??= setInterval(() => {
+      // the master fenced (or not answered our resume yet): it would not take an offer
+      if (!this.#inStepNow()) return;
       replica.takeUnconfirmed(UNCONFIRMED_AFTER_MS).then(
         (messages) => messages.length > 0 && this.#offer(messages, 'only this broker got from clients', true),
         (error: unknown) => this.#deps.log.error('could not read what to offer the master', { master: this.target.serviceId, error: (error as Error).message }),

@@ -97,6 +97,17 @@ export class Peers implements LinkOwner {
     return this.#links.has(serviceId);
   }
 
+  /** `link` starts following its peer for a sync: the others' kept feeds (a fenced master's) are given up */
+  followStarted(link: object): void {
+    for (const other of this.#links.values()) if (other !== link) other.endSuspension();
+  }
+
+  /** does a link other than `link` follow its peer (another master: a fenced one is not waited for then) */
+  followsOther(link: object): boolean {
+    for (const other of this.#links.values()) if (other !== link && other.following) return true;
+    return false;
+  }
+
   /** the links to every configured peer (key spreading, mirror/key-sync.ts) */
   links(): Iterable<PeerLink> {
     return this.#links.values();
@@ -123,7 +134,7 @@ export class Peers implements LinkOwner {
     const leaving = this.#stopping;
     const claims = this.#election ? this.#election.isMaster : this.#configuredMaster;
     const epoch = this.epoch;
-    return { type: 'peerState', serviceId: this.#options.serviceId, configuredMaster: claims && !leaving, isMaster: this.#isMaster && !leaving, ...(epoch !== undefined ? { epoch } : {}), keys: true };
+    return { type: 'peerState', serviceId: this.#options.serviceId, configuredMaster: claims && !leaving, isMaster: this.#isMaster && !leaving, ...(epoch !== undefined ? { epoch } : {}), keys: true, ...(leaving ? {} : { resumes: true as const }) };
   }
 
   /** at start and at every reload: links follow `peers`, the role follows `isMaster` */

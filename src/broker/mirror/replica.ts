@@ -53,6 +53,7 @@ export class Replica {
   /** on a slave in step with its master: client messages the master has not named yet */
   readonly #unconfirmed = new Unconfirmed();
   #followingLinks = 0;
+  #followGeneration = 0;
   #grace: NodeJS.Timeout | null = null;
   /** when this broker was in step with a master, across restarts (none: nothing is settled by a sync) */
   readonly #inStepLog: InStepLog | null;
@@ -86,6 +87,11 @@ export class Replica {
 
   get isMaster(): boolean {
     return this.#router.isMaster;
+  }
+
+  /** counts the follows of a master this broker started: another one breaks a fenced master's kept feed (mirror/feed.ts) */
+  get followGeneration(): number {
+    return this.#followGeneration;
   }
 
   // ---- a master's side ------------------------------------------------------------------
@@ -235,6 +241,7 @@ export class Replica {
    * its settlements bound the queues here (two brokers both master: two links may follow)
    */
   followsMaster(follows: boolean): void {
+    if (follows) this.#followGeneration++;
     this.#followingLinks = Math.max(0, this.#followingLinks + (follows ? 1 : -1));
     if (this.#followingLinks > 0) {
       this.#stopGrace();
@@ -253,6 +260,20 @@ export class Replica {
   stopTracking(): void {
     this.#unconfirmed.stop();
     this.#inStepLog?.end();
+  }
+
+  /**
+   * The master we are in step with was fenced (mirror/peer-link.ts waits for it): clients'
+   * copies are still tracked (offered once it is master again), but this is no stretch in step
+   * with it: what is accepted meanwhile may never reach it (heldOnlyHere keeps it)
+   */
+  pauseInStep(): void {
+    this.#inStepLog?.end();
+  }
+
+  /** in step again with the same master, its feed resumed: a new stretch in step */
+  resumeInStep(master: string, epoch: number | undefined): void {
+    this.#inStepLog?.begin(master, epoch);
   }
 
   /**

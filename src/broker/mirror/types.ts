@@ -31,6 +31,10 @@ export interface PeerStatus {
   readonly followsUs: 'in step' | 'syncing' | null;
   /** bytes this broker owes the peer's link as its master (socket buffer, a sync's waiting feed): past limits.maxMirrorLinkBytes it is closed */
   readonly owedBytes: number;
+  /** syncs from this peer as master finished since start (each one a full state transfer) */
+  readonly syncs: number;
+  /** times this broker was in step again with this peer re-elected after a fence, its feed resumed without a sync */
+  readonly resumes: number;
 }
 
 /** a peer's role as last heard, over our link to it or its link to us */
@@ -109,6 +113,10 @@ export interface LinkOwner {
   update(): void;
   /** messages a link offered the master (the `whisker_offered_to_master_total` metric) */
   countOffered(messages: number): void;
+  /** a link starts following its peer for a sync: other links give up what they kept of a fenced master */
+  followStarted(link: object): void;
+  /** another link follows its peer as master */
+  followsOther(link: object): boolean;
   countSettledBySync(messages: number): void;
   /** a sync from the master of this epoch is done: this broker is in step with it */
   inStep(epoch: number | undefined): void;

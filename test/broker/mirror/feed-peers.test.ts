@@ -120,7 +120,7 @@ describe('peers', () => {
     set.configure([], true);
     expect(set.isMaster).toBe(true);
     expect(roles).toEqual([true]);
-    expect(states.at(-1)).toEqual({ type: 'peerState', serviceId: 'a', configuredMaster: true, isMaster: true, keys: true });
+    expect(states.at(-1)).toEqual({ type: 'peerState', serviceId: 'a', configuredMaster: true, isMaster: true, keys: true, resumes: true });
   });
 
   test('two configured masters that see each other: the lower serviceId delivers, both report the conflict, it ends when one yields', () => {

@@ -14,7 +14,7 @@ export function handlePeerFrame(session: SessionPort, frame: ClientFrame): void 
       ctx.peers.observeIncoming(session, session.clientName, { configuredMaster: frame.configuredMaster, isMaster: frame.isMaster });
       return;
     case 'follow':
-      ctx.feed.follow(session, frame.history);
+      ctx.feed.follow(session, frame.history, frame.resume === true);
       return;
     case 'historyAck':
       ctx.feed.historyAck(session, frame.n);
