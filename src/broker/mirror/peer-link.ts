@@ -16,6 +16,11 @@ export const FENCED_WAIT_MS = 60_000;
 /**
  * Our link to one peer: a client connection that logs in with the broker's key pair as
  * `role: 'peer'`, tells our role, and follows the peer while it is the master.
+ *
+ * Why this file is long: following is one state machine per link (dial, follow, sync, in step,
+ * waiting for a fenced master to resume, out of step) whose transitions share the apply chain
+ * and the named set; split by state, each half would reach into the other's fields. A split to
+ * try: the offers (held-only-here, unconfirmed, `#offer`) into their own file.
  */
 export class PeerLink implements KeyLink {
   readonly target: HostTarget;
