@@ -117,18 +117,7 @@ export async function meshViaProxies(nodes) {
 }
 
 export async function startEtcd() {
-  const cport = await port(), pport = await port();
-  const dir = join(base, 'etcd-' + cport);
-  const e = { cport, pport, dir, url: `http://127.0.0.1:${cport}` };
-  e.start = async () => {
-    e.proc = spawn('etcd', ['--name', 'e1', '--data-dir', dir, '--listen-client-urls', e.url, '--advertise-client-urls', e.url,
-      '--listen-peer-urls', `http://127.0.0.1:${pport}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${pport}`,
-      '--initial-cluster', `e1=http://127.0.0.1:${pport}`], { stdio: 'ignore' });
-    procs.push(e.proc);
-    for (let i = 0; i < 100; i++) { try { const r = await fetch(e.url + '/health'); if (r.ok) return; } catch {} await sleep(100); }
-    throw new Error('etcd did not start');
-  };
-  e.stop = async () => { if (e.proc && e.proc.exitCode === null) { const d = new Promise((r) => e.proc.once('exit', r)); e.proc.kill('SIGKILL'); await d; } };
+  const e = await startEtcdAt(await port(), await port());
   await e.start();
   return e;
 }

@@ -123,6 +123,16 @@ export class RawPeer {
   }
 
   /** opens a socket to a broker and waits for its `hello` */
+  /** a peer that logs in with `keys` as `role: 'peer'` to broker `serviceId` and says it is a follower, not a master (a raw mirror follower) */
+  static async follower(port: number, serviceId: string, keys: KeyPair): Promise<RawPeer> {
+    const peer = await RawPeer.open(port);
+    const token = await signToken(keys, { iss: 'raw', aud: serviceId, nonce: peer.nonce });
+    peer.sendJson({ type: 'auth', protocol: PROTOCOL_VERSION, token, publicKey: keys.publicKeyPem, role: 'peer' });
+    await peer.next('welcome');
+    peer.sendJson({ type: 'peerState', serviceId: 'raw', configuredMaster: false, isMaster: false });
+    return peer;
+  }
+
   static async open(port: number, host = '127.0.0.1'): Promise<RawPeer> {
     const ws = new WebSocket(`ws://${host}:${port}`, { perMessageDeflate: false });
     const peer = new RawPeer(ws);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
-import { type HistoryFrame, PROTOCOL_VERSION, type SyncFrame } from '../../../src/protocol/frames.js';
+import { type HistoryFrame, type SyncFrame } from '../../../src/protocol/frames.js';
 import { broker, connect } from '../../support/harness.js';
-import { newKeyPair, RawPeer, signToken } from '../../support/raw-peer.js';
+import { newKeyPair, RawPeer } from '../../support/raw-peer.js';
 
 /**
  * The history catch-up as a broker of another make sees it on the wire (docs/protocol.md#history-catch-up):
@@ -12,14 +12,7 @@ const N = 5_000;
 /** the follower's key pair: its first connection registers it */
 const keys = newKeyPair();
 
-async function follower(port: number, serviceId: string): Promise<RawPeer> {
-  const peer = await RawPeer.open(port);
-  const token = await signToken(keys, { iss: 'raw', aud: serviceId, nonce: peer.nonce });
-  peer.sendJson({ type: 'auth', protocol: PROTOCOL_VERSION, token, publicKey: keys.publicKeyPem, role: 'peer' });
-  await peer.next('welcome');
-  peer.sendJson({ type: 'peerState', serviceId: 'raw', configuredMaster: false, isMaster: false });
-  return peer;
-}
+const follower = (port: number, serviceId: string): Promise<RawPeer> => RawPeer.follower(port, serviceId, keys);
 
 const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
-import { PROTOCOL_VERSION, type PeerStateFrame, type SyncFrame } from '../../../src/protocol/frames.js';
+import { type PeerStateFrame, type SyncFrame } from '../../../src/protocol/frames.js';
 import { broker, connect } from '../../support/harness.js';
-import { newKeyPair, RawPeer, signToken } from '../../support/raw-peer.js';
+import { newKeyPair, RawPeer } from '../../support/raw-peer.js';
 
 /**
  * `follow` with `resume` on the wire (docs/protocol.md#a-master-fenced-and-elected-again): a master
@@ -11,14 +11,7 @@ import { newKeyPair, RawPeer, signToken } from '../../support/raw-peer.js';
  */
 const keys = newKeyPair();
 
-async function follower(port: number, serviceId: string): Promise<RawPeer> {
-  const peer = await RawPeer.open(port);
-  const token = await signToken(keys, { iss: 'raw', aud: serviceId, nonce: peer.nonce });
-  peer.sendJson({ type: 'auth', protocol: PROTOCOL_VERSION, token, publicKey: keys.publicKeyPem, role: 'peer' });
-  await peer.next('welcome');
-  peer.sendJson({ type: 'peerState', serviceId: 'raw', configuredMaster: false, isMaster: false });
-  return peer;
-}
+const follower = (port: number, serviceId: string): Promise<RawPeer> => RawPeer.follower(port, serviceId, keys);
 
 describe('follow with resume', () => {
   test('a master that kept no feed for the link answers resumed: false, then a plain follow gets the whole sync', async () => {
