@@ -60,7 +60,7 @@ export class Router {
    * every waiting message of every queue, a row each, found by its id (queue/rows.ts): one id
    * map for the router and its queues (bounded memory, SPEC §7)
    */
-  readonly #rows = new MessageRows();
+  readonly #rows: MessageRows;
   /**
    * ids of messages no longer held, within the dedupe window of their acceptance: a held id is
    * known by `#rows` (one map entry per waiting message, not two: bounded memory, SPEC §7)
@@ -92,6 +92,7 @@ export class Router {
     const { policy, store } = options;
     this.#policy = policy;
     this.#store = store;
+    this.#rows = new MessageRows(store.messageIds);
     this.log = options.log;
     this.now = options.now;
     this.#lifecycle = options.lifecycle;
