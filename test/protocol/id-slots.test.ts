@@ -125,3 +125,48 @@ describe('IdList', () => {
   });
 });
 });
+
+describe('IdSlots with two holders', () => {
+  test('agrees with a Map of holders over random holds and releases of ids of every shape, through resizes', () => {
+    const shape = (k: number) => [k.toString(16).padStart(32, '0'), `m-${k}`, `00000000-0000-4000-8000-${k.toString(16).padStart(12, '0')}`, `a long id of more than sixteen characters ${k}`][k % 4]!;
+    for (let seed = 1; seed <= 5; seed++) {
+      let x = seed;
+      const next = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32;
+      const slots = new IdSlots();
+      slots.claim(1);
+      slots.claim(2);
+      // id -> its slot and the bits holding it
+      const model = new Map<string, { slot: number; holders: number }>();
+      const used = new Set<number>();
+      for (let op = 0; op < 20_000; op++) {
+        const id = shape(Math.floor(next() * 3000));
+        const holder = next() < 0.5 ? 1 : 2;
+        const known = model.get(id);
+        const found = slots.find(id);
+        expect(found).toBe(known?.slot ?? -1);
+        if (next() < 0.55) {
+          const slot = slots.hold(id, holder);
+          if (known) expect(slot).toBe(known.slot);
+          // a slot is never handed to two ids at once
+          else expect(used.has(slot)).toBe(false);
+          used.add(slot);
+          model.set(id, { slot, holders: (known?.holders ?? 0) | holder });
+        } else if (known && (known.holders & holder) !== 0) {
+          slots.release(known.slot, holder);
+          known.holders &= ~holder;
+          if (known.holders === 0) {
+            model.delete(id);
+            used.delete(known.slot);
+          }
+        }
+        expect(slots.size).toBe(model.size);
+      }
+      for (const [id, { slot, holders }] of model) {
+        expect(slots.find(id)).toBe(slot);
+        expect(slots.idAt(slot)).toBe(id);
+        expect(slots.holds(slot, 1)).toBe((holders & 1) !== 0);
+        expect(slots.holds(slot, 2)).toBe((holders & 2) !== 0);
+      }
+    }
+  });
+});
