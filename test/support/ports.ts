@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
  */
 const PORT_FLOOR = 20_000;
 const PORT_SLICE = 1_500;
-// WHISKER_TEST_PORT_SLICE: a second vitest process beside the suite (scripts/test.mjs)
+// WHISKER_TEST_PORT_SLICE: a second vitest process run beside the suite by hand
 const worker = Number(process.env.WHISKER_TEST_PORT_SLICE ?? process.env.VITEST_POOL_ID ?? process.env.VITEST_WORKER_ID ?? 0) % 8;
 let nextInSlice = Math.floor(Math.random() * PORT_SLICE);
 
