@@ -16,6 +16,8 @@ import { Moving } from './moving.js';
 import { Reservations } from './reservations.js';
 import { Refusals } from '../access/refusals.js';
 import type { ReservationFile, ReservationRecord } from '../store/reservation-file.js';
+import type { JsonTableFile } from '../store/json-table-file.js';
+import type { HeldGroup } from './held-groups.js';
 
 /** what the mirrors learn of this broker's messages (src/broker/mirror/, docs/protocol.md#peers) */
 export interface MirrorHooks {
@@ -37,6 +39,8 @@ export interface RouterOptions {
   readonly history?: History;
   /** where reserved ids are kept (SPEC §5); none: they last as long as the process */
   readonly reservationFile?: ReservationFile;
+  /** where the queues' recipient groups are kept, for a restart to hold them again (held-groups.ts); none: a restart forgets them */
+  readonly groupsFile?: JsonTableFile<HeldGroup>;
 }
 
 /**
@@ -60,7 +64,7 @@ export class Router {
    * every waiting message of every queue, a row each, found by its id (queue/rows.ts): one id
    * map for the router and its queues (bounded memory, SPEC §7)
    */
-  readonly #rows = new MessageRows();
+  readonly #rows: MessageRows;
   /**
    * ids of messages no longer held, within the dedupe window of their acceptance: a held id is
    * known by `#rows` (one map entry per waiting message, not two: bounded memory, SPEC §7)
@@ -78,6 +82,7 @@ export class Router {
   readonly #idleQueues: IdleQueues;
   #forgotten: ((queue: string) => void) | null = null;
   readonly #history: History | undefined;
+  readonly #groupsFile: JsonTableFile<HeldGroup> | null;
   #hooks: MirrorHooks | null = null;
   #isMaster: boolean;
   #followsMaster = false;
@@ -92,6 +97,7 @@ export class Router {
     const { policy, store } = options;
     this.#policy = policy;
     this.#store = store;
+    this.#rows = new MessageRows(store.messageIds);
     this.log = options.log;
     this.now = options.now;
     this.#lifecycle = options.lifecycle;
@@ -100,6 +106,7 @@ export class Router {
     this.#isMaster = policy.config.isMaster && !policy.config.election;
     const history = options.history;
     this.#history = history;
+    this.#groupsFile = options.groupsFile ?? null;
     this.#append = history ? async (messages, fromClient) => void (await Promise.all([store.append(messages), history.append(messages, fromClient)])) : (messages) => store.append(messages);
     this.#dedupe = new DedupeWindow(policy.config.dedupeWindow * 1000, options.now);
     this.#deadLetters = new DeadLetters({
@@ -367,6 +374,9 @@ export class Router {
       this.#seq = Math.max(this.#seq, item.message.seq);
       this.#queue(item.message.queue).restore(item);
     }
+    // the groups it had before are held again (held-groups.ts): they take what is accepted before their members are back
+    const holdMs = this.#policy.config.groupHold * 1000;
+    if (holdMs > 0) for (const { queue, group } of this.#groupsFile?.load() ?? []) this.#queue(queue).holdGroup(group, holdMs);
     for (const queue of this.#queues.values()) queue.finishRestore();
     this.#reservations.restore();
     this.#reservations.setMaster(this.#isMaster);
@@ -527,6 +537,12 @@ export class Router {
     for (const queue of this.#queues.values()) queue.close();
   }
 
+  /** the groups are written down for a restart; not those a stop lets go as it closes its connections */
+  #groupsChanged(): void {
+    if (this.#lifecycle.isStopping) return;
+    this.#groupsFile?.changed(() => [...this.#queues.values()].flatMap((queue) => [...queue.groupKeys()].map((group) => ({ queue: queue.name, group }))));
+  }
+
   #queue(name: string): Queue {
     let queue = this.#queues.get(name);
     if (!queue) {
@@ -548,6 +564,7 @@ export class Router {
           this.#dedupe.addAt(messageId, acceptedAt, this.#queueTag(name));
         },
         flightEnded: () => this.#checkIdle(),
+        groupsChanged: () => this.#groupsChanged(),
       });
       queue.setDelivering(this.#isMaster && !this.#moving.isFrozen(name));
       queue.setFollowsMaster(this.#followsMaster);

@@ -113,6 +113,15 @@ export class Queue extends QueueCore {
     this.pump(group);
   }
 
+  /**
+   * A group this broker had before a restart (messages/held-groups.ts), held as a lost
+   * connection's is: what is accepted before its members subscribe again gets a record in it
+   */
+  holdGroup(key: string, holdMs: number): void {
+    const group = this.groupFor(key);
+    if (group && group.memberCount === 0) this.#holdGroup(group, holdMs);
+  }
+
   /** keeps a group without members until `holdMs` from now (at the end it goes if still empty) */
   #holdGroup(group: Group, holdMs: number): void {
     const until = this.env.now() + holdMs;

@@ -39,6 +39,8 @@ export interface QueueEnvironment {
   forgotten?(messageId: string, acceptedAt: number): void;
   /** a delivery in flight ended (acked, nacked, timed out): soft-stop waits on these */
   flightEnded?(): void;
+  /** a recipient group was made or went: the router keeps the list a restart holds again (messages/held-groups.ts) */
+  groupsChanged?(): void;
 }
 
 export interface QueueCounters {
