@@ -14,6 +14,24 @@ const OFFER_LOG_EVERY_MS = 60_000;
 export const FENCED_WAIT_MS = 60_000;
 
 /**
+ * One `follow` of ours and the master's sync in answer. Its frames are applied long after they
+ * are read when the apply chain lags (a large sync, a loaded host): each one is judged by the
+ * sync it was read in, never by the link's state when it is applied (issue 27, nemesis seed 27)
+ */
+interface Sync {
+  /** the ids it named, its feed included: what we hold beyond them may be ours alone */
+  readonly named: Set<string>;
+  /**
+   * what its `history` and `feed` frames bring is written in the history's catch-up place (the
+   * master's order, before our own writes): from the `follow` until it is done, and, given up
+   * (the link cut, the master fenced), until a new `follow` begins on any link, so that place
+   * holds the master's history without a gap wherever the frames read stop
+   * (docs/protocol.md#history-catch-up)
+   */
+  catchingUp: boolean;
+}
+
+/**
  * Our link to one peer: a client connection that logs in with the broker's key pair as
  * `role: 'peer'`, tells our role, and follows the peer while it is the master.
  *
@@ -36,8 +54,10 @@ export class PeerLink implements KeyLink {
   #peerTakesKeys = false;
   /** sync and feed frames are applied one after the other: a store append may come between */
   #applying: Promise<void> = Promise.resolve();
-  /** the ids the master's current sync named: what we hold beyond them may be ours alone */
-  #named: Set<string> | null = null;
+  /** the sync of our current `follow`, until it is done or we stop following */
+  #sync: Sync | null = null;
+  /** the sync we gave up last, its frames still read into the history's catch-up place */
+  #gaveUp: Sync | null = null;
   /** while in step with the master: offers what only we got from clients, once a second */
   #offerTimer: NodeJS.Timeout | null = null;
   /** frames from the master received and not applied yet: past limits.maxMirrorBacklogBytes the link is not read */
@@ -195,7 +215,7 @@ export class PeerLink implements KeyLink {
     this.#resuming = false;
     this.#following = false;
     this.#follows++;
-    this.#named = null;
+    this.#giveUpSync();
     // a long outage (etcd down): the queues here must not wait on the master's settlements for ever
     this.#fencedWait ??= setTimeout(() => {
       this.#fencedWait = null;
@@ -211,9 +231,25 @@ export class PeerLink implements KeyLink {
     this.#fencedWait = null;
   }
 
-  /** another link follows a master for a sync: what we kept for this fenced one goes */
-  endSuspension(): void {
+  /**
+   * Another link follows a master for a sync: what we kept for this fenced one goes, and the
+   * frames of a sync we gave up no longer go to the history's catch-up place (that sync brings them)
+   */
+  anotherFollows(): void {
+    this.#endCatchingUp();
     if (this.#suspended || this.#resuming) this.#stopFollowing();
+  }
+
+  /** we stop following: the frames of this sync already read still go to the catch-up place, in order */
+  #giveUpSync(): void {
+    if (this.#sync) this.#gaveUp = this.#sync;
+    this.#sync = null;
+  }
+
+  /** a new `follow` begins (before it reads its anchors): the sync given up writes no more */
+  #endCatchingUp(): void {
+    if (this.#gaveUp) this.#gaveUp.catchingUp = false;
+    this.#gaveUp = null;
   }
 
   /** the master's answer to our `follow` with `resume` */
@@ -244,6 +280,9 @@ export class PeerLink implements KeyLink {
    */
   async #follow(follow: number): Promise<void> {
     const { replica, log } = this.#deps;
+    // the anchors below are read after the frames of a sync given up stop being written: what
+    // they lack, this follow's catch-up brings
+    this.#endCatchingUp();
     let history: FollowHistory[] = [];
     try {
       await replica.historyOutOfStep();
@@ -252,7 +291,7 @@ export class PeerLink implements KeyLink {
       log.error('could not read the history to follow the master: it sends all it keeps', { master: this.target.serviceId, error: (error as Error).message });
     }
     if (follow !== this.#follows || !this.#following || !this.#connection.isReady) return;
-    this.#named = new Set(); // what the sync names, its feed included
+    this.#sync = { named: new Set(), catchingUp: true };
     this.#connection.send({ type: 'follow', history });
   }
 
@@ -303,31 +342,38 @@ export class PeerLink implements KeyLink {
   #apply(frame: SyncFrame | FeedFrame, bytes: number): void {
     const { replica, log } = this.#deps;
     const received = this.#backlog.received(frame.messages.length + frame.removed.length + (frame.type === 'feed' ? frame.settled.length : 0), bytes);
+    // the sync this frame was read in (none: read while in step, or after a sync given up)
+    const sync = this.#sync;
     this.#applying = this.#applying
       .then(async () => {
         if (frame.type === 'sync') {
-          const named = (this.#named ??= new Set());
-          for (const m of frame.messages) named.add(m.messageId);
-          for (const messageId of frame.removed) named.add(messageId);
+          if (sync) {
+            for (const m of frame.messages) sync.named.add(m.messageId);
+            for (const messageId of frame.removed) sync.named.add(messageId);
+          }
           await replica.applyMessages(frame.messages);
           replica.applySettled([], frame.removed);
-          if (frame.done && this.#following) {
-            this.#named = null;
+          // the `done` of a sync given up (read before we stopped following) is not ours to act on
+          if (frame.done && sync !== null && sync === this.#sync && this.#following) {
+            this.#sync = null;
+            sync.catchingUp = false;
             // our own history writes since we fell out of step go after the master's catch-up
             await replica.historyInStep();
             // tracking first: a client message stored while the offer reads bodies is not missed
             this.#inStep();
-            await this.#offerHeldOnlyHere(named);
+            await this.#offerHeldOnlyHere(sync.named);
             this.#syncs++;
             this.#peers.inStep(this.view?.epoch);
             log.info('in step with the master', { master: this.target.serviceId, epoch: this.view?.epoch });
           }
         } else {
-          if (this.#named && frame.messages.length > 0) {
+          if (sync && frame.messages.length > 0) {
             // the master's feed of its sync (sent before `done` with a catch-up): named, and
-            // written in the history after the catch-up, in its order
-            for (const m of frame.messages) this.#named.add(m.messageId);
-            await replica.historyFromFeed(frame.messages);
+            // written in the history after the catch-up, in its order; also once the sync was
+            // given up (the link cut, the master fenced) while its frames read are applied, so
+            // the catch-up place ends where they end, without a gap a later sync would not fill
+            for (const m of frame.messages) sync.named.add(m.messageId);
+            if (sync.catchingUp) await replica.historyFromFeed(frame.messages);
           }
           if (frame.messages.length > 0) await replica.applyMessages(frame.messages);
           replica.applySettled(frame.settled, frame.removed);
@@ -341,12 +387,15 @@ export class PeerLink implements KeyLink {
   #applyHistory(frame: HistoryFrame, bytes: number): void {
     const { replica, log } = this.#deps;
     const received = this.#backlog.received(frame.records.length, bytes);
+    const sync = this.#sync;
     this.#applying = this.#applying
-      .then(() => (this.#peers.isMaster ? undefined : replica.applyHistory(frame)))
+      // a sync given up before a new follow began: what it brings still goes before our own writes
+      .then(() => (this.#peers.isMaster || !sync?.catchingUp ? undefined : replica.applyHistory(frame)))
       .catch((error: unknown) => log.error('could not write the history the master sent', { master: this.target.serviceId, queue: frame.queue, error: (error as Error).message }))
       .finally(() => {
         this.#backlog.applied(received);
-        if (this.#connection.isReady) this.#connection.send({ type: 'historyAck', n: frame.n });
+        // only the current sync's master waits for it (a later sync on this link counts its own frames)
+        if (this.#connection.isReady && sync !== null && sync === this.#sync) this.#connection.send({ type: 'historyAck', n: frame.n });
       });
   }
 
@@ -358,7 +407,7 @@ export class PeerLink implements KeyLink {
     this.#resuming = false;
     this.#endFencedWait();
     this.#follows++;
-    this.#named = null;
+    this.#giveUpSync();
     // out of step: our own history writes wait aside for the next catch-up. After the frames
     // received are applied: the feed places the clients' copies it names, in its order, before
     // the rest of them are written where they arrived (docs/operations.md#history-catch-up)
