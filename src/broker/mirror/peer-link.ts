@@ -394,8 +394,7 @@ export class PeerLink implements KeyLink {
       .catch((error: unknown) => log.error('could not write the history the master sent', { master: this.target.serviceId, queue: frame.queue, error: (error as Error).message }))
       .finally(() => {
         this.#backlog.applied(received);
-        // only the current sync's master waits for it (a later sync on this link counts its own frames)
-        if (this.#connection.isReady && sync !== null && sync === this.#sync) this.#connection.send({ type: 'historyAck', n: frame.n });
+        if (this.#connection.isReady) this.#connection.send({ type: 'historyAck', n: frame.n });
       });
   }
 
