@@ -8,12 +8,13 @@
 // - `one`: the same broker with a one-set cluster block (the routing cost: one vs none);
 // - `two`: two sets of one broker each, the 8 queues pinned 4 and 4, each client seeded with the
 //   broker of "its" set (half of its sends and subscriptions routed to the other set).
-// Each broker first handles --warm messages (not measured), then sits idle for a second (its
-// idle CPU is measured), then two passes of `count` messages per broker are measured:
+// Each broker first handles --warm messages (not measured), then sits idle for 4 s (its idle
+// CPU is measured over the last 2), then two passes of `count` messages per broker are measured:
 // - saturated: the producers send as fast as their window lets them: total msg/s;
-// - paced: the producers send --rate messages a second per broker (default 10,000), so each
-//   broker does the same work per second in every layout and the CPU per message compares like
-//   with like (a broker at half the load batches less: more frames and commits per message).
+// - paced: the producers send --rate messages a second per broker (default 10,000; 0: no paced
+//   pass) in fixed batches every 5 ms, so each broker gets the same batches in every layout and
+//   the CPU per message compares like with like (a broker at half the load batches less: more
+//   frames and commits per message). A loaded machine delays the ticks: the rate reached is shown.
 // Figures per pass: broker CPU time (utime + stime from /proc, summed over the brokers) per
 // message, the benchmark process's (the clients'), etcd's, the rest of the machine's (a
 // disturbance), and frames from the clients to the brokers per message. Not a timed test.
@@ -29,7 +30,9 @@ import { freePort, spawnServer, stopServer, waitForPort } from './servers.mjs';
 const ROOT = join(import.meta.dirname, '..');
 const QUEUES = Array.from({ length: 8 }, (_, i) => `cl${i}/v1`);
 const TICKS = 100; // USER_HZ on Linux
-const IDLE_MS = 1_000;
+const IDLE_MS = 2_000;
+/** paced passes: each producer sends its batch every TICK_MS */
+const TICK_MS = 5;
 export const LAYOUTS = ['none', 'one', 'two'];
 let PROF_DIR = null;
 
@@ -196,10 +199,13 @@ async function once(layout, etcd, { count, client, window, clients, warm, rate, 
     target = total;
     const done = new Promise((resolve) => (allIn = resolve));
     const share = Math.ceil(total / producers.length);
-    const startedAt = performance.now();
     await Promise.all(producers.map((producer, i) => new Promise((resolve) => {
       const mine = Math.min(share, total - i * share);
-      const due = perSecond === null ? () => mine : () => Math.min(mine, Math.floor(((performance.now() - startedAt) * perSecond) / producers.length / 1000));
+      // paced: a fixed batch per tick (not what the clock says is due: a producer whose ticks
+      // come late would send bigger batches, and a broker's cost per message follows the batch)
+      const perTick = perSecond === null ? 0 : Math.max(1, Math.round((perSecond * TICK_MS) / 1000 / producers.length));
+      let ticks = 0;
+      const due = perSecond === null ? () => mine : () => Math.min(mine, ticks * perTick);
       let sent = 0;
       let open = 0;
       let timer = null;
@@ -211,15 +217,18 @@ async function once(layout, etcd, { count, client, window, clients, warm, rate, 
           open++;
           producer.send(`${q}/x`, { n: sent }, () => {
             open--;
-            if (sent < mine) pump();
-            else if (open === 0) {
+            // paced: sends leave on the timer's ticks only, a fixed batch per tick in every layout
+            // (sending what is due from each answer makes the batches depend on reply timing)
+            if (sent < mine) {
+              if (perSecond === null) pump();
+            } else if (open === 0) {
               if (timer) clearInterval(timer);
               resolve();
             }
           });
         }
       };
-      if (perSecond !== null) timer = setInterval(pump, 5);
+      if (perSecond !== null) timer = setInterval(() => (ticks++, pump()), TICK_MS);
       pump();
     })));
     await done;
@@ -227,7 +236,9 @@ async function once(layout, etcd, { count, client, window, clients, warm, rate, 
   // every broker warmed up alike (JIT, heap): a fresh process's first tens of thousands of
   // messages cost more, and with 2 sets each broker gets half of them
   if (warm > 0) await pass(warm * brokers.length);
-  // a second of nothing: each broker's idle cost (timers, the etcd lease and watches)
+  // nothing sent for a while: each broker's idle cost (timers, the etcd lease and watches),
+  // measured after a settle as long (the tail of the warm-up's commits and collections)
+  await new Promise((r) => setTimeout(r, IDLE_MS));
   const idleFrom = brokers.map((b) => cpuMs(b.proc.pid).total);
   await new Promise((r) => setTimeout(r, IDLE_MS));
   const idleMsPerSecond = brokers.reduce((sum, b, i) => sum + cpuMs(b.proc.pid).total - idleFrom[i], 0) / (IDLE_MS / 1000);
