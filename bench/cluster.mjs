@@ -1,7 +1,8 @@
 // The cluster row of `npm run bench` (issue 31), also `node bench/cluster.mjs [--count=N] [--runs=N]
 // [--warm=N] [--window=N] [--clients=N] [--rate=N] [--layouts=none,one,two] [--counters]
 // [--cpu-prof-dir=DIR]`. Method and figures: docs/performance.md#the-cluster-row.
-// Three layouts on a real etcd (Debian's etcd, started here), alternated in each run, with the
+// Three layouts on a real etcd (Debian's etcd, started here), alternated in each run (the order
+// turning from run to run), with the
 // same clients: 2 producers and 2 consumers (in-process clients, prefetch 100, a window of 2,000
 // unanswered sends each unless --window), 8 durable queues:
 // - `none`: one broker process with an election and no cluster block;
@@ -273,7 +274,8 @@ export async function measureCluster({ runs = 3, count = 40_000, window = 2000, 
   const load = { start: loadavg(), end: null };
   try {
     for (let run = 0; run < runs; run++) {
-      for (const layout of only) {
+      // the order turns each run (none one two, one two none, ...): no layout always first after a start or last
+      for (const layout of only.map((_, i) => only[(i + run) % only.length])) {
         const result = await once(layout, etcd, { count, client, window, clients, warm, rate, withCounters });
         const { saturated: s, paced: p } = result;
         log(`cluster ${layout} run ${run + 1}: ${s.rate.toFixed(0)} msg/s, ${s.cpuUsPerMessage.toFixed(1)} µs broker CPU per message${p ? `; paced at ${p.target}/s: ${p.rate.toFixed(0)} msg/s, ${p.cpuUsPerMessage.toFixed(1)} µs` : ''} (other ${s.otherCpuPct.toFixed(0)}%, load ${loadavg()})`);
