@@ -12,7 +12,7 @@
 // Each broker first handles --warm messages (not measured), then sits idle for 4 s (its idle
 // CPU is measured over the last 2), then two passes of `count` messages per broker are measured:
 // - saturated: the producers send as fast as their window lets them: total msg/s;
-// - paced: the producers send --rate messages a second per broker (default 10,000; 0: no paced
+// - paced: the producers send --rate messages a second per broker (default 8,000; 0: no paced
 //   pass) in fixed batches every 5 ms, so each broker gets the same batches in every layout and
 //   the CPU per message compares like with like (a broker at half the load batches less: more
 //   frames and commits per message). A loaded machine delays the ticks: the rate reached is shown.
@@ -265,7 +265,7 @@ const median = (xs) => sorted(xs)[Math.floor(xs.length / 2)];
 const spread = (xs) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
 
 /** runs every layout `runs` times, alternated; per layout and pass the medians and spreads, and the ratios of each run's pair */
-export async function measureCluster({ runs = 3, count = 40_000, window = 2000, clients = 2, warm = 40_000, rate = 10_000, counters: withCounters = false, layouts: only = LAYOUTS, log = () => {} } = {}) {
+export async function measureCluster({ runs = 3, count = 40_000, window = 2000, clients = 2, warm = 40_000, rate = 8_000, counters: withCounters = false, layouts: only = LAYOUTS, log = () => {} } = {}) {
   const { client } = await import(pathToFileURL(join(ROOT, 'dist', 'index.js')).href);
   countFrames();
   const dir = mkdtempSync(join(tmpdir(), 'whisker-bench-etcd-'));
@@ -338,7 +338,7 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
   const layouts = args.layouts ? args.layouts.split(',') : LAYOUTS;
   PROF_DIR = args['cpu-prof-dir'] ?? null;
-  const result = await measureCluster({ runs: Number(args.runs ?? 3), count: Number(args.count ?? 40_000), window: Number(args.window ?? 2000), clients: Number(args.clients ?? 2), warm: Number(args.warm ?? 40_000), rate: Number(args.rate ?? 10_000), counters: 'counters' in args, layouts, log: (l) => console.log(l) });
+  const result = await measureCluster({ runs: Number(args.runs ?? 3), count: Number(args.count ?? 40_000), window: Number(args.window ?? 2000), clients: Number(args.clients ?? 2), warm: Number(args.warm ?? 40_000), rate: Number(args.rate ?? 8_000), counters: 'counters' in args, layouts, log: (l) => console.log(l) });
   printCluster(result);
   if (args.json) writeFileSync(args.json, JSON.stringify(result, null, 2));
   process.exit(0);
