@@ -16,6 +16,7 @@ import { Moving } from './moving.js';
 import { Reservations } from './reservations.js';
 import { Refusals } from '../access/refusals.js';
 import type { ReservationFile, ReservationRecord } from '../store/reservation-file.js';
+import type { GroupFile, KeptGroup } from '../store/group-file.js';
 
 /** what the mirrors learn of this broker's messages (src/broker/mirror/, docs/protocol.md#peers) */
 export interface MirrorHooks {
@@ -37,6 +38,8 @@ export interface RouterOptions {
   readonly history?: History;
   /** where reserved ids are kept (SPEC §5); none: they last as long as the process */
   readonly reservationFile?: ReservationFile;
+  /** where the recipient groups are kept, so a restart holds them (groupHold); none: a restart forgets them */
+  readonly groupFile?: GroupFile;
 }
 
 /**
@@ -78,6 +81,7 @@ export class Router {
   readonly #idleQueues: IdleQueues;
   #forgotten: ((queue: string) => void) | null = null;
   readonly #history: History | undefined;
+  readonly #groupFile: GroupFile | null;
   #hooks: MirrorHooks | null = null;
   #isMaster: boolean;
   #followsMaster = false;
@@ -113,8 +117,12 @@ export class Router {
       now: this.now,
       log: this.log,
     });
+    this.#groupFile = options.groupFile ?? null;
     this.#lifecycle.observe(() => {
-      if (this.#lifecycle.isStopping) this.#checkIdle();
+      if (!this.#lifecycle.isStopping) return;
+      // the connections a stop closes are lost to their clients: the restart holds their groups
+      void this.#groupFile?.freeze();
+      this.#checkIdle();
     });
     this.refusals = new Refusals(options.log, options.now);
     this.#reservations = new Reservations({
@@ -367,6 +375,7 @@ export class Router {
       this.#seq = Math.max(this.#seq, item.message.seq);
       this.#queue(item.message.queue).restore(item);
     }
+    this.#holdKeptGroups();
     for (const queue of this.#queues.values()) queue.finishRestore();
     this.#reservations.restore();
     this.#reservations.setMaster(this.#isMaster);
@@ -376,6 +385,31 @@ export class Router {
     await this.#recoverHistory(messages.map((m) => m.message), new Set(recent.map((r) => r.messageId)));
     this.#idleQueues.start();
     return messages.length;
+  }
+
+  /**
+   * The groups this broker had when it stopped (a kill -9 included) are held for groupHold, as
+   * after lost connections: their clients come back to the restarted broker at their own pace,
+   * and what it accepts meanwhile (sends re-sent, offers at a promotion) reaches every one of
+   * them, not only the first to subscribe again (issue 27, the 30-minute nemesis)
+   */
+  #holdKeptGroups(): void {
+    const file = this.#groupFile;
+    const holdMs = this.#policy.config.groupHold * 1000;
+    if (!file) return;
+    const kept = file.load();
+    if (holdMs > 0) for (const { queue, group } of kept) this.#queue(queue).holdKept(group, holdMs);
+    if (kept.length > 0) this.log.info('recipient groups held after the restart until their clients subscribe again', { groups: kept.length, groupHold: this.#policy.config.groupHold });
+    this.#groupsChanged();
+  }
+
+  /** the groups a restart holds again changed: the file follows */
+  #groupsChanged(): void {
+    this.#groupFile?.changed(() => {
+      const kept: KeptGroup[] = [];
+      for (const queue of this.#queues.values()) for (const group of queue.recipientGroups()) kept.push({ queue: queue.name, group });
+      return kept;
+    });
   }
 
   /** a master's history takes its own writes in line; a slave's wait aside for its master's catch-up */
@@ -548,6 +582,7 @@ export class Router {
           this.#dedupe.addAt(messageId, acceptedAt, this.#queueTag(name));
         },
         flightEnded: () => this.#checkIdle(),
+        groupsChanged: () => this.#groupsChanged(),
       });
       queue.setDelivering(this.#isMaster && !this.#moving.isFrozen(name));
       queue.setFollowsMaster(this.#followsMaster);

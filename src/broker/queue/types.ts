@@ -39,6 +39,8 @@ export interface QueueEnvironment {
   forgotten?(messageId: string, acceptedAt: number): void;
   /** a delivery in flight ended (acked, nacked, timed out): soft-stop waits on these */
   flightEnded?(): void;
+  /** a group got its first member, or has none left and is not held (`recipientGroups` changed): a restart holds those kept */
+  groupsChanged?(): void;
 }
 
 export interface QueueCounters {
