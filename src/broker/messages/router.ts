@@ -555,6 +555,11 @@ export class Router {
     for (const resolve of waiters) resolve();
   }
 
+  /** the groups a restart holds again, as they were when the stop began, are on disk */
+  groupsKept(): Promise<void> {
+    return this.#groupFile?.freeze() ?? Promise.resolve();
+  }
+
   close(): void {
     void this.#reservations.close();
     this.#idleQueues.stop();

@@ -32,6 +32,7 @@ export class GroupFile {
   #again = false;
   #last = '';
   #frozen = false;
+  #freezing: Promise<void> | null = null;
   #warnedFull = false;
 
   constructor(path: string, log: Logger) {
@@ -78,15 +79,26 @@ export class GroupFile {
    * Stopping: the connections the stop closes leave the file as it is (their clients come back to
    * the restarted broker as after a lost connection); a change under way still lands.
    */
-  async freeze(): Promise<void> {
+  freeze(): Promise<void> {
+    this.#freezing ??= this.#freeze();
+    return this.#freezing;
+  }
+
+  async #freeze(): Promise<void> {
     this.#frozen = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
+    // the groups as they are now, before the stop closes their connections
+    const groups = this.#snapshot?.();
     while (this.#writing) await this.#writing;
+    if (!groups) return;
+    this.#writing = this.#writeLoop(groups);
+    await this.#writing;
   }
 
-  async #writeLoop(): Promise<void> {
+  async #writeLoop(last?: readonly KeptGroup[]): Promise<void> {
     try {
+      if (last) return await this.#write(last);
       do {
         this.#again = false;
         await this.#write(this.#snapshot?.() ?? []);
