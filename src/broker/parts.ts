@@ -32,7 +32,7 @@ import type { BrokerContext } from './session/ports.js';
 import { SocketServer } from './session/server.js';
 import { LogStore } from './store/log.js';
 import { ReservationFile } from './store/reservation-file.js';
-import { GroupFile } from './store/group-file.js';
+import { heldGroupsFile } from './messages/held-groups.js';
 import type { MessageStore } from './store/store.js';
 
 /** the parts `Broker.start` made, each handed to its one owner */
@@ -65,8 +65,8 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
   const lifecycle = new Lifecycle();
   const history: History = new History(join(config.dataDirectory, 'history'), (queue: string) => router.policy.retention(queue), log, now);
   const reservationFile = new ReservationFile(join(config.dataDirectory, 'reservations.json'), log);
-  const groupFile = new GroupFile(join(config.dataDirectory, 'groups.json'), log);
-  const router: Router = new Router({ policy, store: hooks.wrapStore ? hooks.wrapStore(store) : store, log, now, lifecycle, history, reservationFile, groupFile });
+  const groupsFile = heldGroupsFile(join(config.dataDirectory, 'groups.json'), log);
+  const router: Router = new Router({ policy, store: hooks.wrapStore ? hooks.wrapStore(store) : store, log, now, lifecycle, history, reservationFile, groupsFile });
   let server: SocketServer | undefined;
   let peers: Peers | undefined;
   let replica: Replica | undefined;

@@ -92,7 +92,8 @@ export async function startManagement(broker: ManagedBroker & InspectedBroker, c
   const gets = getRoutes(ctx);
   const posts = postRoutes(ctx);
 
-  const rendered = new RenderCache(() => metrics.text());
+  // a kept render is not served once the role or the epoch changed (render-cache.ts)
+  const rendered = new RenderCache(() => metrics.text(), undefined, () => `${broker.isMaster}:${broker.election?.epoch ?? 0}`);
   const unread = new UnreadAnswers();
   const busy = (): Reply => ({ ...json(503, { error: 'busy: too many answers not read yet, retry' }), headers: { 'Retry-After': '1' } });
   /** data views make new bodies: refused while unread answers hold too much (a fresh render costs nothing) */

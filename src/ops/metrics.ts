@@ -314,6 +314,7 @@ export class BrokerMetrics {
       },
       record: (events) => store.record(events),
       readsBodies: store.readsBodies,
+      ...(store.messageIds ? { messageIds: store.messageIds } : {}),
       readBodies: (messageIds) => store.readBodies(messageIds),
       isHealthy: () => store.isHealthy(),
       close: () => store.close(),

@@ -1,14 +1,36 @@
 /**
- * Message ids and the slot number each has in its owner's columns (the store's live index, a
- * queue's cold rows, the dedupe window): open addressing over an Int32Array, 4 bytes a table
- * entry kept 1/4 to 3/4 full, plus the id's hash per slot, where a Map costs about 40 bytes a key
+ * Message ids and the slot number each has in its owner's columns (the store's live index, the
+ * router's rows, the dedupe window): open addressing over an Int32Array, 4 bytes a table entry
+ * kept 1/4 to 3/4 full, plus the id's hash per slot, where a Map costs about 40 bytes a key
  * (bounded memory, SPEC §7: a million waiting messages are a million ids). Slots freed are used
  * again first, so the slots in use stay dense and the owner's columns grow only with the live
  * count. A full table is not rebuilt in one go (28 ms at a million ids): a bigger one takes the
  * new ids and every change moves a few entries of the old one over, until it is empty.
+ *
+ * The ids themselves are bytes in one arena, 16 per slot, not a string each (a 32-character id
+ * string is 48 bytes of heap and an object the garbage collector traces): lowercase hex of up to
+ * 32 characters (what the client makes, message-ids.ts) and UUIDs packed two digits a byte, other
+ * one-byte ids of up to 16 characters as they are; any other id is kept as a string aside.
+ * `idAt` makes the string again when asked.
+ *
+ * One IdSlots may serve several owners keyed by the same slots (the durable store's index and the
+ * router's rows: one id map, one copy of each id): each `hold`s an id with its own bit and
+ * `release`s it; the slot is freed when no owner holds it. `add`/`remove` serve a sole owner.
+ *
+ * Why this file is long: the table, its incremental growth and the arena's four id encodings are
+ * one structure whose invariants (a slot's kind, holders and cells change together) no split keeps.
  */
 export class IdSlots {
-  #ids: (string | undefined)[] = [];
+  /** slots made so far */
+  #length = 0;
+  /** per slot: how its id is kept (FREE, OTHER, UUID, HEX + bytes, LATIN1 + characters) */
+  #kind = new Uint8Array(1024);
+  /** per slot: the owners holding it (`hold`), a bit each */
+  #holders = new Uint8Array(1024);
+  /** per slot: the id's 16 bytes as four words (zero-padded) */
+  #cells = new Uint32Array(1024 * 4);
+  /** ids that do not fit a cell, by slot */
+  readonly #others = new Map<number, string>();
   /** hash of the slot's id (moving an entry does not hash the string again) */
   #hash = new Uint32Array(1024);
   /** id -> slot + 1: linear probing; EMPTY (0) ends a probe, GONE does not */
@@ -28,35 +50,70 @@ export class IdSlots {
 
   /** slots made so far, in use or free: every slot number is below it */
   get length(): number {
-    return this.#ids.length;
+    return this.#length;
   }
 
   /** the slot of an id, -1 when it has none */
   find(id: string): number {
     const hash = hashOf(id);
-    const slot = this.#probe(this.#table, hash, id);
-    return slot >= 0 || this.#old === null ? slot : this.#probe(this.#old, hash, id);
+    const kind = encode(id);
+    const slot = this.#probe(this.#table, hash, kind, id);
+    return slot >= 0 || this.#old === null ? slot : this.#probe(this.#old, hash, kind, id);
   }
 
-  /** the id in a slot; undefined: the slot is free */
+  /** the slot holds an id (no string made) */
+  has(slot: number): boolean {
+    return slot < this.#length && this.#kind[slot] !== FREE;
+  }
+
+  /** owners' bits taken (`claim`) */
+  #claimed = 0;
+
+  /** `holder`'s bit is this owner's alone: a second owner with it would read the first's slots as its own */
+  claim(holder: number): void {
+    if ((this.#claimed & holder) !== 0) throw new Error(`IdSlots: holder ${holder} already has an owner`);
+    this.#claimed |= holder;
+  }
+
+  /** the slot of an id for `holder` (a bit), made if the id has none */
+  hold(id: string, holder: number): number {
+    let slot = this.find(id);
+    if (slot < 0) slot = this.add(id);
+    this.#holders[slot]! |= holder;
+    return slot;
+  }
+
+  /** `holder` holds the slot */
+  holds(slot: number, holder: number): boolean {
+    return slot < this.#length && (this.#holders[slot]! & holder) !== 0;
+  }
+
+  /** `holder` lets the slot go; freed when no holder is left */
+  release(slot: number, holder: number): void {
+    const left = this.#holders[slot]! & ~holder;
+    this.#holders[slot] = left;
+    if (left === 0) this.remove(slot);
+  }
+
+  /** the id in a slot, a string made from its bytes; undefined: the slot is free */
   idAt(slot: number): string | undefined {
-    return this.#ids[slot];
+    const kind = slot < this.#length ? this.#kind[slot]! : FREE;
+    if (kind === FREE) return undefined;
+    if (kind === OTHER) return this.#others.get(slot);
+    return decode(this.#cells, slot, kind);
   }
 
   /** the caller knows the id has no slot (`find`); a freed slot is used again first */
   add(id: string): number {
     let slot = this.#free.pop();
     if (slot === undefined) {
-      slot = this.#ids.length;
-      if (slot === this.#hash.length) {
-        const hash = new Uint32Array(slot * 2);
-        hash.set(this.#hash);
-        this.#hash = hash;
-      }
-      this.#ids.push(id);
-    } else {
-      this.#ids[slot] = id;
+      slot = this.#length++;
+      if (slot === this.#hash.length) this.#grow();
     }
+    const kind = encode(id);
+    this.#kind[slot] = kind;
+    if (kind === OTHER) this.#others.set(slot, id);
+    else this.#cells.set(SCRATCH, slot * WORDS);
     this.#hash[slot] = hashOf(id);
     this.#live++;
     this.#moveSome();
@@ -69,19 +126,45 @@ export class IdSlots {
 
   remove(slot: number): void {
     if (!this.#unplace(this.#table, slot)) this.#unplace(this.#old!, slot);
-    this.#ids[slot] = undefined;
+    if (this.#kind[slot] === OTHER) this.#others.delete(slot);
+    this.#kind[slot] = FREE;
+    this.#holders[slot] = 0;
     this.#free.push(slot);
     this.#live--;
     this.#moveSome();
   }
 
-  #probe(table: Int32Array, hash: number, id: string): number {
+  /** `kind` and SCRATCH: the id as `encode` left it */
+  #probe(table: Int32Array, hash: number, kind: number, id: string): number {
     const mask = table.length - 1;
     for (let i = hash & mask; ; i = (i + 1) & mask) {
       const entry = table[i]!;
       if (entry === EMPTY) return -1;
-      if (entry > 0 && this.#hash[entry - 1] === hash && this.#ids[entry - 1] === id) return entry - 1;
+      if (entry > 0 && this.#hash[entry - 1] === hash && this.#kind[entry - 1] === kind && this.#same(entry - 1, kind, id)) return entry - 1;
     }
+  }
+
+  #same(slot: number, kind: number, id: string): boolean {
+    if (kind === OTHER) return this.#others.get(slot) === id;
+    const cells = this.#cells;
+    const at = slot * WORDS;
+    return cells[at] === SCRATCH[0] && cells[at + 1] === SCRATCH[1] && cells[at + 2] === SCRATCH[2] && cells[at + 3] === SCRATCH[3];
+  }
+
+  #grow(): void {
+    const size = this.#hash.length * 2;
+    const hash = new Uint32Array(size);
+    hash.set(this.#hash);
+    this.#hash = hash;
+    const kind = new Uint8Array(size);
+    kind.set(this.#kind);
+    this.#kind = kind;
+    const holders = new Uint8Array(size);
+    holders.set(this.#holders);
+    this.#holders = holders;
+    const cells = new Uint32Array(size * WORDS);
+    cells.set(this.#cells);
+    this.#cells = cells;
   }
 
   /** into the first entry that is not a slot (EMPTY or GONE); the caller counts `#used` for EMPTY */
@@ -135,6 +218,132 @@ export class IdSlots {
   }
 }
 
+/**
+ * Ids in a list, appended and read by index, kept as IdSlots keeps them (16 bytes a cell, not a
+ * string each): the store's ids removed within the dedupe window (log-index.ts), a million at
+ * 10,000 msg/s, that would otherwise be a million strings the garbage collector keeps moving.
+ */
+export class IdList {
+  #length = 0;
+  #kind = new Uint8Array(1024);
+  #cells = new Uint32Array(1024 * WORDS);
+  readonly #others = new Map<number, string>();
+
+  get length(): number {
+    return this.#length;
+  }
+
+  push(id: string): void {
+    const at = this.#length++;
+    if (at === this.#kind.length) {
+      const kind = new Uint8Array(at * 2);
+      kind.set(this.#kind);
+      this.#kind = kind;
+      const cells = new Uint32Array(at * 2 * WORDS);
+      cells.set(this.#cells);
+      this.#cells = cells;
+    }
+    const kind = encode(id);
+    this.#kind[at] = kind;
+    if (kind === OTHER) this.#others.set(at, id);
+    else this.#cells.set(SCRATCH, at * WORDS);
+  }
+
+  at(index: number): string {
+    const kind = this.#kind[index]!;
+    return kind === OTHER ? this.#others.get(index)! : decode(this.#cells, index, kind);
+  }
+
+  /** the id's length in characters (no string made) */
+  lengthAt(index: number): number {
+    const kind = this.#kind[index]!;
+    if (kind === OTHER) return this.#others.get(index)!.length;
+    if (kind === UUID) return 36;
+    return kind > HEX ? (kind - HEX) * 2 : kind - LATIN1;
+  }
+
+  /** a new list of the ids from `from` on, copied cell by cell (this one is left as it is) */
+  slice(from: number): IdList {
+    const list = new IdList();
+    const length = this.#length - from;
+    let size = 1024;
+    while (size < length) size *= 2;
+    list.#kind = new Uint8Array(size);
+    list.#kind.set(this.#kind.subarray(from, this.#length));
+    list.#cells = new Uint32Array(size * WORDS);
+    list.#cells.set(this.#cells.subarray(from * WORDS, this.#length * WORDS));
+    for (const [index, id] of this.#others) if (index >= from) list.#others.set(index - from, id);
+    list.#length = length;
+    return list;
+  }
+}
+
+/** the id of cell `index` of a kind other than FREE and OTHER */
+function decode(cells: Uint32Array, index: number, kind: number): string {
+  const cell = Buffer.from(cells.buffer, cells.byteOffset + index * CELL, CELL);
+  if (kind === UUID) {
+    const hex = cell.toString('hex');
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  }
+  if (kind > HEX) return cell.toString('hex', 0, kind - HEX);
+  return cell.toString('latin1', 0, kind - LATIN1);
+}
+
+/** bytes and words of an id's cell */
+const CELL = 16;
+const WORDS = CELL / 4;
+/** slot kinds: free, an id kept aside as a string, a UUID; LATIN1 + n: n one-byte characters; HEX + n: n bytes of lowercase hex */
+const FREE = 0;
+const OTHER = 1;
+const UUID = 2;
+const LATIN1 = 3;
+const HEX = LATIN1 + CELL + 1;
+/** the id being found or added, as `encode` packed it (one id at a time: nothing here awaits) */
+const SCRATCH_BYTES = new Uint8Array(CELL);
+/** the same bytes, compared a word at a time */
+const SCRATCH = new Uint32Array(SCRATCH_BYTES.buffer);
+
+/** packs an id into SCRATCH, returns its kind (one kind per string: equal ids have equal cells) */
+function encode(id: string): number {
+  SCRATCH.fill(0);
+  const length = id.length;
+  if (length <= CELL * 2 && length % 2 === 0 && length > 0 && packHex(id, 0, length, 0)) return HEX + length / 2;
+  if (length === 36 && isUuid(id)) return UUID;
+  SCRATCH.fill(0);
+  if (length > CELL) return OTHER;
+  for (let i = 0; i < length; i++) {
+    const c = id.charCodeAt(i);
+    if (c > 0xff) return OTHER;
+    SCRATCH_BYTES[i] = c;
+  }
+  return LATIN1 + length;
+}
+
+/** a UUID's 32 digits, lowercase, dashes at 8, 13, 18 and 23 */
+function isUuid(id: string): boolean {
+  if (id.charCodeAt(8) !== DASH || id.charCodeAt(13) !== DASH || id.charCodeAt(18) !== DASH || id.charCodeAt(23) !== DASH) return false;
+  SCRATCH.fill(0);
+  return packHex(id, 0, 8, 0) && packHex(id, 9, 13, 4) && packHex(id, 14, 18, 6) && packHex(id, 19, 23, 8) && packHex(id, 24, 36, 10);
+}
+
+/** characters from..to of `id` (lowercase hex, an even count) into SCRATCH from byte `at`; false when not hex */
+function packHex(id: string, from: number, to: number, at: number): boolean {
+  for (let i = from; i < to; i += 2, at++) {
+    const high = digit(id.charCodeAt(i));
+    const low = digit(id.charCodeAt(i + 1));
+    if ((high | low) < 0) return false;
+    SCRATCH_BYTES[at] = (high << 4) | low;
+  }
+  return true;
+}
+
+function digit(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  if (c >= 97 && c <= 102) return c - 87;
+  return -1;
+}
+
+const DASH = 45;
 const EMPTY = 0;
 const GONE = -1;
 /** old table entries moved per change while a resize runs */

@@ -50,6 +50,15 @@ describe('checker', () => {
     expect(failing(r)).toEqual([`order of first deliveries (listener, ${FEED})`, `replay equals the answered sends (${FEED})`]);
   });
 
+  test('a redelivery whose first delivery never reached the listener may come after newer first deliveries (SPEC §7); a first delivery may not', () => {
+    const r = clean();
+    r.listened[FEED] = [[0, 3, 0], [1, 5, 0], [0, 1, 1]];
+    const verdict = checkMessages(r, [], 0, 10).find((v) => v.check === `order of first deliveries (listener, ${FEED})`);
+    expect(verdict).toMatchObject({ ok: true, detail: expect.stringContaining('1 redeliveries') as string });
+    r.listened[FEED] = [[0, 3, 0], [1, 5, 0], [0, 1, 0]];
+    expect(failing(r)).toEqual([`order of first deliveries (listener, ${FEED})`]);
+  });
+
   test('duplicates: none past the listener\'s dedupe; for consumers, the prefetch per fault and per election', () => {
     const r = clean();
     r.consumed[1]!.push(...Array.from({ length: 11 }, (): [number, number] => [0, 0]));

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { IdSlots } from '../../src/protocol/id-slots.js';
+import { IdList, IdSlots } from '../../src/protocol/id-slots.js';
 
 /** the same operations on IdSlots and on a Map: every answer must agree */
 function check(ops: Array<{ add: boolean; key: number }>): void {
@@ -58,5 +58,115 @@ describe('IdSlots', () => {
     slots.remove(n - 2);
     expect(slots.size).toBe(0);
     for (let i = 0; i < n; i += 4999) expect(slots.find(`m-${i}`)).toBe(-1);
+  });
+
+  test('ids of every shape come back as they went in: hex, UUIDs, short one-byte ids, and the rest', () => {
+    const ids = [
+      'f'.repeat(32),
+      '0123456789abcdef0123456789abcdef',
+      '0123456789abcdef0123456789abcdeF',
+      '00',
+      '0',
+      '',
+      'ab',
+      'AB',
+      '0123456789abcdef0123456789abcdef00',
+      '123e4567-e89b-12d3-a456-426614174000',
+      '123e4567-e89b-12d3-a456-42661417400g',
+      '123E4567-E89B-12D3-A456-426614174000',
+      'id-1',
+      'id-1\u0000',
+      'caf\u00e9',
+      '\u00ff'.repeat(16),
+      '\u00ff'.repeat(17),
+      'message \u2603',
+      'a much longer id than sixteen characters',
+    ];
+    const slots = new IdSlots();
+    const placed = ids.map((id) => slots.add(id));
+    ids.forEach((id, i) => {
+      expect(slots.idAt(placed[i]!)).toBe(id);
+      expect(slots.find(id)).toBe(placed[i]);
+      expect(slots.has(placed[i]!)).toBe(true);
+    });
+    // a free slot taken by an id of another shape forgets the old one
+    slots.remove(placed[9]!);
+    expect(slots.has(placed[9]!)).toBe(false);
+    expect(slots.idAt(placed[9]!)).toBeUndefined();
+    expect(slots.add('short')).toBe(placed[9]);
+    expect(slots.find(ids[9]!)).toBe(-1);
+    expect(slots.idAt(placed[9]!)).toBe('short');
+    slots.remove(placed[17]!);
+    expect(slots.add('0123')).toBe(placed[17]);
+    expect(slots.find(ids[17]!)).toBe(-1);
+    expect(slots.idAt(placed[17]!)).toBe('0123');
+  });
+
+describe('IdList', () => {
+  test('ids of every shape read back by index with their length, and a slice from an index on, past growth', () => {
+    const shapes = (n: number) => [n.toString(16).padStart(32, '0'), `m-${n}`, `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`, `a long id of more than sixteen characters ${n}`, `\u2603${n}`];
+    const list = new IdList();
+    const model: string[] = [];
+    for (let n = 0; n < 1000; n++) for (const id of shapes(n)) {
+      list.push(id);
+      model.push(id);
+    }
+    expect(list.length).toBe(model.length);
+    model.forEach((id, i) => {
+      expect(list.at(i)).toBe(id);
+      expect(list.lengthAt(i)).toBe(id.length);
+    });
+    const tail = list.slice(1234);
+    expect(tail.length).toBe(model.length - 1234);
+    for (let i = 0; i < tail.length; i++) expect(tail.at(i)).toBe(model[i + 1234]);
+    tail.push('after');
+    expect(tail.at(tail.length - 1)).toBe('after');
+    expect(list.length).toBe(model.length);
+  });
+});
+});
+
+describe('IdSlots with two holders', () => {
+  test('agrees with a Map of holders over random holds and releases of ids of every shape, through resizes', () => {
+    const shape = (k: number) => [k.toString(16).padStart(32, '0'), `m-${k}`, `00000000-0000-4000-8000-${k.toString(16).padStart(12, '0')}`, `a long id of more than sixteen characters ${k}`][k % 4]!;
+    for (let seed = 1; seed <= 5; seed++) {
+      let x = seed;
+      const next = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32;
+      const slots = new IdSlots();
+      slots.claim(1);
+      slots.claim(2);
+      // id -> its slot and the bits holding it
+      const model = new Map<string, { slot: number; holders: number }>();
+      const used = new Set<number>();
+      for (let op = 0; op < 20_000; op++) {
+        const id = shape(Math.floor(next() * 3000));
+        const holder = next() < 0.5 ? 1 : 2;
+        const known = model.get(id);
+        const found = slots.find(id);
+        expect(found).toBe(known?.slot ?? -1);
+        if (next() < 0.55) {
+          const slot = slots.hold(id, holder);
+          if (known) expect(slot).toBe(known.slot);
+          // a slot is never handed to two ids at once
+          else expect(used.has(slot)).toBe(false);
+          used.add(slot);
+          model.set(id, { slot, holders: (known?.holders ?? 0) | holder });
+        } else if (known && (known.holders & holder) !== 0) {
+          slots.release(known.slot, holder);
+          known.holders &= ~holder;
+          if (known.holders === 0) {
+            model.delete(id);
+            used.delete(known.slot);
+          }
+        }
+        expect(slots.size).toBe(model.size);
+      }
+      for (const [id, { slot, holders }] of model) {
+        expect(slots.find(id)).toBe(slot);
+        expect(slots.idAt(slot)).toBe(id);
+        expect(slots.holds(slot, 1)).toBe((holders & 1) !== 0);
+        expect(slots.holds(slot, 2)).toBe((holders & 2) !== 0);
+      }
+    }
   });
 });

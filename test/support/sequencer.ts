@@ -15,6 +15,7 @@ const LONGEST = [
   'test/broker/mirror/election.test.ts', // 44
   'test/broker/mirror/election-outage.test.ts', // 40
   'test/broker/mirror/listener-cut.test.ts', // 39
+  'test/broker/mirror/catch-up-backlog.test.ts', // 33-39
   'test/broker/cluster/move.test.ts', // 34
   'test/broker/mirror/failover.test.ts', // 31
   'test/broker/mirror/slave-lag.test.ts', // 29

@@ -18,6 +18,13 @@ export interface ReadRange {
   readonly until?: number;
 }
 
+/** appends gathered into one queued change (ChannelHistory.append) */
+interface Gathering {
+  readonly records: HistoryRecord[];
+  retention: Retention;
+  done: Promise<void>;
+}
+
 /** the size past which a segment is closed: an eighth of `maxBytes` (at most 8 MiB) */
 export function segmentLimit(retention: Retention): number {
   return Math.min(SEGMENT_BYTES, Math.max(4_096, Math.floor((retention.maxBytes ?? Infinity) / 8)));
@@ -41,6 +48,8 @@ export class ChannelHistory {
   #nextSeq = 1;
   /** the last change queued: the next one starts after it */
   #writing: Promise<void> = Promise.resolve();
+  /** the last change queued when it is an append not begun yet: later appends join it (`append`) */
+  #gathering: Gathering | null = null;
   #closed = false;
   /**
    * While this mirror is out of step with a master (docs/operations.md#history-catch-up): its own
@@ -60,6 +69,8 @@ export class ChannelHistory {
   }
 
   #queue(change: () => Promise<void>): Promise<void> {
+    // what is queued from now on goes after this change: a later append no longer joins the gathered one
+    this.#gathering = null;
     const run = this.#writing.then(change);
     this.#writing = run.catch(() => undefined);
     return run;
@@ -97,12 +108,29 @@ export class ChannelHistory {
     return this.#segments[0]?.firstAt ?? null;
   }
 
-  /** appends the records, then trims: resolves once they are on disk (or dropped by the trim) */
+  /**
+   * Appends the records, then trims: resolves once they are on disk (or dropped by the trim).
+   * Appends queued one after the other, none begun yet, are written together (one synced write
+   * per segment, like the message log's batches): each append costs a synced write otherwise,
+   * and on a slow disk appends arriving faster than one per write queued without bound, with
+   * everything behind them (a mirror's catch-up: issue 27, nemesis seed 27)
+   */
   append(records: readonly HistoryRecord[], retention: Retention, now: () => number): Promise<void> {
-    return this.#queue(async () => {
-      await this.#append(records, retention);
-      await this.#trim(retention, now());
+    const gathering = this.#gathering;
+    if (gathering) {
+      for (const record of records) gathering.records.push(record);
+      gathering.retention = retention;
+      return gathering.done;
+    }
+    const batch: Gathering = { records: [...records], retention, done: Promise.resolve() };
+    batch.done = this.#queue(async () => {
+      if (this.#gathering === batch) this.#gathering = null;
+      await this.#append(batch.records, batch.retention);
+      await this.#trim(batch.retention, now());
     });
+    // after #queue: any other change queued later closes it (appends join only the last change queued)
+    this.#gathering = batch;
+    return batch.done;
   }
 
   /**

@@ -16,7 +16,8 @@ import { Moving } from './moving.js';
 import { Reservations } from './reservations.js';
 import { Refusals } from '../access/refusals.js';
 import type { ReservationFile, ReservationRecord } from '../store/reservation-file.js';
-import type { GroupFile, KeptGroup } from '../store/group-file.js';
+import type { JsonTableFile } from '../store/json-table-file.js';
+import type { HeldGroup } from './held-groups.js';
 
 /** what the mirrors learn of this broker's messages (src/broker/mirror/, docs/protocol.md#peers) */
 export interface MirrorHooks {
@@ -38,8 +39,8 @@ export interface RouterOptions {
   readonly history?: History;
   /** where reserved ids are kept (SPEC §5); none: they last as long as the process */
   readonly reservationFile?: ReservationFile;
-  /** where the recipient groups are kept, so a restart holds them (groupHold); none: a restart forgets them */
-  readonly groupFile?: GroupFile;
+  /** where the queues' recipient groups are kept, for a restart to hold them again (held-groups.ts); none: a restart forgets them */
+  readonly groupsFile?: JsonTableFile<HeldGroup>;
 }
 
 /**
@@ -63,7 +64,7 @@ export class Router {
    * every waiting message of every queue, a row each, found by its id (queue/rows.ts): one id
    * map for the router and its queues (bounded memory, SPEC §7)
    */
-  readonly #rows = new MessageRows();
+  readonly #rows: MessageRows;
   /**
    * ids of messages no longer held, within the dedupe window of their acceptance: a held id is
    * known by `#rows` (one map entry per waiting message, not two: bounded memory, SPEC §7)
@@ -81,7 +82,7 @@ export class Router {
   readonly #idleQueues: IdleQueues;
   #forgotten: ((queue: string) => void) | null = null;
   readonly #history: History | undefined;
-  readonly #groupFile: GroupFile | null;
+  readonly #groupsFile: JsonTableFile<HeldGroup> | null;
   #hooks: MirrorHooks | null = null;
   #isMaster: boolean;
   #followsMaster = false;
@@ -96,6 +97,7 @@ export class Router {
     const { policy, store } = options;
     this.#policy = policy;
     this.#store = store;
+    this.#rows = new MessageRows(store.messageIds);
     this.log = options.log;
     this.now = options.now;
     this.#lifecycle = options.lifecycle;
@@ -104,6 +106,7 @@ export class Router {
     this.#isMaster = policy.config.isMaster && !policy.config.election;
     const history = options.history;
     this.#history = history;
+    this.#groupsFile = options.groupsFile ?? null;
     this.#append = history ? async (messages, fromClient) => void (await Promise.all([store.append(messages), history.append(messages, fromClient)])) : (messages) => store.append(messages);
     this.#dedupe = new DedupeWindow(policy.config.dedupeWindow * 1000, options.now);
     this.#deadLetters = new DeadLetters({
@@ -117,12 +120,8 @@ export class Router {
       now: this.now,
       log: this.log,
     });
-    this.#groupFile = options.groupFile ?? null;
     this.#lifecycle.observe(() => {
-      if (!this.#lifecycle.isStopping) return;
-      // the connections a stop closes are lost to their clients: the restart holds their groups
-      void this.#groupFile?.freeze();
-      this.#checkIdle();
+      if (this.#lifecycle.isStopping) this.#checkIdle();
     });
     this.refusals = new Refusals(options.log, options.now);
     this.#reservations = new Reservations({
@@ -375,7 +374,9 @@ export class Router {
       this.#seq = Math.max(this.#seq, item.message.seq);
       this.#queue(item.message.queue).restore(item);
     }
-    this.#holdKeptGroups();
+    // the groups it had before are held again (held-groups.ts): they take what is accepted before their members are back
+    const holdMs = this.#policy.config.groupHold * 1000;
+    if (holdMs > 0) for (const { queue, group } of this.#groupsFile?.load() ?? []) this.#queue(queue).holdGroup(group, holdMs);
     for (const queue of this.#queues.values()) queue.finishRestore();
     this.#reservations.restore();
     this.#reservations.setMaster(this.#isMaster);
@@ -385,31 +386,6 @@ export class Router {
     await this.#recoverHistory(messages.map((m) => m.message), new Set(recent.map((r) => r.messageId)));
     this.#idleQueues.start();
     return messages.length;
-  }
-
-  /**
-   * The groups this broker had when it stopped (a kill -9 included) are held for groupHold, as
-   * after lost connections: their clients come back to the restarted broker at their own pace,
-   * and what it accepts meanwhile (sends re-sent, offers at a promotion) reaches every one of
-   * them, not only the first to subscribe again (issue 27, the 30-minute nemesis)
-   */
-  #holdKeptGroups(): void {
-    const file = this.#groupFile;
-    const holdMs = this.#policy.config.groupHold * 1000;
-    if (!file) return;
-    const kept = file.load();
-    if (holdMs > 0) for (const { queue, group } of kept) this.#queue(queue).holdKept(group, holdMs);
-    if (kept.length > 0) this.log.info('recipient groups held after the restart until their clients subscribe again', { groups: kept.length, groupHold: this.#policy.config.groupHold });
-    this.#groupsChanged();
-  }
-
-  /** the groups a restart holds again changed: the file follows */
-  #groupsChanged(): void {
-    this.#groupFile?.changed(() => {
-      const kept: KeptGroup[] = [];
-      for (const queue of this.#queues.values()) for (const group of queue.recipientGroups()) kept.push({ queue: queue.name, group });
-      return kept;
-    });
   }
 
   /** a master's history takes its own writes in line; a slave's wait aside for its master's catch-up */
@@ -555,15 +531,16 @@ export class Router {
     for (const resolve of waiters) resolve();
   }
 
-  /** the groups a restart holds again, as they were when the stop began, are on disk */
-  groupsKept(): Promise<void> {
-    return this.#groupFile?.freeze() ?? Promise.resolve();
-  }
-
   close(): void {
     void this.#reservations.close();
     this.#idleQueues.stop();
     for (const queue of this.#queues.values()) queue.close();
+  }
+
+  /** the groups are written down for a restart; not those a stop lets go as it closes its connections */
+  #groupsChanged(): void {
+    if (this.#lifecycle.isStopping) return;
+    this.#groupsFile?.changed(() => [...this.#queues.values()].flatMap((queue) => [...queue.groupKeys()].map((group) => ({ queue: queue.name, group }))));
   }
 
   #queue(name: string): Queue {

@@ -1,7 +1,7 @@
 import { Connection, type ConnectionOwner } from '../../link/connection.js';
 import type { HostTarget } from '../../link/hosts.js';
-import { type BrokerFrame, type FeedFrame, FOLLOW_ANCHORS, type FollowHistory, type HistoryFrame, type KeysFrame, type PeerMessage, type SyncFrame } from '../../protocol/frames.js';
-import { ApplyBacklog } from './apply-backlog.js';
+import { type BrokerFrame, type FeedFrame, FOLLOW_ANCHORS, type FollowHistory, type HistoryFrame, type KeysFrame, type PeerMessage, type PeerSettlement, type SyncFrame } from '../../protocol/frames.js';
+import { ApplyBacklog, type Unapplied } from './apply-backlog.js';
 import type { KeyLink } from './key-sync.js';
 import { UNCONFIRMED_AFTER_MS } from './unconfirmed.js';
 import type { LinkDeps, LinkOwner, PeerStatus, PeerView } from './types.js';
@@ -36,6 +36,11 @@ export class PeerLink implements KeyLink {
   #peerTakesKeys = false;
   /** sync and feed frames are applied one after the other: a store append may come between */
   #applying: Promise<void> = Promise.resolve();
+  /**
+   * feed frames received while the one before them is applied, not begun yet (the last thing
+   * chained): applied together, one store append and one history write for all of them
+   */
+  #feedBatch: FeedBatch | null = null;
   /** the ids the master's current sync named: what we hold beyond them may be ours alone */
   #named: Set<string> | null = null;
   /** while in step with the master: offers what only we got from clients, once a second */
@@ -229,7 +234,7 @@ export class PeerLink implements KeyLink {
     }
     const follow = this.#follows;
     // after the kept feed, sent before the answer, is applied
-    this.#applying = this.#applying.then(() => {
+    void this.#chain(() => {
       if (follow !== this.#follows || !this.#following) return;
       this.#resumes++;
       this.#deps.replica.resumeInStep(this.serviceId, this.view?.epoch);
@@ -303,46 +308,82 @@ export class PeerLink implements KeyLink {
   #apply(frame: SyncFrame | FeedFrame, bytes: number): void {
     const { replica, log } = this.#deps;
     const received = this.#backlog.received(frame.messages.length + frame.removed.length + (frame.type === 'feed' ? frame.settled.length : 0), bytes);
-    this.#applying = this.#applying
-      .then(async () => {
-        if (frame.type === 'sync') {
-          const named = (this.#named ??= new Set());
-          for (const m of frame.messages) named.add(m.messageId);
-          for (const messageId of frame.removed) named.add(messageId);
-          await replica.applyMessages(frame.messages);
-          replica.applySettled([], frame.removed);
-          if (frame.done && this.#following) {
-            this.#named = null;
-            // our own history writes since we fell out of step go after the master's catch-up
-            await replica.historyInStep();
-            // tracking first: a client message stored while the offer reads bodies is not missed
-            this.#inStep();
-            await this.#offerHeldOnlyHere(named);
-            this.#syncs++;
-            this.#peers.inStep(this.view?.epoch);
-            log.info('in step with the master', { master: this.target.serviceId, epoch: this.view?.epoch });
-          }
-        } else {
-          if (this.#named && frame.messages.length > 0) {
-            // the master's feed of its sync (sent before `done` with a catch-up): named, and
-            // written in the history after the catch-up, in its order
-            for (const m of frame.messages) this.#named.add(m.messageId);
-            await replica.historyFromFeed(frame.messages);
-          }
-          if (frame.messages.length > 0) await replica.applyMessages(frame.messages);
-          replica.applySettled(frame.settled, frame.removed);
-        }
-      })
+    if (frame.type === 'feed') {
+      this.#applyFeed(frame, received);
+      return;
+    }
+    this.#chain(async () => {
+      const named = (this.#named ??= new Set());
+      for (const m of frame.messages) named.add(m.messageId);
+      for (const messageId of frame.removed) named.add(messageId);
+      await replica.applyMessages(frame.messages);
+      replica.applySettled([], frame.removed);
+      if (frame.done && this.#following) {
+        this.#named = null;
+        // our own history writes since we fell out of step go after the master's catch-up
+        await replica.historyInStep();
+        // tracking first: a client message stored while the offer reads bodies is not missed
+        this.#inStep();
+        await this.#offerHeldOnlyHere(named);
+        this.#syncs++;
+        this.#peers.inStep(this.view?.epoch);
+        log.info('in step with the master', { master: this.target.serviceId, epoch: this.view?.epoch });
+      }
+    })
       .catch((error: unknown) => log.error('could not apply what the master sent', { master: this.target.serviceId, error: (error as Error).message }))
       .finally(() => this.#backlog.applied(received));
+  }
+
+  /**
+   * A feed frame: applied after what came before it, together with the feed frames that arrive
+   * meanwhile (a slow store write, or the feed a master kept during our sync, would otherwise
+   * cost its writes once per frame, one frame after the other, and fall behind: issue 27,
+   * nemesis seed 27). Their messages are stored and written in the history in the feed's order,
+   * then their settlements applied in it: a settlement never names a message of a later frame.
+   */
+  #applyFeed(frame: FeedFrame, received: Unapplied): void {
+    const gathering = this.#feedBatch;
+    if (gathering) {
+      for (const m of frame.messages) gathering.messages.push(m);
+      for (const s of frame.settled) gathering.settled.push(s);
+      for (const r of frame.removed) gathering.removed.push(r);
+      gathering.received.push(received);
+      return;
+    }
+    const { replica, log } = this.#deps;
+    const batch: FeedBatch = { messages: [...frame.messages], settled: [...frame.settled], removed: [...frame.removed], received: [received] };
+    this.#chain(async () => {
+      if (this.#feedBatch === batch) this.#feedBatch = null;
+      if (this.#named && batch.messages.length > 0) {
+        // the master's feed of its sync (sent before `done` with a catch-up): named, and
+        // written in the history after the catch-up, in its order
+        for (const m of batch.messages) this.#named.add(m.messageId);
+        await replica.historyFromFeed(batch.messages);
+      }
+      if (batch.messages.length > 0) await replica.applyMessages(batch.messages);
+      replica.applySettled(batch.settled, batch.removed);
+    })
+      .catch((error: unknown) => log.error('could not apply what the master sent', { master: this.target.serviceId, error: (error as Error).message }))
+      .finally(() => {
+        for (const each of batch.received) this.#backlog.applied(each);
+      });
+    // after #chain: what is chained later closes it (a feed frame joins only the last thing chained)
+    this.#feedBatch = batch;
+  }
+
+  /** runs `step` after everything chained before it; a feed frame received later no longer joins a batch before it */
+  #chain(step: () => void | Promise<void>): Promise<void> {
+    this.#feedBatch = null;
+    const run = this.#applying.then(step);
+    this.#applying = run.catch(() => undefined);
+    return run;
   }
 
   /** records of a retained channel we lack, part of the sync: written, then answered (the master waits) */
   #applyHistory(frame: HistoryFrame, bytes: number): void {
     const { replica, log } = this.#deps;
     const received = this.#backlog.received(frame.records.length, bytes);
-    this.#applying = this.#applying
-      .then(() => (this.#peers.isMaster ? undefined : replica.applyHistory(frame)))
+    this.#chain(() => (this.#peers.isMaster ? undefined : replica.applyHistory(frame)))
       .catch((error: unknown) => log.error('could not write the history the master sent', { master: this.target.serviceId, queue: frame.queue, error: (error as Error).message }))
       .finally(() => {
         this.#backlog.applied(received);
@@ -364,8 +405,7 @@ export class PeerLink implements KeyLink {
     // the rest of them are written where they arrived (docs/operations.md#history-catch-up)
     if (wasFollowing && !this.#peers.isMaster) {
       const { replica, log } = this.#deps;
-      this.#applying = this.#applying
-        .then(() => (this.#peers.isMaster ? undefined : replica.historyOutOfStep()))
+      this.#chain(() => (this.#peers.isMaster ? undefined : replica.historyOutOfStep()))
         .catch((error: unknown) => log.error('could not set the history aside', { error: (error as Error).message }));
     }
     if (!this.#offerTimer) return; // not in step with this peer: another link may be
@@ -439,6 +479,14 @@ export class PeerLink implements KeyLink {
     log.info(`offered the master what ${what}`, { master: this.target.serviceId, messages: routine ? this.#offeredSinceLog : offered, ...(routine ? { sinceSeconds: OFFER_LOG_EVERY_MS / 1000 } : {}) });
     if (routine) this.#offeredSinceLog = 0;
   }
+}
+
+/** feed frames applied together (PeerLink.#applyFeed): their parts in the order received, and each frame's place in the backlog */
+interface FeedBatch {
+  readonly messages: PeerMessage[];
+  readonly settled: PeerSettlement[];
+  readonly removed: string[];
+  readonly received: Unapplied[];
 }
 
 /** the anchors a `follow` frame holds within `maxBytes`: channels past it get the master's whole history */

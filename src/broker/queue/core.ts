@@ -301,6 +301,7 @@ export abstract class QueueCore extends QueueViews {
     if (!parsed) return undefined;
     const group = new Group(parsed.mode, parsed.clientName, parsed.pattern, this);
     this.groups.set(key, group);
+    this.env.groupsChanged?.();
     return group;
   }
 
@@ -322,6 +323,7 @@ export abstract class QueueCore extends QueueViews {
     if (group.memberCount > 0 || group.recordCount > 0 || this.groups.get(group.key) !== group) return;
     if (group.heldUntil > this.env.now()) return;
     this.groups.delete(group.key);
+    this.env.groupsChanged?.();
   }
 
   #hasCapacity = (subscriber: Subscriber): boolean => {

@@ -74,10 +74,8 @@ export class Queue extends QueueCore {
     const key = groupKey(subscriber.mode, subscriber.clientName, pattern);
     const isNew = !this.groups.has(key);
     const group = this.groupFor(key)!;
-    const listed = group.memberCount > 0 || group.heldUntil > this.env.now();
     group.addMember(subscriber);
     group.heldUntil = 0;
-    if (!listed) this.env.groupsChanged?.();
     let groups = this.#groupsOf.get(subscriber);
     if (!groups) this.#groupsOf.set(subscriber, (groups = new Set()));
     groups.add(group);
@@ -100,7 +98,6 @@ export class Queue extends QueueCore {
     if (!group) return;
     group.removeMember(subscriber);
     if (holdMs > 0 && group.memberCount === 0) this.#holdGroup(group, holdMs);
-    if (group.memberCount === 0 && group.heldUntil <= this.env.now()) this.env.groupsChanged?.();
     this.batched(() => {
       for (const record of [...this.inFlight]) {
         if (record.deliveredTo === subscriber && record.group === group) this.failDelivery(record, 0, 'unsubscribed');
@@ -116,6 +113,15 @@ export class Queue extends QueueCore {
     this.pump(group);
   }
 
+  /**
+   * A group this broker had before a restart (messages/held-groups.ts), held as a lost
+   * connection's is: what is accepted before its members subscribe again gets a record in it
+   */
+  holdGroup(key: string, holdMs: number): void {
+    const group = this.groupFor(key);
+    if (group && group.memberCount === 0) this.#holdGroup(group, holdMs);
+  }
+
   /** keeps a group without members until `holdMs` from now (at the end it goes if still empty) */
   #holdGroup(group: Group, holdMs: number): void {
     const until = this.env.now() + holdMs;
@@ -125,19 +131,7 @@ export class Queue extends QueueCore {
       if (this.closed || group.heldUntil > this.env.now()) return;
       group.heldUntil = 0;
       this.dropGroupIfEmpty(group);
-      if (group.memberCount === 0) this.env.groupsChanged?.();
     }, holdMs + 10).unref();
-  }
-
-  /** the groups a restart holds again (store/group-file.ts): with members, or held */
-  recipientGroups(): string[] {
-    return [...this.groups.values()].filter((g) => g.memberCount > 0 || g.heldUntil > this.env.now()).map((g) => g.key);
-  }
-
-  /** on start: a group kept from before the stop (kill -9 included) is held as after lost connections (groupHold) */
-  holdKept(key: string, holdMs: number): void {
-    const group = this.groupFor(key);
-    if (group && group.memberCount === 0) this.#holdGroup(group, holdMs);
   }
 
   /** on the master to the delivery it answers, on a slave to the record it holds (acks go to every broker, docs/protocol.md#ack) */

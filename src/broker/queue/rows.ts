@@ -10,13 +10,15 @@ import type { StoredMessage } from '../store/store.js';
  * of them by row (bodies.ts).
  *
  * The message id is the row's slot in one IdSlots (one id map: the router finds a message's
- * queue by it, the queue its row). Strings that repeat (queue names, ids, senders, sets of group
+ * queue by it, the queue its row), the durable store's when it has one (store.ts `messageIds`:
+ * its index keeps its columns by the same slots, so an id is kept once). Strings that repeat (queue names, ids, senders, sets of group
  * keys) are interned with a count of the rows naming them.
  */
 export class MessageRows {
   #capacity = 1024;
-  /** message id -> row */
-  readonly #slots = new IdSlots();
+  /** message id -> row; shared with the store's index, each holding its slots with its own bit */
+  readonly #slots: IdSlots;
+  #count = 0;
   #queue = new Uint32Array(this.#capacity);
   #id = new Uint32Array(this.#capacity);
   #from = new Uint32Array(this.#capacity);
@@ -32,20 +34,28 @@ export class MessageRows {
   readonly #names = new Interned<string>();
   readonly #groupSets = new Interned<readonly string[]>();
 
-  /** rows in use, every queue together */
-  get size(): number {
-    return this.#slots.size;
+  /** `slots`: the store's id map (`MessageStore.messageIds`), when it has one */
+  constructor(slots: IdSlots = new IdSlots()) {
+    this.#slots = slots;
+    slots.claim(ROWS);
   }
 
-  /** the row of a message, -1 when it has none */
+  /** rows in use, every queue together */
+  get size(): number {
+    return this.#count;
+  }
+
+  /** the row of a message, -1 when it has none (the store may still hold its id) */
   find(messageId: string): number {
-    return this.#slots.find(messageId);
+    const slot = this.#slots.find(messageId);
+    return slot >= 0 && this.#slots.holds(slot, ROWS) ? slot : -1;
   }
 
   /** the caller knows the message has no row yet (`find`) */
   add(message: StoredMessage, groups: readonly string[]): number {
-    const row = this.#slots.add(message.messageId);
-    if (row === this.#capacity) this.#grow();
+    const row = this.#slots.hold(message.messageId, ROWS);
+    while (row >= this.#capacity) this.#grow();
+    this.#count++;
     this.#queue[row] = this.#names.ref(message.queue, message.queue);
     this.#id[row] = this.#names.ref(message.id, message.id);
     this.#from[row] = this.#names.ref(message.from, message.from);
@@ -58,7 +68,8 @@ export class MessageRows {
   }
 
   free(row: number): void {
-    this.#slots.remove(row);
+    this.#slots.release(row, ROWS);
+    this.#count--;
     this.#names.unref(this.#queue[row]!);
     this.#names.unref(this.#id[row]!);
     this.#names.unref(this.#from[row]!);
@@ -155,6 +166,9 @@ export class MessageRows {
     this.#capacity = size;
   }
 }
+
+/** the rows' bit in their slots' holders (the store's index has another, log-index.ts) */
+const ROWS = 2;
 
 function grown<T extends Uint32Array | Uint16Array | Float64Array>(old: T, bigger: T): T {
   bigger.set(old);

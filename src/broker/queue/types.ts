@@ -39,7 +39,7 @@ export interface QueueEnvironment {
   forgotten?(messageId: string, acceptedAt: number): void;
   /** a delivery in flight ended (acked, nacked, timed out): soft-stop waits on these */
   flightEnded?(): void;
-  /** a group got its first member, or has none left and is not held (`recipientGroups` changed): a restart holds those kept */
+  /** a recipient group was made or went: the router keeps the list a restart holds again (messages/held-groups.ts) */
   groupsChanged?(): void;
 }
 

@@ -75,6 +75,11 @@ export class QueueViews implements GroupRows {
     return n;
   }
 
+  /** the keys of the queue's recipient groups (docs/protocol.md#groups) */
+  groupKeys(): IterableIterator<string> {
+    return this.groups.keys();
+  }
+
   has(messageId: string): boolean {
     return this.own(messageId) >= 0;
   }

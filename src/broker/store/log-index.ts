@@ -2,7 +2,7 @@
  * Why this file is long: the live index and its copy-on-write capture (what a compaction
  * snapshots while commits go on) share the columns and must change together.
  */
-import { IdSlots } from '../../protocol/id-slots.js';
+import { IdList, IdSlots } from '../../protocol/id-slots.js';
 import type { LogRecord, RecordTuple } from './log-format.js';
 import type { RecoveredState, StoredMessage } from './store.js';
 
@@ -51,7 +51,7 @@ export interface Capture {
   /** the slot's entry as it was when captured; undefined: it was free */
   entry(slot: number): LiveEntry | undefined;
   /** recent ids and their acceptance times, parallel arrays, valid from `recentFrom` to `recentTo` */
-  readonly recentIds: readonly string[];
+  readonly recentIds: IdList;
   readonly recentAt: readonly number[];
   readonly recentFrom: number;
   readonly recentTo: number;
@@ -65,7 +65,7 @@ class HeldCapture implements Capture {
   constructor(
     readonly count: number,
     readonly live: number,
-    readonly recentIds: readonly string[],
+    readonly recentIds: IdList,
     readonly recentAt: readonly number[],
     readonly recentFrom: number,
     readonly recentTo: number,
@@ -80,6 +80,8 @@ class HeldCapture implements Capture {
   }
 }
 
+/** the index's bit in its slots' holders (the router's rows have another, queue/rows.ts) */
+const STORE = 1;
 /** what an id costs in a snapshot besides its characters: operation, length, the timestamp */
 const RECENT_ID_OVERHEAD = 13;
 const NO_RECORDS: readonly RecordTuple[] = [];
@@ -95,8 +97,14 @@ const ASSIGNED_CACHE = 1024;
  * frame is read back from the message's place (a queue's cold rows have no object to keep).
  */
 export class LiveIndex {
-  /** messageId -> slot in the columns below; slots freed by removals are used again first */
-  readonly #slots = new IdSlots();
+  /**
+   * messageId -> slot in the columns below; slots freed by removals are used again first. Shared
+   * with the router's rows (queue/rows.ts, `LogStore.messageIds`): each holds its slots with its
+   * own bit, so an id is kept once; a slot lives from the append to the committed removal here.
+   */
+  readonly #slots: IdSlots;
+  /** slots the index holds */
+  #count = 0;
   /** while loading only: the replayed messages, handed to the queues by `recovered()` */
   #loaded: (StoredMessage | undefined)[] | null = [];
   /** unsettled records, replaced never mutated (a capture keeps the array it took) */
@@ -111,8 +119,8 @@ export class LiveIndex {
   readonly #assigned = new Map<string, readonly RecordTuple[]>();
   /** captures being written: a slot's old state is saved in each before the slot changes */
   readonly #held = new Set<HeldCapture>();
-  // two parallel arrays, not objects: at 10,000 msg/s a 120 s window holds 1.2 million ids
-  #recentIds: string[] = [];
+  // two parallel lists, not objects nor strings: at 10,000 msg/s a 120 s window holds 1.2 million ids
+  #recentIds = new IdList();
   #recentAt: number[] = [];
   #recentHead = 0;
   #recentBytes = 0;
@@ -124,7 +132,9 @@ export class LiveIndex {
   readonly #replayBodyLimit: number;
 
   /** `replayBodyBytes`: how much of the oldest replayed bodies stays in memory; the rest is read back */
-  constructor(windowMs: number, now: () => number, replayBodyBytes = Infinity) {
+  constructor(windowMs: number, now: () => number, replayBodyBytes = Infinity, slots: IdSlots = new IdSlots()) {
+    this.#slots = slots;
+    slots.claim(STORE);
     this.#windowMs = windowMs;
     this.#now = now;
     this.#replayBodyLimit = replayBodyBytes;
@@ -132,12 +142,18 @@ export class LiveIndex {
 
   /** the live entry of a message, for reading its body back (made on demand) */
   get(messageId: string): LiveEntry | undefined {
-    const slot = this.#slots.find(messageId);
+    const slot = this.#find(messageId);
     return slot < 0 ? undefined : this.#entry(slot);
   }
 
   get size(): number {
-    return this.#slots.size;
+    return this.#count;
+  }
+
+  /** the slot of a live message, -1 when the index does not hold it (the rows may) */
+  #find(messageId: string): number {
+    const slot = this.#slots.find(messageId);
+    return slot >= 0 && this.#slots.holds(slot, STORE) ? slot : -1;
   }
 
   /** what a snapshot written now would take, give or take the record tuples */
@@ -152,7 +168,7 @@ export class LiveIndex {
         return;
       case 'm': {
         const { m } = record;
-        if (this.#slots.find(m.messageId) < 0) {
+        if (this.#find(m.messageId) < 0) {
           if (place.replayed) this.#keepReplayedBody(m, bytes);
           this.#add(m, record.r ?? NO_RECORDS, bytes, place);
           this.#liveBytes += bytes;
@@ -161,7 +177,7 @@ export class LiveIndex {
         return;
       }
       case 'a': {
-        const slot = this.#slots.find(record.id);
+        const slot = this.#find(record.id);
         if (slot < 0) return;
         const records = this.#records[slot]!;
         this.#beforeChange(slot);
@@ -175,7 +191,7 @@ export class LiveIndex {
         return;
       }
       case 's': {
-        const slot = this.#slots.find(record.id);
+        const slot = this.#find(record.id);
         if (slot < 0) return;
         const records = this.#records[slot]!;
         if (!records.some((r) => r[0] === record.g)) return;
@@ -184,14 +200,14 @@ export class LiveIndex {
         return;
       }
       case 'r': {
-        const slot = this.#slots.find(record.id);
+        const slot = this.#find(record.id);
         if (slot < 0) return;
         this.#beforeChange(slot);
         this.#records[slot] = this.#records[slot]!.map((r): RecordTuple => (r[0] === record.g ? [r[0], record.n, record.nb] : r));
         return;
       }
       case 'x': {
-        const slot = this.#slots.find(record.id);
+        const slot = this.#find(record.id);
         if (slot < 0) return;
         this.#beforeChange(slot);
         // within the dedupe window of its acceptance, a copy is still not queued again (SPEC §7)
@@ -202,7 +218,8 @@ export class LiveIndex {
           if (loaded.data !== undefined) this.#replayBodyBytes -= this.#bytes[slot]!;
           this.#loaded![slot] = undefined;
         }
-        this.#slots.remove(slot);
+        this.#slots.release(slot, STORE);
+        this.#count--;
         this.#records[slot] = NO_RECORDS;
         return;
       }
@@ -224,7 +241,7 @@ export class LiveIndex {
     // called before `release`: a slot not saved in the capture is unchanged since
     const { saved } = capture as HeldCapture;
     for (let slot = 0; slot < capture.count; slot++) {
-      if (this.#slots.idAt(slot) === undefined || this.#segment[slot]! >= segment) continue;
+      if (!this.#slots.holds(slot, STORE) || this.#segment[slot]! >= segment) continue;
       // changed since the capture: re-pointed only if it still is the record the snapshot copied
       const old = saved.get(slot);
       if (old !== undefined && (old === null || old.segment !== this.#segment[slot] || old.offset !== this.#offset[slot])) continue;
@@ -249,14 +266,13 @@ export class LiveIndex {
   }
 
   #add(message: StoredMessage, records: readonly RecordTuple[], bytes: number, place: RecordPlace): void {
-    const slot = this.#slots.add(message.messageId);
-    if (slot === this.#records.length) {
-      if (slot === this.#bytes.length) this.#grow();
-      this.#records.push(records);
-    } else {
-      this.#wasFree(slot);
-      this.#records[slot] = records;
-    }
+    const slot = this.#slots.hold(message.messageId, STORE);
+    this.#count++;
+    while (slot >= this.#bytes.length) this.#grow();
+    while (this.#records.length < slot) this.#records.push(NO_RECORDS);
+    // a slot made or taken again (a capture that saw it free, or the rows' only)
+    this.#wasFree(slot);
+    this.#records[slot] = records;
     if (this.#loaded) this.#loaded[slot] = message;
     this.#acceptedAt[slot] = message.acceptedAt;
     this.#bytes[slot] = bytes;
@@ -296,8 +312,8 @@ export class LiveIndex {
   /** O(1): the index saves a slot's old state in the capture before changing it, until `release` */
   capture(): Capture {
     this.#prune();
-    const held = new HeldCapture(this.#slots.length, this.#slots.size, this.#recentIds, this.#recentAt, this.#recentHead, this.#recentIds.length, (slot) =>
-      this.#slots.idAt(slot) === undefined ? undefined : this.#entry(slot),
+    const held = new HeldCapture(this.#slots.length, this.#count, this.#recentIds, this.#recentAt, this.#recentHead, this.#recentIds.length, (slot) =>
+      !this.#slots.holds(slot, STORE) ? undefined : this.#entry(slot),
     );
     this.#held.add(held);
     return held;
@@ -312,7 +328,7 @@ export class LiveIndex {
     if (this.#held.size === 0) return;
     for (const held of this.#held) {
       if (slot >= held.count || held.saved.has(slot)) continue;
-      held.saved.set(slot, this.#slots.idAt(slot) === undefined ? null : this.#entry(slot));
+      held.saved.set(slot, !this.#slots.holds(slot, STORE) ? null : this.#entry(slot));
     }
   }
 
@@ -328,13 +344,13 @@ export class LiveIndex {
     this.#loaded = null;
     this.#prune();
     const slots: number[] = [];
-    for (let slot = 0; slot < this.#slots.length; slot++) if (this.#slots.idAt(slot) !== undefined) slots.push(slot);
+    for (let slot = 0; slot < this.#slots.length; slot++) if (this.#slots.holds(slot, STORE)) slots.push(slot);
     slots.sort((a, b) => loaded[a]!.seq - loaded[b]!.seq);
     const messages = slots.map((slot) => ({ message: loaded[slot]!, records: this.#records[slot]!.map(([group, nbRequeues, notBefore]) => ({ group, nbRequeues, notBefore })) }));
     const seen = new Set<string>();
     const recent: RecentId[] = [];
     for (let i = this.#recentHead; i < this.#recentIds.length; i++) {
-      const messageId = this.#recentIds[i]!;
+      const messageId = this.#recentIds.at(i);
       if (seen.has(messageId)) continue;
       seen.add(messageId);
       recent.push({ messageId, acceptedAt: this.#recentAt[i]! });
@@ -357,7 +373,7 @@ export class LiveIndex {
   #prune(): void {
     const horizon = this.#now() - this.#windowMs;
     while (this.#recentHead < this.#recentIds.length && this.#recentAt[this.#recentHead]! <= horizon) {
-      this.#recentBytes -= this.#recentIds[this.#recentHead]!.length + RECENT_ID_OVERHEAD;
+      this.#recentBytes -= this.#recentIds.lengthAt(this.#recentHead) + RECENT_ID_OVERHEAD;
       this.#recentHead++;
     }
     if (this.#recentHead > 1024 && this.#recentHead * 2 > this.#recentIds.length) {

@@ -3,6 +3,7 @@ import { FrameWriter } from './log-binary.js';
 import { encodeHeader, segmentName } from './log-format.js';
 import { type LogFile, type LogFs, nodeFs, removeIfPresent, syncDirectory, writeFully } from './log-fs.js';
 import { Batch, toRecord } from './log-batch.js';
+import { IdSlots } from '../../protocol/id-slots.js';
 import { type Capture, LiveIndex, type RecordPlace } from './log-index.js';
 import { BodyReader, FrameReader, SegmentFiles } from './log-reader.js';
 import { type CompactionSettings, IDLE_COMPACT_BYTES, type LogStoreOptions, type LogStoreStats, shouldCompact, type StoreLogger } from './log-options.js';
@@ -53,6 +54,8 @@ export class LogStore implements MessageStore {
   readonly #idleCompactMs: number;
   #idleTimer: NodeJS.Timeout | null = null;
   readonly #index: LiveIndex;
+  /** the index's id map, shared with the router's rows (store.ts `messageIds`) */
+  readonly messageIds = new IdSlots();
   readonly #files: SegmentFiles;
   /** bodies for the queues and records for snapshots, each reading in its own order */
   readonly #bodies: BodyReader;
@@ -83,7 +86,7 @@ export class LogStore implements MessageStore {
     this.#retryMs = options.retryMs ?? 1000;
     this.#idleCompactMs = options.idleCompactMs ?? 1000;
     this.#eventDelayMs = options.eventDelayMs ?? EVENT_DELAY_MS;
-    this.#index = new LiveIndex(options.dedupeWindowMs ?? 120_000, options.now ?? Date.now, options.replayBodyBytes ?? 4 * 1024 * 1024);
+    this.#index = new LiveIndex(options.dedupeWindowMs ?? 120_000, options.now ?? Date.now, options.replayBodyBytes ?? 4 * 1024 * 1024, this.messageIds);
     this.#files = new SegmentFiles(this.#fs, directory);
     this.#bodies = new BodyReader(this.#index, new FrameReader(this.#files));
     this.#snapshotReader = new FrameReader(this.#files);

@@ -1,3 +1,5 @@
+import type { IdSlots } from '../../protocol/id-slots.js';
+
 /**
  * What a broker keeps about its messages, behind one small interface so the in-memory store
  * and the durable store (SPEC §8) are interchangeable. The queue owns the live state; a store
@@ -76,6 +78,11 @@ export interface MessageStore {
    * event loop; `undefined` for a message the store does not hold (removed meanwhile).
    */
   readBodies(messageIds: readonly string[]): Promise<unknown[]>;
+  /**
+   * The store's id map of the messages it holds, when it keeps one (the durable store's index):
+   * the router's rows key their columns by the same slots, so an id is kept once (queue/rows.ts)
+   */
+  readonly messageIds?: IdSlots;
   /** false once a write failed: new sends are refused with E_STORE (SPEC §8) */
   isHealthy(): boolean;
   close(): Promise<void>;

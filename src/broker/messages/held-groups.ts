@@ -1,0 +1,28 @@
+import type { Logger } from '../../runtime/logger.js';
+import { JsonTableFile } from '../store/json-table-file.js';
+
+/** one recipient group of a queue, as `<dataDirectory>/groups.json` lists it */
+export interface HeldGroup {
+  /** `endpoint/version` */
+  readonly queue: string;
+  /** the group's key (queue/group.ts `groupKey`) */
+  readonly group: string;
+}
+
+/**
+ * The recipient groups of every queue, durable: a restart (a kill -9 too) holds them again for
+ * `groupHold` (docs/configuration.md), as a lost connection's group is held. Without it a
+ * group with nothing waiting went with the process, and what its clients' producers re-sent
+ * before it subscribed again went to the other groups only: the nemesis (seed 27) lost every
+ * send of those seconds for the listener, or for the consumers, when the killed master came
+ * back and was elected again (issue 30's revert, test/broker/store/restart-groups.test.ts).
+ */
+export function heldGroupsFile(path: string, log: Logger): JsonTableFile<HeldGroup> {
+  return new JsonTableFile(path, log, 'groups', isHeldGroup);
+}
+
+function isHeldGroup(value: unknown): value is HeldGroup {
+  if (typeof value !== 'object' || value === null) return false;
+  const g = value as Record<string, unknown>;
+  return typeof g.queue === 'string' && typeof g.group === 'string';
+}
