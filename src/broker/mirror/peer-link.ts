@@ -14,6 +14,24 @@ const OFFER_LOG_EVERY_MS = 60_000;
 export const FENCED_WAIT_MS = 60_000;
 
 /**
+ * One `follow` of ours and the master's sync in answer. Its frames are applied long after they
+ * are read when the apply chain lags (a large sync, a loaded host): each one is judged by the
+ * sync it was read in, never by the link's state when it is applied (issue 27, nemesis seed 27)
+ */
+interface Sync {
+  /** the ids it named, its feed included: what we hold beyond them may be ours alone */
+  readonly named: Set<string>;
+  /**
+   * what its `history` and `feed` frames bring is written in the history's catch-up place (the
+   * master's order, before our own writes): from the `follow` until it is done, and, given up
+   * (the link cut, the master fenced), until a new `follow` begins on any link, so that place
+   * holds the master's history without a gap wherever the frames read stop
+   * (docs/protocol.md#history-catch-up)
+   */
+  catchingUp: boolean;
+}
+
+/**
  * Our link to one peer: a client connection that logs in with the broker's key pair as
  * `role: 'peer'`, tells our role, and follows the peer while it is the master.
  *
@@ -41,8 +59,10 @@ export class PeerLink implements KeyLink {
    * chained): applied together, one store append and one history write for all of them
    */
   #feedBatch: FeedBatch | null = null;
-  /** the ids the master's current sync named: what we hold beyond them may be ours alone */
-  #named: Set<string> | null = null;
+  /** the sync of our current `follow`, until it is done or we stop following */
+  #sync: Sync | null = null;
+  /** the sync we gave up last, its frames still read into the history's catch-up place */
+  #gaveUp: Sync | null = null;
   /** while in step with the master: offers what only we got from clients, once a second */
   #offerTimer: NodeJS.Timeout | null = null;
   /** frames from the master received and not applied yet: past limits.maxMirrorBacklogBytes the link is not read */
@@ -200,7 +220,7 @@ export class PeerLink implements KeyLink {
     this.#resuming = false;
     this.#following = false;
     this.#follows++;
-    this.#named = null;
+    this.#giveUpSync();
     // a long outage (etcd down): the queues here must not wait on the master's settlements for ever
     this.#fencedWait ??= setTimeout(() => {
       this.#fencedWait = null;
@@ -216,9 +236,25 @@ export class PeerLink implements KeyLink {
     this.#fencedWait = null;
   }
 
-  /** another link follows a master for a sync: what we kept for this fenced one goes */
-  endSuspension(): void {
+  /**
+   * Another link follows a master for a sync: what we kept for this fenced one goes, and the
+   * frames of a sync we gave up no longer go to the history's catch-up place (that sync brings them)
+   */
+  anotherFollows(): void {
+    this.#endCatchingUp();
     if (this.#suspended || this.#resuming) this.#stopFollowing();
+  }
+
+  /** we stop following: the frames of this sync already read still go to the catch-up place, in order */
+  #giveUpSync(): void {
+    if (this.#sync) this.#gaveUp = this.#sync;
+    this.#sync = null;
+  }
+
+  /** a new `follow` begins (before it reads its anchors): the sync given up writes no more */
+  #endCatchingUp(): void {
+    if (this.#gaveUp) this.#gaveUp.catchingUp = false;
+    this.#gaveUp = null;
   }
 
   /** the master's answer to our `follow` with `resume` */
@@ -249,6 +285,9 @@ export class PeerLink implements KeyLink {
    */
   async #follow(follow: number): Promise<void> {
     const { replica, log } = this.#deps;
+    // the anchors below are read after the frames of a sync given up stop being written: what
+    // they lack, this follow's catch-up brings
+    this.#endCatchingUp();
     let history: FollowHistory[] = [];
     try {
       await replica.historyOutOfStep();
@@ -257,7 +296,7 @@ export class PeerLink implements KeyLink {
       log.error('could not read the history to follow the master: it sends all it keeps', { master: this.target.serviceId, error: (error as Error).message });
     }
     if (follow !== this.#follows || !this.#following || !this.#connection.isReady) return;
-    this.#named = new Set(); // what the sync names, its feed included
+    this.#sync = { named: new Set(), catchingUp: true };
     this.#connection.send({ type: 'follow', history });
   }
 
@@ -312,19 +351,24 @@ export class PeerLink implements KeyLink {
       this.#applyFeed(frame, received);
       return;
     }
+    // the sync this frame was read in (none: read while in step, or after a sync given up)
+    const sync = this.#sync;
     this.#chain(async () => {
-      const named = (this.#named ??= new Set());
-      for (const m of frame.messages) named.add(m.messageId);
-      for (const messageId of frame.removed) named.add(messageId);
+      if (sync) {
+        for (const m of frame.messages) sync.named.add(m.messageId);
+        for (const messageId of frame.removed) sync.named.add(messageId);
+      }
       await replica.applyMessages(frame.messages);
       replica.applySettled([], frame.removed);
-      if (frame.done && this.#following) {
-        this.#named = null;
+      // the `done` of a sync given up (read before we stopped following) is not ours to act on
+      if (frame.done && sync !== null && sync === this.#sync && this.#following) {
+        this.#sync = null;
+        sync.catchingUp = false;
         // our own history writes since we fell out of step go after the master's catch-up
         await replica.historyInStep();
         // tracking first: a client message stored while the offer reads bodies is not missed
         this.#inStep();
-        await this.#offerHeldOnlyHere(named);
+        await this.#offerHeldOnlyHere(sync.named);
         this.#syncs++;
         this.#peers.inStep(this.view?.epoch);
         log.info('in step with the master', { master: this.target.serviceId, epoch: this.view?.epoch });
@@ -343,7 +387,8 @@ export class PeerLink implements KeyLink {
    */
   #applyFeed(frame: FeedFrame, received: Unapplied): void {
     const gathering = this.#feedBatch;
-    if (gathering) {
+    // frames join a batch of the sync they were read in only (each is judged by it)
+    if (gathering && gathering.sync === this.#sync) {
       for (const m of frame.messages) gathering.messages.push(m);
       for (const s of frame.settled) gathering.settled.push(s);
       for (const r of frame.removed) gathering.removed.push(r);
@@ -351,14 +396,17 @@ export class PeerLink implements KeyLink {
       return;
     }
     const { replica, log } = this.#deps;
-    const batch: FeedBatch = { messages: [...frame.messages], settled: [...frame.settled], removed: [...frame.removed], received: [received] };
+    const batch: FeedBatch = { sync: this.#sync, messages: [...frame.messages], settled: [...frame.settled], removed: [...frame.removed], received: [received] };
     this.#chain(async () => {
       if (this.#feedBatch === batch) this.#feedBatch = null;
-      if (this.#named && batch.messages.length > 0) {
+      const { sync } = batch;
+      if (sync && batch.messages.length > 0) {
         // the master's feed of its sync (sent before `done` with a catch-up): named, and
-        // written in the history after the catch-up, in its order
-        for (const m of batch.messages) this.#named.add(m.messageId);
-        await replica.historyFromFeed(batch.messages);
+        // written in the history after the catch-up, in its order; also once the sync was
+        // given up (the link cut, the master fenced) while its frames read are applied, so
+        // the catch-up place ends where they end, without a gap a later sync would not fill
+        for (const m of batch.messages) sync.named.add(m.messageId);
+        if (sync.catchingUp) await replica.historyFromFeed(batch.messages);
       }
       if (batch.messages.length > 0) await replica.applyMessages(batch.messages);
       replica.applySettled(batch.settled, batch.removed);
@@ -383,7 +431,9 @@ export class PeerLink implements KeyLink {
   #applyHistory(frame: HistoryFrame, bytes: number): void {
     const { replica, log } = this.#deps;
     const received = this.#backlog.received(frame.records.length, bytes);
-    this.#chain(() => (this.#peers.isMaster ? undefined : replica.applyHistory(frame)))
+    const sync = this.#sync;
+    // a sync given up before a new follow began: what it brings still goes before our own writes
+    this.#chain(() => (this.#peers.isMaster || !sync?.catchingUp ? undefined : replica.applyHistory(frame)))
       .catch((error: unknown) => log.error('could not write the history the master sent', { master: this.target.serviceId, queue: frame.queue, error: (error as Error).message }))
       .finally(() => {
         this.#backlog.applied(received);
@@ -399,7 +449,7 @@ export class PeerLink implements KeyLink {
     this.#resuming = false;
     this.#endFencedWait();
     this.#follows++;
-    this.#named = null;
+    this.#giveUpSync();
     // out of step: our own history writes wait aside for the next catch-up. After the frames
     // received are applied: the feed places the clients' copies it names, in its order, before
     // the rest of them are written where they arrived (docs/operations.md#history-catch-up)
@@ -483,6 +533,8 @@ export class PeerLink implements KeyLink {
 
 /** feed frames applied together (PeerLink.#applyFeed): their parts in the order received, and each frame's place in the backlog */
 interface FeedBatch {
+  /** the sync its frames were read in */
+  readonly sync: Sync | null;
   readonly messages: PeerMessage[];
   readonly settled: PeerSettlement[];
   readonly removed: string[];

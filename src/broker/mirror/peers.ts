@@ -97,9 +97,12 @@ export class Peers implements LinkOwner {
     return this.#links.has(serviceId);
   }
 
-  /** `link` starts following its peer for a sync: the others' kept feeds (a fenced master's) are given up */
+  /**
+   * `link` starts following its peer for a sync: the others' kept feeds (a fenced master's) are
+   * given up, and the frames of syncs they gave up are no longer written as catch-up (mirror/peer-link.ts)
+   */
   followStarted(link: object): void {
-    for (const other of this.#links.values()) if (other !== link) other.endSuspension();
+    for (const other of this.#links.values()) if (other !== link) other.anotherFollows();
   }
 
   /** does a link other than `link` follow its peer (another master: a fenced one is not waited for then) */

@@ -18,29 +18,51 @@ import { parseMetrics, valueOf } from '../../support/prom.js';
 const CHANNEL = 'ev/v1/1';
 const retention = { seconds: 3600 };
 
-/** a TCP proxy to 127.0.0.1:`port`: `pause` holds both directions (dropped packets), `drop` closes every connection and refuses new ones */
+/**
+ * A TCP proxy to 127.0.0.1:`port`: `pause` holds both directions (dropped packets), `drop` closes
+ * every connection and refuses new ones; `holdFromServer` holds what the server sends once
+ * `after` went through (its reader's frames are held back, what it writes still flows), and
+ * `seen` resolves when the server sent `text`
+ */
 class Link {
   readonly #sockets = new Set<Socket>();
+  /** the sockets to the server: what they read goes to the client */
+  readonly #fromServer = new Set<Socket>();
   #server: Server | null = null;
   #paused = false;
   #refusing = false;
+  #holdAfter: string | null = null;
+  #holding = false;
+  #watchers: Array<{ text: string; resolve: () => void }> = [];
   port = 0;
 
   async open(port: number): Promise<this> {
     this.#server = createServer((inbound) => {
       if (this.#refusing) return void inbound.destroy();
       const outbound = tcpConnect(port, '127.0.0.1');
+      this.#fromServer.add(outbound);
+      let tail = '';
       for (const [a, b] of [[inbound, outbound], [outbound, inbound]] as const) {
         this.#sockets.add(a);
-        a.on('data', (chunk) => {
+        a.on('data', (chunk: Buffer) => {
           if (!b.write(chunk)) a.pause();
+          if (a !== outbound) return;
+          const text = tail + chunk.toString('latin1');
+          tail = text.slice(-64);
+          this.#watchers = this.#watchers.filter((w) => !text.includes(w.text) || void w.resolve());
+          if (this.#holdAfter !== null && text.includes(this.#holdAfter)) {
+            this.#holdAfter = null;
+            this.#holding = true;
+            outbound.pause();
+          }
         });
         b.on('drain', () => {
-          if (!this.#paused) a.resume();
+          if (!this.#paused && !(a === outbound && this.#holding)) a.resume();
         });
         a.on('error', () => b.destroy());
         a.on('close', () => {
           this.#sockets.delete(a);
+          this.#fromServer.delete(a);
           b.destroy();
         });
         if (this.#paused) a.pause();
@@ -62,6 +84,19 @@ class Link {
   drop(refusing: boolean): void {
     this.#refusing = refusing;
     if (refusing) for (const socket of this.#sockets) socket.destroy();
+  }
+
+  /** what the server sends after `after` (on a connection opened later too) waits; null lets it flow again */
+  holdFromServer(after: string | null): void {
+    this.#holdAfter = after;
+    if (after !== null) return;
+    this.#holding = false;
+    for (const socket of this.#fromServer) socket.resume();
+  }
+
+  /** resolves once the server sent `text` to the client */
+  seen(text: string): Promise<void> {
+    return new Promise((resolve) => this.#watchers.push({ text, resolve }));
   }
 
   close(): void {
@@ -309,6 +344,51 @@ describe('a slave in step keeps its history in its master order (real broker pro
     await Promise.all(producers.map((producer) => producer.disconnect()));
     expectWhole('slave restarted under traffic', answered, fromPromoted, fromMaster);
   }, 120_000);
+
+  test('the slave stops following while it still applies its sync (its link cut, as when its master is fenced: nemesis seed 27), then syncs again: the promoted slave replays every answered send once, in send order', async () => {
+    // b reads all the master sends (no backpressure), held frames do not cut the link
+    const { a, b, feed, configureB } = await feedPair('history-resync', () => ({ heartbeatTimeout: 30, limits: { maxMirrorBacklogBytes: 512 * 1_048_576, maxMirrorLinkBytes: 1024 * 1_048_576 } }));
+    const producers = [await connect('resync-p0', [a.spec, b.spec], { sendTimeout: 30_000 }), await connect('resync-p1', [a.spec, b.spec], { sendTimeout: 30_000 })];
+    const answered: Array<[number, number]> = [];
+    let sending = true;
+    // each producer pipelines 20 sends every 50 ms, not waiting for the answers, until told to stop
+    const traffic = Promise.all(producers.map(async (producer, p) => {
+      const batches: Array<Promise<void>> = [];
+      for (let k = 0; sending; k += 20) {
+        batches.push(sendRange(producer, p, k, 20, answered));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await Promise.all(batches);
+    }));
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // b out of step: its link to the master cut, the producers still send to both
+    feed.drop(true);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // b follows again; the master's sync (its catch-up, then the feed of what it accepts
+    // meanwhile) waits 2.5 s, then reaches b at once: b applies it for a while
+    feed.holdFromServer('"type":"peerState"');
+    const done = feed.seen('"done":true');
+    feed.drop(false);
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    feed.holdFromServer(null);
+    await done;
+    // the sync's `done` and some of the feed after it reached b, which still applies the sync:
+    // b stops following (as when its master is fenced), then follows again for a new sync
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const from = b.process.output().length;
+    feed.drop(true);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    feed.drop(false);
+    await b.process.waitFor(/"in step with the master"/, from, 30_000);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    sending = false;
+    await traffic;
+    await new Promise((resolve) => setTimeout(resolve, 1_000)); // the last feed frames reach b
+    const fromMaster = await replayPairs(a);
+    const fromPromoted = await promote(a, b, configureB);
+    await Promise.all(producers.map((producer) => producer.disconnect()));
+    expectWhole('the slave stopped following during its sync', answered, fromPromoted, fromMaster);
+  }, 60_000);
 
   test('the master killed -9 while the slave still applies feed frames it received (a long apply chain): a replay asked at once on the promoted slave holds every answered send', async () => {
     const MiB = 1_048_576;
