@@ -283,6 +283,7 @@ export class Broker implements BrokerView {
       await this.#server.close();
       this.router.close();
       await this.router.reservations.close();
+      await this.router.groupsKept();
       await this.#store.close();
       await this.history.close();
       // last, so `whisker soft-stop` sees its connection close once everything is written

@@ -121,7 +121,9 @@ export class Router {
       log: this.log,
     });
     this.#lifecycle.observe(() => {
-      if (this.#lifecycle.isStopping) this.#checkIdle();
+      if (!this.#lifecycle.isStopping) return;
+      this.#keepGroupsAtStop();
+      this.#checkIdle();
     });
     this.refusals = new Refusals(options.log, options.now);
     this.#reservations = new Reservations({
@@ -540,7 +542,30 @@ export class Router {
   /** the groups are written down for a restart; not those a stop lets go as it closes its connections */
   #groupsChanged(): void {
     if (this.#lifecycle.isStopping) return;
-    this.#groupsFile?.changed(() => [...this.#queues.values()].flatMap((queue) => [...queue.groupKeys()].map((group) => ({ queue: queue.name, group }))));
+    this.#groupsFile?.changed(() => this.#groupList());
+  }
+
+  #groupList(): HeldGroup[] {
+    return [...this.#queues.values()].flatMap((queue) => [...queue.groupKeys()].map((group) => ({ queue: queue.name, group })));
+  }
+
+  /**
+   * A stop begins: the groups as they are now are what the file ends with (a write under way, or
+   * one that the last change queued, would otherwise read them after the stop closed their
+   * connections); the stop waits for it (`groupsKept`)
+   */
+  #groupsAtStop: Promise<void> | null = null;
+  #keepGroupsAtStop(): void {
+    const file = this.#groupsFile;
+    if (!file || this.#groupsAtStop) return;
+    const groups = this.#groupList();
+    file.changed(() => groups);
+    this.#groupsAtStop = file.flushed();
+  }
+
+  /** the groups as they were when the stop began are on disk (Broker.stop waits for it) */
+  groupsKept(): Promise<void> {
+    return this.#groupsAtStop ?? this.#groupsFile?.flushed() ?? Promise.resolve();
   }
 
   #queue(name: string): Queue {

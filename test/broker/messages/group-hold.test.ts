@@ -3,7 +3,8 @@ import { once as onceEvent } from 'node:events';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { root } from '../../support/broker-process.js';
-import { broker, clientConfig, connect, Inbox } from '../../support/harness.js';
+import { startBroker } from '../../../src/server/start.js';
+import { broker, brokerConfig, clientConfig, connect, Inbox, tempDir } from '../../support/harness.js';
 
 /**
  * Issue 27 (the nemesis, seed 2027): a client whose connection is lost, not closed by it, keeps
@@ -87,5 +88,30 @@ describe('groups of a lost connection are held (groupHold)', () => {
     await sendTen(b.hostSpec, 'after-disconnect');
     expect(await comeBack(b.hostSpec)).toEqual({ listened: 10, consumed: 0 });
     child.kill('SIGKILL');
+  }, 30_000);
+
+  /** the client's groups made on a broker in `dir`, the broker stopped, started again on that data: what each group gets */
+  async function acrossRestart(groupHold: number): Promise<{ listened: number; consumed: number }> {
+    const dir = tempDir();
+    const first = await startBroker(brokerConfig({ groupHold }, dir));
+    const child = await subscribedProcess(`127.0.0.1:${first.port}@${first.config.serviceId}`);
+    await first.stop(); // the broker closes the client's connections: lost to the client
+    child.kill('SIGKILL');
+    const again = await startBroker(brokerConfig({ groupHold }, dir));
+    try {
+      const hosts = `127.0.0.1:${again.port}@${again.config.serviceId}`;
+      await sendTen(hosts, 'after-restart');
+      return await comeBack(hosts);
+    } finally {
+      await again.stop();
+    }
+  }
+
+  test('a restarted broker holds the groups it had (groups.json): the listener back first, the consumer group still gets every message', async () => {
+    expect(await acrossRestart(60)).toEqual({ listened: 10, consumed: 10 });
+  }, 30_000);
+
+  test('groupHold 0: a restart holds nothing, the first group back takes what waited', async () => {
+    expect(await acrossRestart(0)).toEqual({ listened: 10, consumed: 0 });
   }, 30_000);
 });
