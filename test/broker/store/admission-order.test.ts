@@ -7,10 +7,11 @@ import { Lifecycle } from '../../../src/broker/lifecycle.js';
 import { Router } from '../../../src/broker/messages/router.js';
 import { Subscription } from '../../../src/broker/queue/subscription.js';
 import { LogStore } from '../../../src/broker/store/log.js';
-import { makeStoredMessage, type MessageStore, type StoredMessage } from '../../../src/broker/store/store.js';
+import { makeStoredMessage, type StoredMessage } from '../../../src/broker/store/store.js';
 import { createLogger } from '../../../src/runtime/logger.js';
 import type { Delivery } from '../../../src/protocol/frames.js';
 import { brokerConfig } from '../../support/harness.js';
+import { slowly } from '../../support/slow-store.js';
 
 /**
  * Appends are admitted into the queues in the order they began (messages/appends.ts): a message
@@ -26,23 +27,6 @@ afterEach(() => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** delegates to the log store; the answer to some appends comes late (as a slow history write would) */
-function slowly(store: LogStore, delayOf: () => number): MessageStore {
-  return {
-    load: () => store.load(),
-    append: async (messages) => {
-      await store.append(messages);
-      const ms = delayOf();
-      if (ms > 0) await sleep(ms);
-    },
-    record: (events) => store.record(events),
-    readsBodies: store.readsBodies,
-    messageIds: store.messageIds,
-    readBodies: (ids) => store.readBodies(ids),
-    isHealthy: () => store.isHealthy(),
-    close: () => store.close(),
-  };
-}
 
 const id = (n: number) => `${(n * 2654435761 >>> 0).toString(16).padStart(8, '0')}${n.toString(16).padStart(24, '0')}`;
 

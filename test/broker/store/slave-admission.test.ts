@@ -8,10 +8,11 @@ import { Router } from '../../../src/broker/messages/router.js';
 import { Replica } from '../../../src/broker/mirror/replica.js';
 import { Subscription } from '../../../src/broker/queue/subscription.js';
 import { LogStore } from '../../../src/broker/store/log.js';
-import { makeStoredMessage, type MessageStore } from '../../../src/broker/store/store.js';
+import { makeStoredMessage } from '../../../src/broker/store/store.js';
 import { createLogger } from '../../../src/runtime/logger.js';
 import type { Delivery, PeerMessage } from '../../../src/protocol/frames.js';
 import { brokerConfig } from '../../support/harness.js';
+import { slowly } from '../../support/slow-store.js';
 
 /**
  * A slave gets each message twice, the client's copy and its master's feed, and the master's
@@ -26,22 +27,6 @@ afterEach(() => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function slowly(store: LogStore, delayOf: () => number): MessageStore {
-  return {
-    load: () => store.load(),
-    append: async (messages) => {
-      await store.append(messages);
-      const ms = delayOf();
-      if (ms > 0) await sleep(ms);
-    },
-    record: (events) => store.record(events),
-    readsBodies: store.readsBodies,
-    ...(store.messageIds ? { messageIds: store.messageIds } : {}),
-    readBodies: (ids) => store.readBodies(ids),
-    isHealthy: () => store.isHealthy(),
-    close: () => store.close(),
-  } as MessageStore;
-}
 
 const id = (n: number) => `${((n * 2654435761) >>> 0).toString(16).padStart(8, '0')}${n.toString(16).padStart(24, '0')}`;
 const CONSUMERS = 'c|1';
