@@ -125,6 +125,28 @@ async function sendRange(producer: WhiskerClient, p: number, from: number, count
   }
 }
 
+/**
+ * each producer pipelines 20 sends every 50 ms (about 400 a second each, as in the nemesis), not
+ * waiting for the answers; `stop()` ends it and waits for every answer
+ */
+function pipelining(producers: readonly WhiskerClient[], answered: Array<[number, number]>): { stop(): Promise<void> } {
+  let sending = true;
+  const traffic = Promise.all(producers.map(async (producer, p) => {
+    const batches: Array<Promise<void>> = [];
+    for (let k = 0; sending; k += 20) {
+      batches.push(sendRange(producer, p, k, 20, answered));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await Promise.all(batches);
+  }));
+  return {
+    stop: async () => {
+      sending = false;
+      await traffic;
+    },
+  };
+}
+
 async function replayPairs(node: MirrorNode): Promise<string[]> {
   const got: string[] = [];
   const reader = await connect(`reader-${node.serviceId}-${Date.now()}`, node.spec);
@@ -318,17 +340,7 @@ describe('a slave in step keeps its history in its master order (real broker pro
     await b.process.waitFor(/in step with the master/, 0, 30_000);
     const producers = [await connect('restart-p0', [a.spec, b.spec], { sendTimeout: 20_000 }), await connect('restart-p1', [a.spec, b.spec], { sendTimeout: 20_000 })];
     const answered: Array<[number, number]> = [];
-    let sending = true;
-    // each producer pipelines 20 sends every 50 ms (about 400 a second each, as in the nemesis),
-    // not waiting for the answers, until told to stop
-    const traffic = Promise.all(producers.map(async (producer, p) => {
-      const batches: Array<Promise<void>> = [];
-      for (let k = 0; sending; k += 20) {
-        batches.push(sendRange(producer, p, k, 20, answered));
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      await Promise.all(batches);
-    }));
+    const traffic = pipelining(producers, answered);
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     b.process.child.kill('SIGKILL');
     await b.process.exited;
@@ -336,8 +348,7 @@ describe('a slave in step keeps its history in its master order (real broker pro
     b.process = await startProcess(configureB(false));
     await b.process.waitFor(/in step with the master/, 0, 30_000);
     await new Promise((resolve) => setTimeout(resolve, 3_000));
-    sending = false;
-    await traffic;
+    await traffic.stop();
     await new Promise((resolve) => setTimeout(resolve, 1_000)); // the last feed frames reach b
     const fromMaster = await replayPairs(a);
     const fromPromoted = await promote(a, b, configureB);
@@ -350,16 +361,7 @@ describe('a slave in step keeps its history in its master order (real broker pro
     const { a, b, feed, configureB } = await feedPair('history-resync', () => ({ heartbeatTimeout: 30, limits: { maxMirrorBacklogBytes: 512 * 1_048_576, maxMirrorLinkBytes: 1024 * 1_048_576 } }));
     const producers = [await connect('resync-p0', [a.spec, b.spec], { sendTimeout: 30_000 }), await connect('resync-p1', [a.spec, b.spec], { sendTimeout: 30_000 })];
     const answered: Array<[number, number]> = [];
-    let sending = true;
-    // each producer pipelines 20 sends every 50 ms, not waiting for the answers, until told to stop
-    const traffic = Promise.all(producers.map(async (producer, p) => {
-      const batches: Array<Promise<void>> = [];
-      for (let k = 0; sending; k += 20) {
-        batches.push(sendRange(producer, p, k, 20, answered));
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      await Promise.all(batches);
-    }));
+    const traffic = pipelining(producers, answered);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     // b out of step: its link to the master cut, the producers still send to both
     feed.drop(true);
@@ -381,8 +383,7 @@ describe('a slave in step keeps its history in its master order (real broker pro
     feed.drop(false);
     await b.process.waitFor(/"in step with the master"/, from, 30_000);
     await new Promise((resolve) => setTimeout(resolve, 2_000));
-    sending = false;
-    await traffic;
+    await traffic.stop();
     await new Promise((resolve) => setTimeout(resolve, 1_000)); // the last feed frames reach b
     const fromMaster = await replayPairs(a);
     const fromPromoted = await promote(a, b, configureB);
