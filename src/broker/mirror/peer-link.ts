@@ -8,6 +8,8 @@ import type { LinkDeps, LinkOwner, PeerStatus, PeerView } from './types.js';
 
 /** messages per `offer` frame at most (and under the master's frame limit) */
 const OFFER_CHUNK = 1_000;
+/** feed frames applied together hold at most about this many messages, settlements and removals */
+const FEED_BATCH_ITEMS = 5_000;
 /** the routine offer of those is logged once in this long, with the count since; the metric counts each */
 const OFFER_LOG_EVERY_MS = 60_000;
 /** a fenced master not elected again within this long: its followers stop waiting for it, as for a lost master */
@@ -387,8 +389,10 @@ export class PeerLink implements KeyLink {
    */
   #applyFeed(frame: FeedFrame, received: Unapplied): void {
     const gathering = this.#feedBatch;
-    // frames join a batch of the sync they were read in only (each is judged by it)
-    if (gathering && gathering.sync === this.#sync) {
+    // frames join a batch of the sync they were read in only (each is judged by it), up to
+    // FEED_BATCH_ITEMS: a backlog of maxMirrorBacklogBytes is not one long turn of the event loop
+    if (gathering && gathering.sync === this.#sync && gathering.items < FEED_BATCH_ITEMS) {
+      gathering.items += frame.messages.length + frame.settled.length + frame.removed.length;
       for (const m of frame.messages) gathering.messages.push(m);
       for (const s of frame.settled) gathering.settled.push(s);
       for (const r of frame.removed) gathering.removed.push(r);
@@ -396,7 +400,7 @@ export class PeerLink implements KeyLink {
       return;
     }
     const { replica, log } = this.#deps;
-    const batch: FeedBatch = { sync: this.#sync, messages: [...frame.messages], settled: [...frame.settled], removed: [...frame.removed], received: [received] };
+    const batch: FeedBatch = { sync: this.#sync, messages: [...frame.messages], settled: [...frame.settled], removed: [...frame.removed], received: [received], items: frame.messages.length + frame.settled.length + frame.removed.length };
     this.#chain(async () => {
       if (this.#feedBatch === batch) this.#feedBatch = null;
       const { sync } = batch;
@@ -539,6 +543,8 @@ interface FeedBatch {
   readonly settled: PeerSettlement[];
   readonly removed: string[];
   readonly received: Unapplied[];
+  /** messages, settlements and removals gathered */
+  items: number;
 }
 
 /** the anchors a `follow` frame holds within `maxBytes`: channels past it get the master's whole history */
