@@ -26,12 +26,13 @@ export async function openPage(browser: Browser, width = 1200): Promise<Watched>
   const watched: Watched = { page, dialogs: [], cspViolations: [], pageErrors: [] };
   page.on('dialog', (dialog) => {
     watched.dialogs.push(dialog.message());
-    void dialog.dismiss();
+    dialog.dismiss().catch(() => undefined); // the page may be closing
   });
   page.on('console', (message) => {
     if (/Content Security Policy/i.test(message.text())) watched.cspViolations.push(message.text());
   });
   page.on('pageerror', (error) => watched.pageErrors.push(error.message));
-  page.on('close', () => void context.close());
+  // the browser closing closes the page too: its context is then closed already (not an error)
+  page.on('close', () => void context.close().catch(() => undefined));
   return watched;
 }
