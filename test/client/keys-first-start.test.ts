@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { broker, tempDir } from '../support/harness.js';
@@ -52,7 +52,9 @@ describe('the first start of several instances of one name', () => {
     writeFileSync(join(keysDirectory, 'twin.pem'), pair.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
     const late = instance(b.hostSpec, 'twin', keysDirectory);
     await late.connecting;
-    writeFileSync(join(keysDirectory, 'twin.pub'), pair.publicKey.export({ type: 'spki', format: 'pem' }), { mode: 0o600 });
+    // whole, as a sibling writes it (a link of a written temp file): a plain write can be read torn
+    writeFileSync(join(keysDirectory, 'twin.pub.tmp'), pair.publicKey.export({ type: 'spki', format: 'pem' }), { mode: 0o600 });
+    linkSync(join(keysDirectory, 'twin.pub.tmp'), join(keysDirectory, 'twin.pub'));
     expect(await late.outcome).toBe('ok');
   }, 30_000);
 
