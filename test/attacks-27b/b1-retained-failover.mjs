@@ -38,7 +38,7 @@ const loops = prods.map((p, k) => (async () => { let i = 0; while (run) { for (l
   await sleep(10); } })());
 
 const log = [];
-const note = (s) => { const l = `t+${ts()} ${s}`; log.push(l); console.log(l); };
+const note = (s) => { const l = `t+${ts()} [sent ${res.map((r) => r.length).join('/')}] ${s}`; log.push(l); console.log(l); };
 const waitMaster = async (ms = 30000, not) => waitFor(async () => { const m = await master(); return m && m !== not ? m : null; }, ms, 50);
 await sleep(3000);
 for (let r = 0; r < ROUNDS; r++) {
@@ -86,11 +86,14 @@ if (Object.values(verdict).some(bad)) { note('a replay was short: replaying agai
 const sent = res.reduce((a, r) => a + r.length, 0);
 const lost = [...okKeys].filter((x) => !delivered.has(x)).length;
 console.log('faults:', log.join(' | '));
+for (const n of nodes) { const w = (n.log.match(/written where they arrived[^\n]*/g) ?? []).map((l) => (l.match(/"records":(\d+)/) ?? [])[1] + ' ' + ((l.match(/"time":"[^"]*T([^"]*)"/) ?? [])[1] ?? '')); if (w.length) console.log(`${n.id}: warn 'history records of clients' copies written where they arrived' records/time:`, w.join(', ')); }
 console.log(up());
 for (const n of nodes) check(`b1 replay from ${n.id}: every OK send once, each producer's OK records in send order`, !bad(verdict[n.id]), { sent, answers: tally, ...verdict[n.id] });
 const [ra, ...rest] = nodes.map((n) => reps[n.id]);
 const diffs = rest.map((rb, j) => { let first = -1; for (let x = 0; x < Math.max(ra.length, rb.length); x++) if (ra[x] !== rb[x]) { first = x; break; } return { vs: nodes[j + 1].id, lenA: ra.length, lenB: rb.length, firstDiffAt: first, a: ra.slice(first, first + 3), b: rb.slice(first, first + 3) }; });
 check('b1 the brokers replay the same sequence', diffs.every((d) => d.firstDiffAt === -1), diffs);
 check('b1 [info] listener: every OK send delivered', lost === 0, { ok: okKeys.size, notDelivered: lost, twiceDelivered: [...delivered.values()].filter((v) => v > 1).length });
+if (process.env.KEEP_LOGS) { const { mkdirSync, writeFileSync } = await import('node:fs'); mkdirSync(process.env.KEEP_LOGS, { recursive: true });
+  for (const n of nodes) writeFileSync(`${process.env.KEEP_LOGS}/${n.id}.log`, n.log); for (const n of nodes) writeFileSync(`${process.env.KEEP_LOGS}/${n.id}.replay`, reps[n.id].join('\n')); }
 for (const p of prods) await p.disconnect(); await lst.disconnect();
 await finish(0);
