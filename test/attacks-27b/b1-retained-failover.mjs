@@ -82,11 +82,11 @@ let verdict = Object.fromEntries(nodes.map((n) => [n.id, judge(reps[n.id])]));
 const bad = (v) => v.missing || v.twice || v.okOrderBreaks || v.error;
 if (Object.values(verdict).some(bad)) { note('a replay was short: replaying again after 35 s (held records bound: 30 s)'); await sleep(35000);
   const reps2 = {}; for (const n of nodes) reps2[n.id] = await replayFrom(n);
-  console.log('first replays:', JSON.stringify(verdict)); reps = reps2; verdict = Object.fromEntries(nodes.map((n) => [n.id, judge(reps[n.id])])); }
+  console.log('first replays (5 s after settled):', Object.entries(verdict).map(([id, v]) => `${id}: ${v.records} records, missing ${v.missing}, twice ${v.twice}, breaks ${v.okOrderBreaks}`).join('; ')); reps = reps2; verdict = Object.fromEntries(nodes.map((n) => [n.id, judge(reps[n.id])])); }
 const sent = res.reduce((a, r) => a + r.length, 0);
 const lost = [...okKeys].filter((x) => !delivered.has(x)).length;
 console.log('faults:', log.join(' | '));
-for (const n of nodes) { const w = (n.log.match(/written where they arrived[^\n]*/g) ?? []).map((l) => (l.match(/"records":(\d+)/) ?? [])[1] + ' ' + ((l.match(/"time":"[^"]*T([^"]*)"/) ?? [])[1] ?? '')); if (w.length) console.log(`${n.id}: warn 'history records of clients' copies written where they arrived' records/time:`, w.join(', ')); }
+for (const n of nodes) { const w = (n.log.match(/[^\n]*written where they arrived[^\n]*/g) ?? []).map((l) => (l.match(/"records":(\d+)/) ?? [])[1] + ' at ' + ((l.match(/"time":"[^"]*T([^"]*)"/) ?? [])[1] ?? '') + ' ' + ((l.match(/"reason":"([^"]*)"/) ?? [])[1] ?? '')); if (w.length) console.log(`${n.id}: warn 'history records of clients' copies written where they arrived' records/time:`, w.join(', ')); }
 console.log(up());
 for (const n of nodes) check(`b1 replay from ${n.id}: every OK send once, each producer's OK records in send order`, !bad(verdict[n.id]), { sent, answers: tally, ...verdict[n.id] });
 const [ra, ...rest] = nodes.map((n) => reps[n.id]);
