@@ -12,6 +12,7 @@ import { makeNodes, start, kill9, cli, health, mkClient, keyPair, sleep, port, c
 import { execFileSync } from 'node:child_process';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 2), PRODUCERS = Number(process.env.PRODUCERS ?? 3), BURST = Number(process.env.BURST ?? 2);
+const STOP_MS = Number(process.env.STOP_MS ?? 4000);
 const ONLY = (process.env.FAULTS ?? 'stepdown,reload,kill,stop,killnew,killslave').split(',');
 const up = () => execFileSync('uptime').toString().trim().replace(/.*load/, 'load');
 console.log('start', new Date().toISOString(), up(), { ROUNDS, PRODUCERS, BURST, ONLY });
@@ -46,7 +47,7 @@ for (let r = 0; r < ROUNDS; r++) {
   if (ONLY.includes('stepdown')) { m = await waitMaster(); note(`step-down ${m?.id}`); if (m) { const o = await cli(m, 'step-down'); note(`step-down rc ${o.code}: ${o.out.trim().split('\n').at(-1)?.slice(0, 100)}`); } await sleep(3000); }
   if (ONLY.includes('reload')) { m = await waitMaster(); if (m) { m.config.logLevel = m.config.logLevel === 'info' ? 'warn' : 'info'; writeConfig(m); const o = await cli(m, 'reload'); note(`reload ${m.id} rc ${o.code}`); } await sleep(2000); }
   if (ONLY.includes('kill')) { m = await waitMaster(); if (m) { note(`kill -9 master ${m.id}`); await kill9(m); await sleep(1500); await start(m); note(`${m.id} restarted`); } await sleep(3000); }
-  if (ONLY.includes('stop')) { m = await waitMaster(); if (m) { note(`SIGSTOP master ${m.id} 4 s`); m.proc.kill('SIGSTOP'); m.stopped = true; await sleep(4000); m.proc.kill('SIGCONT'); m.stopped = false; note(`SIGCONT ${m.id}`); } await sleep(3000); }
+  if (ONLY.includes('stop')) { m = await waitMaster(); if (m) { note(`SIGSTOP master ${m.id} ${STOP_MS} ms`); m.proc.kill('SIGSTOP'); m.stopped = true; await sleep(STOP_MS); m.proc.kill('SIGCONT'); m.stopped = false; note(`SIGCONT ${m.id}`); } await sleep(3000); }
   if (ONLY.includes('killnew')) {
     m = await waitMaster(); if (m) { note(`kill -9 master ${m.id} (to kill its successor at once)`); await kill9(m);
       const nm = await waitMaster(30000, m); if (nm) { await kill9(nm); note(`kill -9 newly elected ${nm.id}`); }
