@@ -29,7 +29,8 @@ if (!await waitFor(master, 60000, 200)) { check('b1 setup: a master elected', fa
 // listener (first deliveries)
 const lst = await mkClient(nodes, 'lst-b1', keyPair(), { sendTimeout: 20000 });
 const delivered = new Map();
-const hl = lst.listen(CH, (err, msg) => { if (!err && msg) { const k = `${msg.k}:${msg.i}`; delivered.set(k, (delivered.get(k) ?? 0) + 1); } });
+const lastDl = {}; let dlBreaks = 0; const dlEx = [];
+const hl = lst.listen(CH, (err, msg) => { if (!err && msg) { const k = `${msg.k}:${msg.i}`; if (!delivered.has(k)) { if (lastDl[msg.k] !== undefined && msg.i < lastDl[msg.k]) { dlBreaks++; if (dlEx.length < 3) dlEx.push(`${k} after ${msg.k}:${lastDl[msg.k]}`); } lastDl[msg.k] = Math.max(lastDl[msg.k] ?? -1, msg.i); } delivered.set(k, (delivered.get(k) ?? 0) + 1); } });
 await hl.ready;
 // producers: pipelined, answers recorded per send
 const prods = []; for (let k = 0; k < PRODUCERS; k++) prods.push(await mkClient(nodes, 'p-b1-' + k, keyPair(), { sendTimeout: 20000, maxBufferedMessages: 100000 }));
@@ -93,7 +94,7 @@ for (const n of nodes) check(`b1 replay from ${n.id}: every OK send once, each p
 const [ra, ...rest] = nodes.map((n) => reps[n.id]);
 const diffs = rest.map((rb, j) => { let first = -1; for (let x = 0; x < Math.max(ra.length, rb.length); x++) if (ra[x] !== rb[x]) { first = x; break; } return { vs: nodes[j + 1].id, lenA: ra.length, lenB: rb.length, firstDiffAt: first, a: ra.slice(first, first + 3), b: rb.slice(first, first + 3) }; });
 check('b1 the brokers replay the same sequence (operations.md#history-catch-up wording "in the same order"; client.md promises only one producer order)', diffs.every((d) => d.firstDiffAt === -1), diffs);
-check('b1 [info] listener: every OK send delivered', lost === 0, { ok: okKeys.size, notDelivered: lost, twiceDelivered: [...delivered.values()].filter((v) => v > 1).length });
+check('b1 [info] listener: every OK send delivered; first deliveries per producer in send order (SPEC §7)', lost === 0 && dlBreaks === 0, { ok: okKeys.size, notDelivered: lost, twiceDelivered: [...delivered.values()].filter((v) => v > 1).length, firstDeliveryOrderBreaks: dlBreaks, ex: dlEx });
 if (process.env.KEEP_LOGS) { const { mkdirSync, writeFileSync } = await import('node:fs'); mkdirSync(process.env.KEEP_LOGS, { recursive: true });
   for (const n of nodes) writeFileSync(`${process.env.KEEP_LOGS}/${n.id}.log`, n.log); for (const n of nodes) writeFileSync(`${process.env.KEEP_LOGS}/${n.id}.replay`, reps[n.id].join('\n')); }
 for (const p of prods) await p.disconnect(); await lst.disconnect();
