@@ -18,7 +18,7 @@ const up = () => execFileSync('uptime').toString().trim().replace(/.*load/, 'loa
 console.log('start', new Date().toISOString(), up(), { ROUNDS, PRODUCERS, BURST, ONLY });
 const etcd = await startEtcdAt(await port(), await port()); await etcd.start();
 const CH = 'rt/v1/x';
-const nodes = await makeNodes(['a', 'b', 'c'], { election: electionBlock(etcd.url, '/atk27b/b1-' + process.pid, 2), heartbeatTimeout: 2,
+const nodes = await makeNodes((process.env.NODES ?? 'a,b,c').split(','), { election: electionBlock(etcd.url, '/atk27b/b1-' + process.pid, 2), heartbeatTimeout: 2,
   logLevel: 'info', channels: { 'rt/v1': { retention: { seconds: 3600 }, maxItemsInQueue: 100000 } } });
 await Promise.all(nodes.map(start));
 const T0 = Date.now(); const ts = () => ((Date.now() - T0) / 1000).toFixed(1);
