@@ -1,4 +1,4 @@
-/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27, 2nd round): Node 20 global fetch, best-effort cleanup */
+ 
 // Issue 27 items 3, 4 and the history order across failovers. Docs: configuration.md#retention ("every send answered OK
 // is in the history once"), client.md#replay ("a promoted mirror replays the same history ... the same order for
 // messages one producer sent one after the other"), operations.md#history-catch-up ("What a mirror replays is then what

@@ -1,4 +1,4 @@
-/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27, 2nd round): Node 20 global fetch, best-effort cleanup */
+ 
 // Issue 27 items 1-2 under traffic. Docs (operations.md#automatic-failover): "a broker is a slave from its first second
 // until it holds the lease, whether etcd is up, slow or unreachable at start"; "etcd unreachable: the master steps down
 // within leaseTtl / 2; ... no broker delivers"; /health 503 degraded naming etcd; "Sends keep being stored by every

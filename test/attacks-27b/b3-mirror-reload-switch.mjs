@@ -1,4 +1,4 @@
-/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27, 2nd round): Node 20 global fetch, best-effort cleanup */
+ 
 // History order across configured-mode switches (no election). Docs: operations.md "Promotion is a config change",
 // history catch-up ("a demoted master" is out of step; "What a mirror replays is then what its master replays, in the
 // same order ... Nothing is missing or written twice"), configuration.md#retention (every send answered OK is in the

@@ -1,4 +1,4 @@
-/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27, 2nd round): Node 20 global fetch, best-effort cleanup */
+/* eslint-disable @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27, 2nd round): Node 20 global fetch, best-effort cleanup */
 // A second instance started by mistake (a second `whisker start` of the same config, or a copy of it with other ports,
 // the same dataDirectory). Docs: configuration.md says a port in use exits 1 naming the key; nothing says what a
 // second process on the same dataDirectory does. SPEC §8: every accepted message survives any stop.

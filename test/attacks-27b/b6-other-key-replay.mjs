@@ -1,4 +1,4 @@
-/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27, 2nd round): Node 20 global fetch, best-effort cleanup */
+/* eslint-disable no-empty -- outsider attack scripts (issue 27, 2nd round): Node 20 global fetch, best-effort cleanup */
 // Found while writing b5: a client whose name is registered with another key (E_AUTH other-key) then calls replay.
 // Docs: SPEC §4 (other-key: the client stops dialing, reports once, fails pending sends with E_AUTH); client.md#replay:
 // "asked before any broker is connected ... it waits for one, at most sendTimeout (then E_NO_MASTER)".

@@ -1,4 +1,4 @@
-/* eslint-disable no-undef, no-empty, @typescript-eslint/no-unused-vars -- outsider attack scripts (issue 27, 2nd round): Node 20 global fetch, best-effort cleanup */
+ 
 // operations.md#automatic-failover: "The whole [election] block needs a restart: a reload keeps the running one and says
 // so (config keys changed that apply only after a restart, whisker reload prints it)"; "A reload never disturbs a
 // session" (SPEC §9). Election cluster a,b,c; 2 pipelining producers on a retained channel; the master's file gets
