@@ -22,6 +22,25 @@ export class PagedColumn {
   }
 }
 
+/** values by index, a plain array page at a time (pages of 4,096: a page is filled by
+ * assignment in index order, so it stays a packed array); unset entries read undefined */
+export class PagedList<T> {
+  readonly #pages: T[][] = [];
+
+  get(index: number): T | undefined {
+    return this.#pages[index >>> LIST_PAGE_BITS]?.[index & LIST_PAGE_MASK];
+  }
+
+  set(index: number, value: T): void {
+    const page = index >>> LIST_PAGE_BITS;
+    while (this.#pages.length <= page) this.#pages.push([]);
+    this.#pages[page]![index & LIST_PAGE_MASK] = value;
+  }
+}
+
+const LIST_PAGE_BITS = 12;
+const LIST_PAGE_MASK = (1 << LIST_PAGE_BITS) - 1;
+
 /**
  * Slot numbers in a first-in first-out queue: positions `head .. tail - 1` only grow (they are
  * numbers, not bounded by 2^32), a page is dropped once the head passed it.

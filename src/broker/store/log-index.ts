@@ -2,7 +2,9 @@
  * Why this file is long: the live index and its copy-on-write capture (what a compaction
  * snapshots while commits go on) share the columns and must change together.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { IdList, IdSlots } from '../../protocol/id-slots.js';
+import { PagedColumn, PagedList } from '../../protocol/paged.js';
 import type { LogRecord, RecordTuple } from './log-format.js';
 import type { RecoveredState, StoredMessage } from './store.js';
 
@@ -56,10 +58,20 @@ export interface Capture {
   readonly recentTo: number;
 }
 
-/** a held capture: the old state of slots changed since, the rest read from the index */
+/**
+ * A held capture: the old state of slots changed since, the rest read from the index. Saved in
+ * columns, not an object per slot in a Map: a compaction during a drain saves a slot per ack, so
+ * a Map of entries grew to hundreds of thousands (a rehash of 13 ms in one turn, and objects
+ * that every scavenge copied).
+ */
 class HeldCapture implements Capture {
-  /** slot -> its entry when captured (null: it was free) */
-  readonly saved = new Map<number, LiveEntry | null>();
+  /** per slot: 0 not saved (read the index), SAVED_FREE it was free, n > 0: its saved entry is n - 1 */
+  readonly #savedAt = new PagedColumn();
+  /** saved entries: the message id with its framed size as the number, place, records */
+  readonly #ids = new IdList();
+  readonly #segment = new PagedColumn();
+  readonly #offset = new PagedColumn();
+  readonly #records = new PagedList<readonly RecordTuple[]>();
 
   constructor(
     readonly count: number,
@@ -70,19 +82,49 @@ class HeldCapture implements Capture {
     private readonly current: (slot: number) => LiveEntry | undefined,
   ) {}
 
+  /** the slot's state is saved already (it changed since the capture) */
+  saved(slot: number): boolean {
+    return this.#savedAt.get(slot) !== 0;
+  }
+
+  saveFree(slot: number): void {
+    this.#savedAt.set(slot, SAVED_FREE);
+  }
+
+  save(slot: number, messageId: string, records: readonly RecordTuple[], bytes: number, segment: number, offset: number): void {
+    const at = this.#ids.length;
+    this.#ids.push(messageId, bytes);
+    this.#segment.set(at, segment);
+    this.#offset.set(at, offset);
+    this.#records.set(at, records);
+    this.#savedAt.set(slot, at + 1);
+  }
+
+  /** the slot was saved with its message at `segment` and `offset` (not free, not unchanged) */
+  savedAt(slot: number, segment: number, offset: number): boolean {
+    const at = this.#savedAt.get(slot) - 1;
+    return at >= 0 && this.#segment.get(at) === segment && this.#offset.get(at) === offset;
+  }
+
   entry(slot: number): LiveEntry | undefined {
     if (slot >= this.count) return undefined;
-    const saved = this.saved.get(slot);
-    if (saved !== undefined) return saved ?? undefined;
-    return this.current(slot);
+    const saved = this.#savedAt.get(slot);
+    if (saved === SAVED_FREE) return undefined;
+    if (saved === 0) return this.current(slot);
+    const at = saved - 1;
+    return { messageId: this.#ids.at(at), records: this.#records.get(at)!, bytes: this.#ids.numberAt(at), segment: this.#segment.get(at), offset: this.#offset.get(at) };
   }
 }
+
+const SAVED_FREE = -1;
 
 /** the index's bit in its slots' holders (the router's rows have another, queue/rows.ts) */
 const STORE = 1;
 /** what an id costs in a snapshot besides its characters: operation, length, the timestamp */
 const RECENT_ID_OVERHEAD = 13;
 const NO_RECORDS: readonly RecordTuple[] = [];
+/** slots `relocate` walks in one turn (a million took 10-20 ms in one) */
+const RELOCATE_SLICE = 65_536;
 /** groups whose shared one-record list is kept: a bound however many groups come and go */
 const ASSIGNED_CACHE = 1024;
 
@@ -234,14 +276,15 @@ export class LiveIndex {
    * A snapshot segment now holds these entries' message records at `offsets`: entries still
    * live (the same message, not a later one with its id) point there, so their old segments can go.
    */
-  relocate(capture: Capture, segment: number, offsets: Float64Array): void {
-    // called before `release`: a slot not saved in the capture is unchanged since
-    const { saved } = capture as HeldCapture;
+  async relocate(capture: Capture, segment: number, offsets: Float64Array): Promise<void> {
+    // called before `release`: a slot not saved in the capture is unchanged since (also between
+    // two slices: a slot changed meanwhile is saved first)
+    const held = capture as HeldCapture;
     for (let slot = 0; slot < capture.count; slot++) {
+      if (slot % RELOCATE_SLICE === RELOCATE_SLICE - 1) await nextTurn();
       if (!this.#slots.holds(slot, STORE) || this.#segment[slot]! >= segment) continue;
       // changed since the capture: re-pointed only if it still is the record the snapshot copied
-      const old = saved.get(slot);
-      if (old !== undefined && (old === null || old.segment !== this.#segment[slot] || old.offset !== this.#offset[slot])) continue;
+      if (held.saved(slot) && !held.savedAt(slot, this.#segment[slot]!, this.#offset[slot]!)) continue;
       this.#segment[slot] = segment;
       this.#offset[slot] = offsets[slot]!;
     }
@@ -324,14 +367,15 @@ export class LiveIndex {
   #beforeChange(slot: number): void {
     if (this.#held.size === 0) return;
     for (const held of this.#held) {
-      if (slot >= held.count || held.saved.has(slot)) continue;
-      held.saved.set(slot, !this.#slots.holds(slot, STORE) ? null : this.#entry(slot));
+      if (slot >= held.count || held.saved(slot)) continue;
+      if (!this.#slots.holds(slot, STORE)) held.saveFree(slot);
+      else held.save(slot, this.#slots.idAt(slot)!, this.#records[slot]!, this.#bytes[slot]!, this.#segment[slot]!, this.#offset[slot]!);
     }
   }
 
   /** a freed slot is filled again: a capture that has not saved it saw it free */
   #wasFree(slot: number): void {
-    for (const held of this.#held) if (slot < held.count && !held.saved.has(slot)) held.saved.set(slot, null);
+    for (const held of this.#held) if (slot < held.count && !held.saved(slot)) held.saveFree(slot);
   }
 
   /** the state for `load()`, once: messages in seq order, ids removed inside the dedupe window */

@@ -397,7 +397,7 @@ export class LogStore implements MessageStore {
       written = await writeSnapshot(this.#fs, this.#dir, number, capture, (entry) => this.#snapshotReader.frame(entry.segment, entry.offset, entry.bytes));
       this.#files.track(number);
       // from here on bodies are read from the snapshot: the segments it replaces can go
-      this.#index.relocate(capture, number, written.offsets);
+      await this.#index.relocate(capture, number, written.offsets);
     } finally {
       this.#index.release(capture);
     }
