@@ -4,7 +4,7 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { IdList, IdSlots } from '../../protocol/id-slots.js';
-import { PagedColumn, PagedList } from '../../protocol/paged.js';
+import { Float64Pages, PagedColumn, PagedList, Uint32Pages } from '../../protocol/paged.js';
 import type { LogRecord, RecordTuple } from './log-format.js';
 import type { RecoveredState, StoredMessage } from './store.js';
 
@@ -71,7 +71,7 @@ class HeldCapture implements Capture {
   readonly #ids = new IdList();
   readonly #segment = new PagedColumn();
   readonly #offset = new PagedColumn();
-  readonly #records = new PagedList<readonly RecordTuple[]>();
+  readonly #records = new PagedList<readonly RecordTuple[]>(NO_RECORDS);
 
   constructor(
     readonly count: number,
@@ -148,13 +148,13 @@ export class LiveIndex {
   /** while loading only: the replayed messages, handed to the queues by `recovered()` */
   #loaded: (StoredMessage | undefined)[] | null = [];
   /** unsettled records, replaced never mutated (a capture keeps the array it took) */
-  #records: (readonly RecordTuple[])[] = [];
+  readonly #records = new PagedList<readonly RecordTuple[]>(NO_RECORDS);
   /** framed size of the message record, its segment and offset there */
-  #bytes = new Uint32Array(1024);
-  #segment = new Uint32Array(1024);
-  #offset = new Float64Array(1024);
+  readonly #bytes = new Uint32Pages();
+  readonly #segment = new Uint32Pages();
+  readonly #offset = new Float64Pages();
   /** the broker's clock at acceptance: the dedupe window of a removed id runs from it */
-  #acceptedAt = new Float64Array(1024);
+  readonly #acceptedAt = new Float64Pages();
   /** shared record lists of messages assigned to one group (see #assignedTo) */
   readonly #assigned = new Map<string, readonly RecordTuple[]>();
   /** captures being written: a slot's old state is saved in each before the slot changes */
@@ -218,31 +218,31 @@ export class LiveIndex {
       case 'a': {
         const slot = this.#find(record.id);
         if (slot < 0) return;
-        const records = this.#records[slot]!;
+        const records = this.#records.get(slot)!;
         this.#beforeChange(slot);
         if (records.length === 0 && record.g.length === 1) {
-          this.#records[slot] = this.#assignedTo(record.g[0]!);
+          this.#records.set(slot, this.#assignedTo(record.g[0]!));
           return;
         }
         let added: RecordTuple[] | null = null;
         for (const g of record.g) if (!records.some((r) => r[0] === g)) (added ??= []).push([g, 0, 0]);
-        if (added) this.#records[slot] = records.length === 0 ? added : [...records, ...added];
+        if (added) this.#records.set(slot, records.length === 0 ? added : [...records, ...added]);
         return;
       }
       case 's': {
         const slot = this.#find(record.id);
         if (slot < 0) return;
-        const records = this.#records[slot]!;
+        const records = this.#records.get(slot)!;
         if (!records.some((r) => r[0] === record.g)) return;
         this.#beforeChange(slot);
-        this.#records[slot] = records.length === 1 ? NO_RECORDS : records.filter((r) => r[0] !== record.g);
+        this.#records.set(slot, records.length === 1 ? NO_RECORDS : records.filter((r) => r[0] !== record.g));
         return;
       }
       case 'r': {
         const slot = this.#find(record.id);
         if (slot < 0) return;
         this.#beforeChange(slot);
-        this.#records[slot] = this.#records[slot]!.map((r): RecordTuple => (r[0] === record.g ? [r[0], record.n, record.nb] : r));
+        this.#records.set(slot, this.#records.get(slot)!.map((r): RecordTuple => (r[0] === record.g ? [r[0], record.n, record.nb] : r)));
         return;
       }
       case 'x': {
@@ -250,16 +250,16 @@ export class LiveIndex {
         if (slot < 0) return;
         this.#beforeChange(slot);
         // within the dedupe window of its acceptance, a copy is still not queued again (SPEC §7)
-        this.#remember(record.id, this.#acceptedAt[slot]!);
-        this.#liveBytes -= this.#bytes[slot]!;
+        this.#remember(record.id, this.#acceptedAt.get(slot));
+        this.#liveBytes -= this.#bytes.get(slot);
         const loaded = this.#loaded?.[slot];
         if (loaded) {
-          if (loaded.data !== undefined) this.#replayBodyBytes -= this.#bytes[slot]!;
+          if (loaded.data !== undefined) this.#replayBodyBytes -= this.#bytes.get(slot);
           this.#loaded![slot] = undefined;
         }
         this.#slots.release(slot, STORE);
         this.#count--;
-        this.#records[slot] = NO_RECORDS;
+        this.#records.set(slot, NO_RECORDS);
         return;
       }
       case 'd':
@@ -282,11 +282,11 @@ export class LiveIndex {
     const held = capture as HeldCapture;
     for (let slot = 0; slot < capture.count; slot++) {
       if (slot % RELOCATE_SLICE === RELOCATE_SLICE - 1) await nextTurn();
-      if (!this.#slots.holds(slot, STORE) || this.#segment[slot]! >= segment) continue;
+      if (!this.#slots.holds(slot, STORE) || this.#segment.get(slot) >= segment) continue;
       // changed since the capture: re-pointed only if it still is the record the snapshot copied
-      if (held.saved(slot) && !held.savedAt(slot, this.#segment[slot]!, this.#offset[slot]!)) continue;
-      this.#segment[slot] = segment;
-      this.#offset[slot] = offsets[slot]!;
+      if (held.saved(slot) && !held.savedAt(slot, this.#segment.get(slot), this.#offset.get(slot))) continue;
+      this.#segment.set(slot, segment);
+      this.#offset.set(slot, offsets[slot]!);
     }
   }
 
@@ -308,36 +308,19 @@ export class LiveIndex {
   #add(message: StoredMessage, records: readonly RecordTuple[], bytes: number, place: RecordPlace): void {
     const slot = this.#slots.hold(message.messageId, STORE);
     this.#count++;
-    while (slot >= this.#bytes.length) this.#grow();
-    while (this.#records.length < slot) this.#records.push(NO_RECORDS);
+    if (slot >= this.#bytes.capacity) for (const column of [this.#bytes, this.#segment, this.#offset, this.#acceptedAt]) column.ensure(slot);
     // a slot made or taken again (a capture that saw it free, or the rows' only)
     this.#wasFree(slot);
-    this.#records[slot] = records;
+    this.#records.set(slot, records);
     if (this.#loaded) this.#loaded[slot] = message;
-    this.#acceptedAt[slot] = message.acceptedAt;
-    this.#bytes[slot] = bytes;
-    this.#segment[slot] = place.segment;
-    this.#offset[slot] = place.offset;
-  }
-
-  #grow(): void {
-    const size = this.#bytes.length * 2;
-    const bytes = new Uint32Array(size);
-    bytes.set(this.#bytes);
-    this.#bytes = bytes;
-    const segment = new Uint32Array(size);
-    segment.set(this.#segment);
-    this.#segment = segment;
-    const offset = new Float64Array(size);
-    offset.set(this.#offset);
-    this.#offset = offset;
-    const acceptedAt = new Float64Array(size);
-    acceptedAt.set(this.#acceptedAt);
-    this.#acceptedAt = acceptedAt;
+    this.#acceptedAt.set(slot, message.acceptedAt);
+    this.#bytes.set(slot, bytes);
+    this.#segment.set(slot, place.segment);
+    this.#offset.set(slot, place.offset);
   }
 
   #entry(slot: number): LiveEntry {
-    return { messageId: this.#slots.idAt(slot)!, records: this.#records[slot]!, bytes: this.#bytes[slot]!, segment: this.#segment[slot]!, offset: this.#offset[slot]! };
+    return { messageId: this.#slots.idAt(slot)!, records: this.#records.get(slot)!, bytes: this.#bytes.get(slot), segment: this.#segment.get(slot), offset: this.#offset.get(slot) };
   }
 
   /** replay keeps the oldest bodies up to a budget; later ones are read back when needed */
@@ -369,7 +352,7 @@ export class LiveIndex {
     for (const held of this.#held) {
       if (slot >= held.count || held.saved(slot)) continue;
       if (!this.#slots.holds(slot, STORE)) held.saveFree(slot);
-      else held.save(slot, this.#slots.idAt(slot)!, this.#records[slot]!, this.#bytes[slot]!, this.#segment[slot]!, this.#offset[slot]!);
+      else held.save(slot, this.#slots.idAt(slot)!, this.#records.get(slot)!, this.#bytes.get(slot), this.#segment.get(slot), this.#offset.get(slot));
     }
   }
 
@@ -387,7 +370,7 @@ export class LiveIndex {
     const slots: number[] = [];
     for (let slot = 0; slot < this.#slots.length; slot++) if (this.#slots.holds(slot, STORE)) slots.push(slot);
     slots.sort((a, b) => loaded[a]!.seq - loaded[b]!.seq);
-    const messages = slots.map((slot) => ({ message: loaded[slot]!, records: this.#records[slot]!.map(([group, nbRequeues, notBefore]) => ({ group, nbRequeues, notBefore })) }));
+    const messages = slots.map((slot) => ({ message: loaded[slot]!, records: this.#records.get(slot)!.map(([group, nbRequeues, notBefore]) => ({ group, nbRequeues, notBefore })) }));
     const seen = new Set<string>();
     const recent: RecentId[] = [];
     for (let i = this.#recentHead; i < this.#recentIds.length; i++) {
