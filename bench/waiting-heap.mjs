@@ -6,8 +6,10 @@
 // minus the same before the sends, per message; then a consumer takes them all and the longest
 // synchronous stretch of the drain (event-loop delay max) is printed too, with its garbage
 // collections: their count does not depend on the machine's load (their times do), and the
-// longest turns between two setImmediate callbacks.
+// longest turns between two setImmediate callbacks, by wall time (with the garbage collections
+// inside each) and by the process's CPU time (less sensitive to the machine's load).
 // Usage: node --expose-gc bench/waiting-heap.mjs [count, default 200,000] [--snapshot=FILE]
+// [--turns=FILE: the turns over 20 ms on a --cpu-prof profile's clock, JSON]
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -133,8 +135,15 @@ const turns = [];
 const longTurns = [];
 let probing = true;
 let lastTurn = performance.now();
+// the same turns by the process's CPU time (every thread: the GC's helpers too): on a loaded
+// machine a turn's wall time counts the time the process waited for a core, its CPU time does not
+const cpuTurns = [];
+let lastCpu = process.cpuUsage();
 const probe = () => {
   const now = performance.now();
+  const cpu = process.cpuUsage();
+  cpuTurns.push((cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000);
+  lastCpu = cpu;
   turns.push(now - lastTurn);
   if (now - lastTurn > 20) longTurns.push([lastTurn, now]);
   lastTurn = now;
@@ -154,6 +163,8 @@ gcObserver.disconnect();
 turns.sort((a, b) => a - b);
 const pct = (p) => turns[Math.min(turns.length - 1, Math.floor(turns.length * p))].toFixed(1);
 console.log(`drain: ${turns.length.toLocaleString('en-US')} turns, p50 ${pct(0.5)} / p99 ${pct(0.99)} / max ${pct(1)} ms, turns over 20 ms ${turns.filter((t) => t > 20).length}; ${gcs.count} garbage collections, ${Math.round(gcs.ms)} ms in all, longest ${gcs.longest.toFixed(1)} ms`);
+cpuTurns.sort((a, b) => a - b);
+console.log(`drain: the same turns by process CPU time (all threads), p99 ${cpuTurns[Math.floor(cpuTurns.length * 0.99)].toFixed(1)} / max ${cpuTurns[cpuTurns.length - 1].toFixed(1)} ms, over 20 ms ${cpuTurns.filter((t) => t > 20).length}`);
 {
   // the longest turns, each with the garbage collections inside it (1 scavenge, 2 mark-compact, 4 incremental marking, 8 weak callbacks)
   const inside = ([a, b]) => gcSpans.filter(([s, e]) => s < b && e > a);
