@@ -30,8 +30,8 @@ export class MessageRows {
   readonly #seq = new Float64Pages();
   readonly #created = new Float64Pages();
   readonly #acceptedAt = new Float64Pages();
-  /** where the row is in its queue's ring (row-ring.ts) */
-  readonly #position = new Float64Pages();
+  /** where the row is in its queue's ring (row-ring.ts), modulo 2^32: a ring holds fewer rows than that */
+  readonly #position = new Uint32Pages();
   readonly #names = new Interned<string>();
   readonly #groupSets = new Interned<readonly string[]>();
 
@@ -130,12 +130,13 @@ export class MessageRows {
     return groups === 0 || groups > this.#inFlight.get(row);
   }
 
-  position(row: number): number {
+  /** the row's ring position modulo 2^32 (row-ring.ts finds its slot from it) */
+  position32(row: number): number {
     return this.#position.get(row);
   }
 
   setPosition(row: number, position: number): void {
-    this.#position.set(row, position);
+    this.#position.set(row, position % POSITION_WRAP);
   }
 
   /** the message as it was stored, with the body given (undefined: on disk only) */
@@ -153,6 +154,8 @@ export class MessageRows {
     };
   }
 }
+
+const POSITION_WRAP = 2 ** 32;
 
 /** the rows' bit in their slots' holders (the store's index has another, log-index.ts) */
 const ROWS = 2;
