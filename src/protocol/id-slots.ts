@@ -339,15 +339,23 @@ export class IdList {
   }
 }
 
+/**
+ * A Buffer over each page of cells, made once: a Buffer made per decode was ~100 bytes of garbage
+ * for every id read (a drain reads a message's id several times)
+ */
+const pageBytes = new WeakMap<Uint32Array, Buffer>();
+
 /** the id of cell `index` of a kind other than FREE and OTHER */
 function decode(cells: Uint32Array, index: number, kind: number): string {
-  const cell = Buffer.from(cells.buffer, cells.byteOffset + index * CELL, CELL);
+  let bytes = pageBytes.get(cells);
+  if (bytes === undefined) pageBytes.set(cells, (bytes = Buffer.from(cells.buffer, cells.byteOffset, cells.byteLength)));
+  const at = index * CELL;
   if (kind === UUID) {
-    const hex = cell.toString('hex');
+    const hex = bytes.toString('hex', at, at + CELL);
     return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
   }
-  if (kind > HEX) return cell.toString('hex', 0, kind - HEX);
-  return cell.toString('latin1', 0, kind - LATIN1);
+  if (kind > HEX) return bytes.toString('hex', at, at + kind - HEX);
+  return bytes.toString('latin1', at, at + kind - LATIN1);
 }
 
 /** bytes and words of an id's cell */
