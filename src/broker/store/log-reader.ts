@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { bodyOfFrame, NO_BODY } from './log-binary.js';
 import { decodeRecord, segmentName } from './log-format.js';
 import type { LogFile, LogFs } from './log-fs.js';
 import type { LiveEntry, LiveIndex } from './log-index.js';
@@ -149,6 +150,9 @@ const NOT_THERE = Symbol('not there');
 
 /** the body of the entry's message from its frame; NOT_THERE when the frame holds another record */
 function bodyOf(frame: Buffer, entry: LiveEntry): unknown {
+  const body = bodyOfFrame(frame, entry.messageId);
+  if (body !== NO_BODY) return body;
+  // a version 1 (JSON) frame, or not this message's
   const decoded = decodeRecord(frame, 0, frame.length);
   const record = decoded.ok ? decoded.records[0] : undefined;
   return record?.k === 'm' && record.m.messageId === entry.messageId ? record.m.data : NOT_THERE;
