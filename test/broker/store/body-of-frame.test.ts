@@ -37,7 +37,7 @@ describe('bodyOfFrame', () => {
     expect(bodyOfFrame(frame, 'm-100')).toBe(NO_BODY);
     expect(bodyOfFrame(frame.subarray(0, frame.length - 1), 'm-10')).toBe(NO_BODY);
     const corrupt = Buffer.from(frame);
-    corrupt[corrupt.length - 2] ^= 0xff;
+    corrupt[corrupt.length - 2] = corrupt[corrupt.length - 2]! ^ 0xff;
     expect(bodyOfFrame(corrupt, 'm-10')).toBe(NO_BODY);
     const writer = new FrameWriter();
     writer.reset();
