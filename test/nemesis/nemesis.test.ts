@@ -19,12 +19,11 @@ test(`seed ${SEED}: the 3-minute schedule has every kind of fault`, () => {
   expect(new Set(faults.map((f) => f.kind))).toEqual(new Set(FAULT_KINDS));
 });
 
-// Opt-in (NEMESIS=1 npx vitest run test/nemesis/nemesis.test.ts, or npm run nemesis): alone on a
-// quiet machine it passes (seed 27, 2026-12-06), but beside the suite in a clean-clone CI run it
-// failed (slaves 130,000 records behind after a slow history catch-up; 26 replay records out of
-// send order after a fenced master rejoined: docs/operations.md#results), and a CI that fails lands nothing.
-const enabled = process.env.NEMESIS === '1';
-if (!enabled) console.warn('nemesis: the 3-minute run is opt-in (NEMESIS=1): docs/operations.md#the-nemesis');
+// In CI (issue 27): it passed beside the suite in a clean-clone run (69f200b), and the faults it
+// found since have tests of their own (docs/operations.md#results). NEMESIS=0 leaves it out of a
+// local run; nothing in CI sets that.
+const enabled = process.env.NEMESIS !== '0';
+if (!enabled) console.warn('nemesis: the 3-minute run left out (NEMESIS=0): docs/operations.md#the-nemesis');
 
 describe.runIf(enabled)(`nemesis (real etcd, three real brokers, ${why ? 'TCP proxies' : 'network namespaces'})`, () => {
   test(`seed ${SEED}, ${MINUTES} minutes: nothing lost, duplicates within the bounds, order kept, replay = answered sends, one deliverer, queues empty, heaps flat`, async () => {

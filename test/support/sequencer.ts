@@ -10,7 +10,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * leases), they overlap well with the other worker's files.
  */
 const LONGEST = [
-  'test/nemesis/nemesis.test.ts', // ~260 s with NEMESIS=1, a second otherwise
+  'test/nemesis/nemesis.test.ts', // ~260 s (a second with NEMESIS=0)
   'test/broker/mirror/partition.test.ts', // 56
   'test/broker/mirror/election.test.ts', // 44
   'test/broker/mirror/election-outage.test.ts', // 40

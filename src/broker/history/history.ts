@@ -84,6 +84,10 @@ export class History {
    * master's feed names them, and are written then, in the feed's order (`place`)
    */
   #placing = false;
+  /** role changes (`inStep`, `outOfStep`) still writing what they hold or joining side lines */
+  #changingRole = 0;
+  /** settles after the last role change asked */
+  #roleChanged: Promise<void> = Promise.resolve();
   /** clients' copies waiting for the feed, oldest first (insertion order) */
   readonly #held = new Map<string, Held>();
   #heldBytes = 0;
@@ -373,7 +377,23 @@ export class History {
     this.#outOfStep = true;
     const sides = Promise.all([...this.#channels.values()].map((c) => c.beginSide()));
     // after the side lines began: what was held goes with this broker's own writes
-    return Promise.all([sides, this.#stopPlacing()]).then(() => undefined);
+    return this.#roleChange(Promise.all([sides, this.#stopPlacing()]));
+  }
+
+  #roleChange(change: Promise<unknown>): Promise<void> {
+    this.#changingRole++;
+    const done = change.then(() => undefined).finally(() => this.#changingRole--);
+    this.#roleChanged = done.catch(() => undefined);
+    return done;
+  }
+
+  /**
+   * Settles once the role changes asked so far have written what they hold (a promoted slave's
+   * held copies, its side lines joined); null when none is under way. A master's catch-up view
+   * waits for it: those records are named by no feed frame (issue 27).
+   */
+  roleSettled(): Promise<void> | null {
+    return this.#changingRole > 0 ? this.#roleChanged : null;
   }
 
   /**
@@ -387,7 +407,7 @@ export class History {
     this.#placing = placing;
     const hold = placing ? { since: this.#now() - HOLD_MAX_MS, maxBytes: HOLD_MAX_BYTES / 2 } : undefined;
     const joins = [...this.#channels].map(([queue, channel]) => channel.joinSide(hold).then((records) => this.#holdAgain(queue, records)));
-    return Promise.all([held, ...joins]).then(() => undefined);
+    return this.#roleChange(Promise.all([held, ...joins]));
   }
 
   /**

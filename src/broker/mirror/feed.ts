@@ -49,6 +49,8 @@ export class PeerFeed {
   readonly #backlogBytes = new Map<Follower, number>();
   /** the history catch-up of a follower's sync, while it runs */
   readonly #catchUps = new Map<Follower, HistoryStream>();
+  /** followers whose sync waits for this broker's history to write what its role change holds */
+  readonly #waiting = new Set<Follower>();
   /**
    * followers in step when this broker was fenced (demoted), their links still up: what happens
    * here meanwhile waits for them, so the same broker re-elected resumes their feed without a
@@ -82,9 +84,17 @@ export class PeerFeed {
    * `history`: the follower takes a history catch-up (its newest ids per retained channel).
    */
   follow(follower: Follower, history?: readonly FollowHistory[], resume = false): void {
-    if (!this.#replica.isMaster || this.#followers.has(follower) || this.#syncing.has(follower)) return;
+    if (!this.#replica.isMaster || this.#followers.has(follower) || this.#syncing.has(follower) || this.#waiting.has(follower)) return;
     if (resume) {
       this.#resume(follower);
+      return;
+    }
+    // a promoted slave still writing the clients' copies it held: no feed frame names them, so
+    // the catch-up's view is taken once they are written (issue 27)
+    const settling = history ? this.#replica.historySettled() : null;
+    if (settling) {
+      this.#waiting.add(follower);
+      void settling.then(() => this.#waiting.delete(follower) && this.follow(follower, history));
       return;
     }
     this.#suspended.delete(follower);
@@ -204,6 +214,7 @@ export class PeerFeed {
   }
 
   unfollow(follower: Follower): void {
+    this.#waiting.delete(follower);
     this.#followers.delete(follower);
     this.#suspended.delete(follower);
     this.#syncing.delete(follower);
@@ -218,6 +229,7 @@ export class PeerFeed {
     const generation = this.#replica.followGeneration;
     for (const follower of this.#followers) this.#suspended.set(follower, { backlog: [], bytes: 0, generation });
     this.#followers.clear();
+    this.#waiting.clear();
     this.#syncing.clear();
     this.#backlogBytes.clear();
     for (const stream of this.#catchUps.values()) stream.cancel();

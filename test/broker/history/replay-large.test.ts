@@ -20,7 +20,7 @@ function rssMb(pid: number): number {
 }
 
 describe('a large replay', () => {
-  test(`${TOTAL.toLocaleString('en')} messages: every one replayed once, the broker's RSS stays bounded (grows under 80 MB, the history is ~130 MB), a bystander's sends stay fast`, async () => {
+  test(`${TOTAL.toLocaleString('en')} messages: every one replayed once, the broker's RSS stays bounded (grows under 120 MB, the history is ~130 MB as a million records), a bystander's sends stay fast`, async () => {
     const dir = tempDir();
     const historyDir = join(dir, 'data', 'history', 'ev@v1');
     mkdirSync(historyDir, { recursive: true });
@@ -89,8 +89,10 @@ describe('a large replay', () => {
       expect(seen).toBe(TOTAL);
       expect(ordered).toBe(true);
       // bounded, not the issue's 50 MB target: that one is the bench's replay row (a quiet machine,
-      // +23 to +28 MB); here, with the rest of the suite beside it, V8 collects later (+41 to +57 seen)
-      expect(peak - before).toBeLessThan(80);
+      // +23 to +28 MB); here, with the rest of the suite beside it, V8 collects later (+41 to +57
+      // seen, +83 once at load 15). A replay that kept the records would hold the ~130 MB history
+      // as a million objects, several hundred MB
+      expect(peak - before).toBeLessThan(120);
       expect(p99).toBeLessThan(1_000);
       await bystander.disconnect();
     } finally {

@@ -1,10 +1,9 @@
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { root, startProcess } from '../../support/broker-process.js';
-import { connect, freePort, tempDir } from '../../support/harness.js';
+import { startProcess } from '../../support/broker-process.js';
+import { connect, freePort } from '../../support/harness.js';
 import { configureMirror, type MirrorNode, mirrorNodes, replayKeys, sendMany } from '../../support/mirror-nodes.js';
 import { parseMetrics, valueOf } from '../../support/prom.js';
+import { slowIoEnv } from '../../support/slow-io.js';
 
 /**
  * A slave restarted under steady traffic on a slow disk (issue 27, nemesis seed 27: two slaves
@@ -32,17 +31,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const configure = (node: Node, all: readonly Node[], isMaster: boolean): string =>
   configureMirror(node, all, isMaster, { management: { port: node.managementPort }, channels: { 'feed/v1': { retention: { seconds: 3600 } }, 'jobs/v1': { prefetch: 5 } } });
 
-/** the LD_PRELOAD shim, built for this run */
-function slowIo(): string {
-  const out = join(tempDir('whisker-slowio-'), 'slowio.so');
-  try {
-    execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-o', out, join(root, 'test', 'nemesis', 'slowio.c'), '-ldl']);
-  } catch (error) {
-    throw new Error(`this test builds test/nemesis/slowio.c with gcc (.ci/run installs it): ${(error as Error).message}`);
-  }
-  return out;
-}
-
 /** the slave's lag behind its master (whisker_peer_lag_messages) and whether it is in step, or null while it does not answer */
 async function lagOf(node: Node, master: string): Promise<{ lag: number; inStep: boolean } | null> {
   try {
@@ -56,7 +44,7 @@ async function lagOf(node: Node, master: string): Promise<{ lag: number; inStep:
 
 describe('a slave restarted under traffic on a slow disk, with a long history to catch up (real broker processes)', () => {
   test('it comes into step, applies the feed kept meanwhile faster than the traffic comes, and replays what its master does', async () => {
-    const env = { ...process.env, LD_PRELOAD: slowIo(), SLOWIO_US: String(SLOW_US) };
+    const env = slowIoEnv(SLOW_US);
     const nodes = (await mirrorNodes('catch-up-backlog', ['a', 'b'])) as Node[];
     for (const n of nodes) n.managementPort = await freePort();
     const [a, b] = nodes as [Node, Node];

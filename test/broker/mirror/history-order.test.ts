@@ -5,6 +5,7 @@ import { startProcess } from '../../support/broker-process.js';
 import { connect, freePort } from '../../support/harness.js';
 import { configureMirror, type MirrorNode, mirrorNodes } from '../../support/mirror-nodes.js';
 import { parseMetrics, valueOf } from '../../support/prom.js';
+import { slowIoEnv } from '../../support/slow-io.js';
 
 /**
  * A slave in step writes its history in its master's order (issue 27, SPEC §7: one connection's
@@ -429,4 +430,32 @@ describe('a slave in step keeps its history in its master order (real broker pro
     console.log(`long apply chain: b held ${held.written} written, ${held.waiting} received and not applied when a was killed`);
     expectWhole('promoted while applying', answered, fromPromoted);
   }, 60_000);
+
+  test('the master steps down and sends arrive while no broker is master, then the slave is made master and the old one follows it: promoted in turn after a kill -9, the old master replays every answered send once, in send order (nemesis seed 2027)', async () => {
+    const [a, b] = (await mirrorNodes('history-stepdown', ['a', 'b'])) as [MirrorNode, MirrorNode];
+    const configure = (node: MirrorNode, isMaster: boolean) => configureMirror(node, [a, b], isMaster, { channels: { 'ev/v1': { retention } } });
+    a.process = await startProcess(configure(a, true));
+    // b's disk is slow: what it writes at its promotion is still being written when a follows it
+    b.process = await startProcess(configure(b, false), { env: slowIoEnv(30_000) });
+    await b.process.waitFor(/in step with the master/, 0, 30_000);
+    const producers = [await connect('stepdown-p0', [a.spec, b.spec], { sendTimeout: 30_000 }), await connect('stepdown-p1', [a.spec, b.spec], { sendTimeout: 30_000 })];
+    const answered: Array<[number, number]> = [];
+    const traffic = pipelining(producers, answered);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // a steps down: for 500 ms no broker is master, both store the clients' copies
+    let from = a.process.output().length;
+    configure(a, false);
+    await a.process.waitFor(/acts as slave/, from);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    from = a.process.output().length;
+    configure(b, true);
+    await a.process.waitFor(/in step with the master/, from, 30_000);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await traffic.stop();
+    await new Promise((resolve) => setTimeout(resolve, 1_000)); // the last feed frames reach a
+    const fromMaster = await replayPairs(b);
+    const fromPromoted = await promote(b, a, (isMaster) => configure(a, isMaster));
+    await Promise.all(producers.map((producer) => producer.disconnect()));
+    expectWhole('the master stepped down, then followed the new one', answered, fromPromoted, fromMaster);
+  }, 120_000);
 });
