@@ -6,9 +6,11 @@
 // minus the same before the sends, per message; then a consumer takes them all and the longest
 // synchronous stretch of the drain (event-loop delay max) is printed too, with its garbage
 // collections: their count does not depend on the machine's load (their times do), and the
-// longest turns between two setImmediate callbacks.
+// longest turns between two setImmediate callbacks, by wall time (with the garbage collections
+// inside each) and by the process's CPU time (less sensitive to the machine's load).
 // Usage: node --expose-gc bench/waiting-heap.mjs [count, default 200,000] [--snapshot=FILE]
-import { mkdtempSync, rmSync } from 'node:fs';
+// [--turns=FILE: the turns over 20 ms on a --cpu-prof profile's clock, JSON]
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
@@ -116,8 +118,11 @@ function ackAll() {
   if (got >= total) done();
 }
 const gcs = { count: 0, ms: 0, longest: 0 };
+/** each gc's [start, end, kind] (performance.now() times): which long turns were garbage collections */
+const gcSpans = [];
 const gcObserver = new PerformanceObserver((list) => {
   for (const e of list.getEntries()) {
+    gcSpans.push([e.startTime, e.startTime + e.duration, e.detail?.kind ?? e.kind]);
     gcs.count++;
     gcs.ms += e.duration;
     gcs.longest = Math.max(gcs.longest, e.duration);
@@ -126,11 +131,21 @@ const gcObserver = new PerformanceObserver((list) => {
 gcObserver.observe({ entryTypes: ['gc'] });
 // turn lengths: the gaps between two setImmediate callbacks while the drain runs
 const turns = [];
+/** turns over 20 ms: [start, end] */
+const longTurns = [];
 let probing = true;
 let lastTurn = performance.now();
+// the same turns by the process's CPU time (every thread: the GC's helpers too): on a loaded
+// machine a turn's wall time counts the time the process waited for a core, its CPU time does not
+const cpuTurns = [];
+let lastCpu = process.cpuUsage();
 const probe = () => {
   const now = performance.now();
+  const cpu = process.cpuUsage();
+  cpuTurns.push((cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000);
+  lastCpu = cpu;
   turns.push(now - lastTurn);
+  if (now - lastTurn > 20) longTurns.push([lastTurn, now]);
   lastTurn = now;
   if (probing) setImmediate(probe);
 };
@@ -148,6 +163,25 @@ gcObserver.disconnect();
 turns.sort((a, b) => a - b);
 const pct = (p) => turns[Math.min(turns.length - 1, Math.floor(turns.length * p))].toFixed(1);
 console.log(`drain: ${turns.length.toLocaleString('en-US')} turns, p50 ${pct(0.5)} / p99 ${pct(0.99)} / max ${pct(1)} ms, turns over 20 ms ${turns.filter((t) => t > 20).length}; ${gcs.count} garbage collections, ${Math.round(gcs.ms)} ms in all, longest ${gcs.longest.toFixed(1)} ms`);
+cpuTurns.sort((a, b) => a - b);
+console.log(`drain: the same turns by process CPU time (all threads), p99 ${cpuTurns[Math.floor(cpuTurns.length * 0.99)].toFixed(1)} / max ${cpuTurns[cpuTurns.length - 1].toFixed(1)} ms, over 20 ms ${cpuTurns.filter((t) => t > 20).length}`);
+{
+  // the longest turns, each with the garbage collections inside it (1 scavenge, 2 mark-compact, 4 incremental marking, 8 weak callbacks)
+  const inside = ([a, b]) => gcSpans.filter(([s, e]) => s < b && e > a);
+  const longest = longTurns.sort((x, y) => y[1] - y[0] - (x[1] - x[0])).slice(0, 8);
+  const described = longest.map((t) => {
+    const g = inside(t);
+    const ms = g.reduce((sum, [s, e]) => sum + Math.min(e, t[1]) - Math.max(s, t[0]), 0);
+    return `${(t[1] - t[0]).toFixed(1)} (gc ${ms.toFixed(1)}${g.length ? ' kind ' + g.map((x) => x[2]).join('+') : ''})`;
+  });
+  console.log(`drain: longest turns, ms (of which gc): ${described.join(', ') || 'none over 20 ms'}`);
+  // with --cpu-prof: the turns over 20 ms on the profile's clock (µs, monotonic), for a look at what they ran
+  const turnsFile = args.find((a) => a.startsWith('--turns='))?.slice(8);
+  if (turnsFile) {
+    const offset = Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000;
+    writeFileSync(turnsFile, JSON.stringify(longTurns.map(([a, b]) => [a * 1000 + offset, b * 1000 + offset])));
+  }
+}
 console.log(`drain: ${got.toLocaleString('en-US')} in ${seconds.toFixed(1)} s (${Math.round(got / seconds).toLocaleString('en-US')} msg/s), longest event-loop pause ${(delay.max / 1e6).toFixed(1)} ms`);
 await new Promise((r) => setTimeout(r, 200));
 const drained = measure();

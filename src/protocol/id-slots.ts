@@ -5,7 +5,11 @@
  * (bounded memory, SPEC §7: a million waiting messages are a million ids). Slots freed are used
  * again first, so the slots in use stay dense and the owner's columns grow only with the live
  * count. A full table is not rebuilt in one go (28 ms at a million ids): a bigger one takes the
- * new ids and every change moves a few entries of the old one over, until it is empty.
+ * new ids and every change moves a few entries of the old one over, until it is empty. The
+ * columns by slot grow a page at a time (PAGE slots), never by copying, and the free slots are a
+ * list threaded through the hash column: no structure here copies a million entries in one turn
+ * (a doubling of the columns, or of a free list pushed to a million, took 20-40 ms while a broker
+ * drained a backlog of a million).
  *
  * The ids themselves are bytes in one arena, 16 per slot, not a string each (a 32-character id
  * string is 48 bytes of heap and an object the garbage collector traces): lowercase hex of up to
@@ -23,16 +27,18 @@
 export class IdSlots {
   /** slots made so far */
   #length = 0;
-  /** per slot: how its id is kept (FREE, OTHER, UUID, HEX + bytes, LATIN1 + characters) */
-  #kind = new Uint8Array(1024);
-  /** per slot: the owners holding it (`hold`), a bit each */
-  #holders = new Uint8Array(1024);
-  /** per slot: the id's 16 bytes as four words (zero-padded) */
-  #cells = new Uint32Array(1024 * 4);
+  /** slots the pages hold: the first page doubles from FIRST_PAGE up to PAGE, then pages are added */
+  #capacity = FIRST_PAGE;
+  /** per slot, by page: how its id is kept (FREE, OTHER, UUID, HEX + bytes, LATIN1 + characters) */
+  readonly #kind: Uint8Array[] = [new Uint8Array(FIRST_PAGE)];
+  /** per slot, by page: the owners holding it (`hold`), a bit each */
+  readonly #holders: Uint8Array[] = [new Uint8Array(FIRST_PAGE)];
+  /** per slot, by page: the id's 16 bytes as four words (zero-padded) */
+  readonly #cells: Uint32Array[] = [new Uint32Array(FIRST_PAGE * WORDS)];
   /** ids that do not fit a cell, by slot */
   readonly #others = new Map<number, string>();
-  /** hash of the slot's id (moving an entry does not hash the string again) */
-  #hash = new Uint32Array(1024);
+  /** per slot, by page: hash of the slot's id (moving an entry does not hash the string again); of a free slot, the next free one */
+  readonly #hash: Uint32Array[] = [new Uint32Array(FIRST_PAGE)];
   /** id -> slot + 1: linear probing; EMPTY (0) ends a probe, GONE does not */
   #table = new Int32Array(1024);
   /** the table being emptied into `#table` (entries not moved yet), null when none */
@@ -41,7 +47,8 @@ export class IdSlots {
   /** `#table` entries not EMPTY (slots and GONE marks) */
   #used = 0;
   #live = 0;
-  readonly #free: number[] = [];
+  /** the free slot to use first, NONE when none; each free slot's hash column names the next */
+  #free = NONE;
 
   /** ids with a slot */
   get size(): number {
@@ -63,7 +70,7 @@ export class IdSlots {
 
   /** the slot holds an id (no string made) */
   has(slot: number): boolean {
-    return slot < this.#length && this.#kind[slot] !== FREE;
+    return slot < this.#length && this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK] !== FREE;
   }
 
   /** owners' bits taken (`claim`) */
@@ -79,42 +86,47 @@ export class IdSlots {
   hold(id: string, holder: number): number {
     let slot = this.find(id);
     if (slot < 0) slot = this.add(id);
-    this.#holders[slot]! |= holder;
+    this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! |= holder;
     return slot;
   }
 
   /** `holder` holds the slot */
   holds(slot: number, holder: number): boolean {
-    return slot < this.#length && (this.#holders[slot]! & holder) !== 0;
+    return slot < this.#length && (this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & holder) !== 0;
   }
 
   /** `holder` lets the slot go; freed when no holder is left */
   release(slot: number, holder: number): void {
-    const left = this.#holders[slot]! & ~holder;
-    this.#holders[slot] = left;
+    const holders = this.#holders[slot >>> PAGE_BITS]!;
+    const left = holders[slot & PAGE_MASK]! & ~holder;
+    holders[slot & PAGE_MASK] = left;
     if (left === 0) this.remove(slot);
   }
 
   /** the id in a slot, a string made from its bytes; undefined: the slot is free */
   idAt(slot: number): string | undefined {
-    const kind = slot < this.#length ? this.#kind[slot]! : FREE;
+    const kind = slot < this.#length ? this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! : FREE;
     if (kind === FREE) return undefined;
     if (kind === OTHER) return this.#others.get(slot);
-    return decode(this.#cells, slot, kind);
+    return decode(this.#cells[slot >>> PAGE_BITS]!, slot & PAGE_MASK, kind);
   }
 
   /** the caller knows the id has no slot (`find`); a freed slot is used again first */
   add(id: string): number {
-    let slot = this.#free.pop();
-    if (slot === undefined) {
+    let slot = this.#free;
+    if (slot !== NONE) {
+      this.#free = this.#hash[slot >>> PAGE_BITS]![slot & PAGE_MASK]!;
+    } else {
       slot = this.#length++;
-      if (slot === this.#hash.length) this.#grow();
+      if (slot === this.#capacity) this.#grow();
     }
+    const page = slot >>> PAGE_BITS;
+    const at = slot & PAGE_MASK;
     const kind = encode(id);
-    this.#kind[slot] = kind;
+    this.#kind[page]![at] = kind;
     if (kind === OTHER) this.#others.set(slot, id);
-    else this.#cells.set(SCRATCH, slot * WORDS);
-    this.#hash[slot] = hashOf(id);
+    else this.#cells[page]!.set(SCRATCH, at * WORDS);
+    this.#hash[page]![at] = hashOf(id);
     this.#live++;
     this.#moveSome();
     // at most 3/4 full (GONE marks count): a probe stays short with linear probing
@@ -126,10 +138,14 @@ export class IdSlots {
 
   remove(slot: number): void {
     if (!this.#unplace(this.#table, slot)) this.#unplace(this.#old!, slot);
-    if (this.#kind[slot] === OTHER) this.#others.delete(slot);
-    this.#kind[slot] = FREE;
-    this.#holders[slot] = 0;
-    this.#free.push(slot);
+    const page = slot >>> PAGE_BITS;
+    const at = slot & PAGE_MASK;
+    if (this.#kind[page]![at] === OTHER) this.#others.delete(slot);
+    this.#kind[page]![at] = FREE;
+    this.#holders[page]![at] = 0;
+    // the free list: the last freed comes back first
+    this.#hash[page]![at] = this.#free;
+    this.#free = slot;
     this.#live--;
     this.#moveSome();
   }
@@ -140,37 +156,47 @@ export class IdSlots {
     for (let i = hash & mask; ; i = (i + 1) & mask) {
       const entry = table[i]!;
       if (entry === EMPTY) return -1;
-      if (entry > 0 && this.#hash[entry - 1] === hash && this.#kind[entry - 1] === kind && this.#same(entry - 1, kind, id)) return entry - 1;
+      if (entry <= 0) continue;
+      const slot = entry - 1;
+      const page = slot >>> PAGE_BITS;
+      const at = slot & PAGE_MASK;
+      if (this.#hash[page]![at] === hash && this.#kind[page]![at] === kind && this.#same(slot, page, at, kind, id)) return slot;
     }
   }
 
-  #same(slot: number, kind: number, id: string): boolean {
+  #same(slot: number, page: number, at: number, kind: number, id: string): boolean {
     if (kind === OTHER) return this.#others.get(slot) === id;
-    const cells = this.#cells;
-    const at = slot * WORDS;
-    return cells[at] === SCRATCH[0] && cells[at + 1] === SCRATCH[1] && cells[at + 2] === SCRATCH[2] && cells[at + 3] === SCRATCH[3];
+    const cells = this.#cells[page]!;
+    const w = at * WORDS;
+    return cells[w] === SCRATCH[0] && cells[w + 1] === SCRATCH[1] && cells[w + 2] === SCRATCH[2] && cells[w + 3] === SCRATCH[3];
   }
 
+  /** room for one more slot: the first page doubles up to PAGE slots, then a page is added (nothing large is copied) */
   #grow(): void {
-    const size = this.#hash.length * 2;
-    const hash = new Uint32Array(size);
-    hash.set(this.#hash);
-    this.#hash = hash;
-    const kind = new Uint8Array(size);
-    kind.set(this.#kind);
-    this.#kind = kind;
-    const holders = new Uint8Array(size);
-    holders.set(this.#holders);
-    this.#holders = holders;
-    const cells = new Uint32Array(size * WORDS);
-    cells.set(this.#cells);
-    this.#cells = cells;
+    if (this.#capacity < PAGE) {
+      const size = this.#capacity * 2;
+      this.#hash[0] = grown(this.#hash[0]!, new Uint32Array(size));
+      this.#kind[0] = grown(this.#kind[0]!, new Uint8Array(size));
+      this.#holders[0] = grown(this.#holders[0]!, new Uint8Array(size));
+      this.#cells[0] = grown(this.#cells[0]!, new Uint32Array(size * WORDS));
+      this.#capacity = size;
+      return;
+    }
+    this.#hash.push(new Uint32Array(PAGE));
+    this.#kind.push(new Uint8Array(PAGE));
+    this.#holders.push(new Uint8Array(PAGE));
+    this.#cells.push(new Uint32Array(PAGE * WORDS));
+    this.#capacity += PAGE;
+  }
+
+  #hashOfSlot(slot: number): number {
+    return this.#hash[slot >>> PAGE_BITS]![slot & PAGE_MASK]!;
   }
 
   /** into the first entry that is not a slot (EMPTY or GONE); the caller counts `#used` for EMPTY */
   #place(table: Int32Array, slot: number): void {
     const mask = table.length - 1;
-    let i = this.#hash[slot]! & mask;
+    let i = this.#hashOfSlot(slot) & mask;
     while (table[i]! > 0) i = (i + 1) & mask;
     if (table[i] === GONE) this.#used--; // a GONE mark reused: not a new entry
     table[i] = slot + 1;
@@ -179,7 +205,7 @@ export class IdSlots {
   /** false when the slot is not in this table */
   #unplace(table: Int32Array, slot: number): boolean {
     const mask = table.length - 1;
-    for (let i = this.#hash[slot]! & mask; ; i = (i + 1) & mask) {
+    for (let i = this.#hashOfSlot(slot) & mask; ; i = (i + 1) & mask) {
       const entry = table[i]!;
       if (entry === EMPTY) return false;
       if (entry === slot + 1) {
@@ -220,73 +246,116 @@ export class IdSlots {
 
 /**
  * Ids in a list, appended and read by index, kept as IdSlots keeps them (16 bytes a cell, not a
- * string each): the store's ids removed within the dedupe window (log-index.ts), a million at
- * 10,000 msg/s, that would otherwise be a million strings the garbage collector keeps moving.
+ * string each), each with a number beside it (`push`'s `at`): the store's ids removed within the
+ * dedupe window and their acceptance times (log-index.ts), a million at 10,000 msg/s, that would
+ * otherwise be a million strings the garbage collector keeps moving. Pages of PAGE ids, never
+ * copied: `slice` shares them with the list it came from, which stays readable as it was (a
+ * snapshot under way reads it), so neither grows nor prunes copy a million cells in one turn.
  */
 export class IdList {
   #length = 0;
-  #kind = new Uint8Array(1024);
-  #cells = new Uint32Array(1024 * WORDS);
+  /** where index 0 is in the pages (a slice starts inside its first page) */
+  #base = 0;
+  /** capacity of the pages: the first one doubles up to PAGE while it is the only one */
+  #capacity = FIRST_PAGE;
+  #kind: Uint8Array[] = [new Uint8Array(FIRST_PAGE)];
+  #cells: Uint32Array[] = [new Uint32Array(FIRST_PAGE * WORDS)];
+  #at: Float64Array[] = [new Float64Array(FIRST_PAGE)];
   readonly #others = new Map<number, string>();
 
   get length(): number {
     return this.#length;
   }
 
-  push(id: string): void {
-    const at = this.#length++;
-    if (at === this.#kind.length) {
-      const kind = new Uint8Array(at * 2);
-      kind.set(this.#kind);
-      this.#kind = kind;
-      const cells = new Uint32Array(at * 2 * WORDS);
-      cells.set(this.#cells);
-      this.#cells = cells;
-    }
+  /** appends an id with a number (the store: its acceptance time) */
+  push(id: string, at = 0): void {
+    const position = this.#base + this.#length++;
+    if (position === this.#capacity) this.#grow();
+    const page = position >>> PAGE_BITS;
+    const i = position & PAGE_MASK;
     const kind = encode(id);
-    this.#kind[at] = kind;
-    if (kind === OTHER) this.#others.set(at, id);
-    else this.#cells.set(SCRATCH, at * WORDS);
+    this.#kind[page]![i] = kind;
+    this.#at[page]![i] = at;
+    if (kind === OTHER) this.#others.set(position, id);
+    else this.#cells[page]!.set(SCRATCH, i * WORDS);
+  }
+
+  #grow(): void {
+    if (this.#capacity < PAGE && this.#kind.length === 1) {
+      // the only page: a copy of its own (a list sliced from this one keeps reading the old page)
+      const size = this.#capacity * 2;
+      this.#kind = [grown(this.#kind[0]!, new Uint8Array(size))];
+      this.#cells = [grown(this.#cells[0]!, new Uint32Array(size * WORDS))];
+      this.#at = [grown(this.#at[0]!, new Float64Array(size))];
+      this.#capacity = size;
+      return;
+    }
+    // a new pages array: one shared with another list is never pushed onto
+    this.#kind = [...this.#kind, new Uint8Array(PAGE)];
+    this.#cells = [...this.#cells, new Uint32Array(PAGE * WORDS)];
+    this.#at = [...this.#at, new Float64Array(PAGE)];
+    this.#capacity = (this.#kind.length - 1) * PAGE + PAGE;
   }
 
   at(index: number): string {
-    const kind = this.#kind[index]!;
-    return kind === OTHER ? this.#others.get(index)! : decode(this.#cells, index, kind);
+    const position = this.#base + index;
+    const kind = this.#kind[position >>> PAGE_BITS]![position & PAGE_MASK]!;
+    return kind === OTHER ? this.#others.get(position)! : decode(this.#cells[position >>> PAGE_BITS]!, position & PAGE_MASK, kind);
+  }
+
+  /** the number pushed with the id */
+  numberAt(index: number): number {
+    const position = this.#base + index;
+    return this.#at[position >>> PAGE_BITS]![position & PAGE_MASK]!;
   }
 
   /** the id's length in characters (no string made) */
   lengthAt(index: number): number {
-    const kind = this.#kind[index]!;
-    if (kind === OTHER) return this.#others.get(index)!.length;
+    const position = this.#base + index;
+    const kind = this.#kind[position >>> PAGE_BITS]![position & PAGE_MASK]!;
+    if (kind === OTHER) return this.#others.get(position)!.length;
     if (kind === UUID) return 36;
     return kind > HEX ? (kind - HEX) * 2 : kind - LATIN1;
   }
 
-  /** a new list of the ids from `from` on, copied cell by cell (this one is left as it is) */
+  /**
+   * A new list of the ids from `from` on. It shares this one's pages from the one holding `from`
+   * (nothing copied but the page list); this one is left as it is, and is not to be pushed onto
+   * any more (the new list writes past its end, in a page they may share).
+   */
   slice(from: number): IdList {
     const list = new IdList();
-    const length = this.#length - from;
-    let size = 1024;
-    while (size < length) size *= 2;
-    list.#kind = new Uint8Array(size);
-    list.#kind.set(this.#kind.subarray(from, this.#length));
-    list.#cells = new Uint32Array(size * WORDS);
-    list.#cells.set(this.#cells.subarray(from * WORDS, this.#length * WORDS));
-    for (const [index, id] of this.#others) if (index >= from) list.#others.set(index - from, id);
-    list.#length = length;
+    const start = this.#base + from;
+    const first = start >>> PAGE_BITS;
+    list.#kind = this.#kind.slice(first);
+    list.#cells = this.#cells.slice(first);
+    list.#at = this.#at.slice(first);
+    list.#base = start & PAGE_MASK;
+    list.#length = this.#length - from;
+    list.#capacity = this.#capacity - first * PAGE;
+    const shift = first * PAGE;
+    for (const [position, id] of this.#others) if (position >= start && position < this.#base + this.#length) list.#others.set(position - shift, id);
     return list;
   }
 }
 
+/**
+ * A Buffer over each page of cells, made once: a Buffer made per decode was ~100 bytes of garbage
+ * for every id read (a drain reads a message's id several times)
+ */
+const pageBytes = new WeakMap<Uint32Array, Buffer>();
+
 /** the id of cell `index` of a kind other than FREE and OTHER */
 function decode(cells: Uint32Array, index: number, kind: number): string {
-  const cell = Buffer.from(cells.buffer, cells.byteOffset + index * CELL, CELL);
+  let bytes = pageBytes.get(cells);
+  if (bytes === undefined) pageBytes.set(cells, (bytes = Buffer.from(cells.buffer, cells.byteOffset, cells.byteLength)));
+  const at = index * CELL;
   if (kind === UUID) {
-    const hex = cell.toString('hex');
+    const hex = bytes.toString('hex', at, at + CELL);
     return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
   }
-  if (kind > HEX) return cell.toString('hex', 0, kind - HEX);
-  return cell.toString('latin1', 0, kind - LATIN1);
+  if (kind > HEX) return bytes.toString('hex', at, at + kind - HEX);
+  return bytes.toString('latin1', at, at + kind - LATIN1);
 }
 
 /** bytes and words of an id's cell */
@@ -344,10 +413,22 @@ function digit(c: number): number {
 }
 
 const DASH = 45;
+/** slots a page of the columns holds; the first page starts at FIRST_PAGE and doubles up to it */
+const PAGE_BITS = 16;
+const PAGE = 1 << PAGE_BITS;
+const PAGE_MASK = PAGE - 1;
+const FIRST_PAGE = 1024;
+/** no free slot */
+const NONE = 0xffffffff;
 const EMPTY = 0;
 const GONE = -1;
 /** old table entries moved per change while a resize runs */
 const MOVE_STEP = 32;
+
+function grown<T extends Uint8Array | Uint32Array | Float64Array>(old: T, bigger: T): T {
+  bigger.set(old);
+  return bigger;
+}
 
 /**
  * FNV-1a over the UTF-16 code units, then murmur3's finaliser: FNV's low bits depend on the low

@@ -123,6 +123,27 @@ describe('IdList', () => {
     expect(tail.at(tail.length - 1)).toBe('after');
     expect(list.length).toBe(model.length);
   });
+
+  test('each id keeps its number; a slice and what is pushed onto it past many pages leave the list it came from readable as it was (a snapshot reads it meanwhile)', () => {
+    const idOf = (i: number) => (i % 7 === 0 ? `other id ${i} of more than sixteen characters` : i.toString(16).padStart(32, '0'));
+    const list = new IdList();
+    const n = 200_000;
+    for (let i = 0; i < n; i++) list.push(idOf(i), 1_000_000 + i);
+    const tail = list.slice(150_000);
+    for (let i = 0; i < n; i++) tail.push(`m-${i}`, -i);
+    const wrong: number[] = [];
+    for (let i = 0; i < n; i++) if (list.at(i) !== idOf(i) || list.numberAt(i) !== 1_000_000 + i) wrong.push(i);
+    expect(wrong).toEqual([]);
+    expect(list.length).toBe(n);
+    expect(tail.length).toBe(n - 150_000 + n);
+    expect([tail.at(0), tail.numberAt(0)]).toEqual([idOf(150_000), 1_150_000]);
+    expect([tail.at(3), tail.numberAt(3)]).toEqual([idOf(150_003), 1_150_003]);
+    expect([tail.at(49_998), tail.numberAt(49_998)]).toEqual([idOf(199_998), 1_199_998]);
+    expect([tail.at(50_000 + 123_456), tail.numberAt(50_000 + 123_456), tail.lengthAt(50_000 + 123_456)]).toEqual(['m-123456', -123_456, 8]);
+    // a slice of a slice, from inside a shared page
+    const again = tail.slice(60_000);
+    expect([again.at(0), again.numberAt(0)]).toEqual(['m-10000', -10_000]);
+  });
 });
 });
 

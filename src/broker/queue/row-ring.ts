@@ -40,8 +40,9 @@ export class RowRing {
   }
 
   remove(row: number): void {
-    const at = this.#rows.position(row) - this.#start;
-    if (at < 0 || this.#ring[at] !== row) return;
+    // positions are kept modulo 2^32 by the rows; the ring spans fewer, so the difference is exact
+    const at = (this.#rows.position32(row) - (this.#start % 2 ** 32) + 2 ** 32) % 2 ** 32;
+    if (at >= this.#tail - this.#start || this.#ring[at] !== row) return;
     this.#ring[at] = -1;
     this.#count--;
     while (this.#head < this.#tail && this.#ring[this.#head - this.#start]! < 0) this.#head++;

@@ -1,4 +1,5 @@
 import { IdSlots } from '../../protocol/id-slots.js';
+import { Float64Pages, Uint16Pages, Uint32Pages } from '../../protocol/paged.js';
 import type { StoredMessage } from '../store/store.js';
 
 /**
@@ -15,22 +16,22 @@ import type { StoredMessage } from '../store/store.js';
  * keys) are interned with a count of the rows naming them.
  */
 export class MessageRows {
-  #capacity = 1024;
   /** message id -> row; shared with the store's index, each holding its slots with its own bit */
   readonly #slots: IdSlots;
   #count = 0;
-  #queue = new Uint32Array(this.#capacity);
-  #id = new Uint32Array(this.#capacity);
-  #from = new Uint32Array(this.#capacity);
+  // columns grow a page at a time (paged.ts): a million rows are never copied in one turn
+  readonly #queue = new Uint32Pages();
+  readonly #id = new Uint32Pages();
+  readonly #from = new Uint32Pages();
   /** interned set of the keys of the groups the message is not settled in; empty: it waits for a subscriber */
-  #groups = new Uint32Array(this.#capacity);
+  readonly #groups = new Uint32Pages();
   /** of those groups, how many have it in flight */
-  #inFlight = new Uint16Array(this.#capacity);
-  #seq = new Float64Array(this.#capacity);
-  #created = new Float64Array(this.#capacity);
-  #acceptedAt = new Float64Array(this.#capacity);
-  /** where the row is in its queue's ring (row-ring.ts) */
-  #position = new Float64Array(this.#capacity);
+  readonly #inFlight = new Uint16Pages();
+  readonly #seq = new Float64Pages();
+  readonly #created = new Float64Pages();
+  readonly #acceptedAt = new Float64Pages();
+  /** where the row is in its queue's ring (row-ring.ts), modulo 2^32: a ring holds fewer rows than that */
+  readonly #position = new Uint32Pages();
   readonly #names = new Interned<string>();
   readonly #groupSets = new Interned<readonly string[]>();
 
@@ -54,26 +55,26 @@ export class MessageRows {
   /** the caller knows the message has no row yet (`find`) */
   add(message: StoredMessage, groups: readonly string[]): number {
     const row = this.#slots.hold(message.messageId, ROWS);
-    while (row >= this.#capacity) this.#grow();
+    if (row >= this.#seq.capacity) for (const column of [this.#queue, this.#id, this.#from, this.#groups, this.#inFlight, this.#seq, this.#created, this.#acceptedAt, this.#position]) column.ensure(row);
     this.#count++;
-    this.#queue[row] = this.#names.ref(message.queue, message.queue);
-    this.#id[row] = this.#names.ref(message.id, message.id);
-    this.#from[row] = this.#names.ref(message.from, message.from);
-    this.#groups[row] = this.#groupSets.ref(setKey(groups), groups);
-    this.#inFlight[row] = 0;
-    this.#seq[row] = message.seq;
-    this.#created[row] = message.created;
-    this.#acceptedAt[row] = message.acceptedAt;
+    this.#queue.set(row, this.#names.ref(message.queue, message.queue));
+    this.#id.set(row, this.#names.ref(message.id, message.id));
+    this.#from.set(row, this.#names.ref(message.from, message.from));
+    this.#groups.set(row, this.#groupSets.ref(setKey(groups), groups));
+    this.#inFlight.set(row, 0);
+    this.#seq.set(row, message.seq);
+    this.#created.set(row, message.created);
+    this.#acceptedAt.set(row, message.acceptedAt);
     return row;
   }
 
   free(row: number): void {
     this.#slots.release(row, ROWS);
     this.#count--;
-    this.#names.unref(this.#queue[row]!);
-    this.#names.unref(this.#id[row]!);
-    this.#names.unref(this.#from[row]!);
-    this.#groupSets.unref(this.#groups[row]!);
+    this.#names.unref(this.#queue.get(row));
+    this.#names.unref(this.#id.get(row));
+    this.#names.unref(this.#from.get(row));
+    this.#groupSets.unref(this.#groups.get(row));
   }
 
   messageId(row: number): string {
@@ -81,99 +82,83 @@ export class MessageRows {
   }
 
   queue(row: number): string {
-    return this.#names.value(this.#queue[row]!);
+    return this.#names.value(this.#queue.get(row));
   }
 
   id(row: number): string {
-    return this.#names.value(this.#id[row]!);
+    return this.#names.value(this.#id.get(row));
   }
 
   seq(row: number): number {
-    return this.#seq[row]!;
+    return this.#seq.get(row);
   }
 
   created(row: number): number {
-    return this.#created[row]!;
+    return this.#created.get(row);
   }
 
   from(row: number): string {
-    return this.#names.value(this.#from[row]!);
+    return this.#names.value(this.#from.get(row));
   }
 
   acceptedAt(row: number): number {
-    return this.#acceptedAt[row]!;
+    return this.#acceptedAt.get(row);
   }
 
   /** keys of the groups the message is not settled in; empty: it waits for a subscriber */
   groups(row: number): readonly string[] {
-    return this.#groupSets.value(this.#groups[row]!);
+    return this.#groupSets.value(this.#groups.get(row));
   }
 
   setGroups(row: number, groups: readonly string[]): void {
-    const old = this.#groups[row]!;
-    this.#groups[row] = this.#groupSets.ref(setKey(groups), groups);
+    const old = this.#groups.get(row);
+    this.#groups.set(row, this.#groupSets.ref(setKey(groups), groups));
     this.#groupSets.unref(old);
   }
 
   inFlight(row: number): number {
-    return this.#inFlight[row]!;
+    return this.#inFlight.get(row);
   }
 
   addInFlight(row: number, delta: number): void {
-    this.#inFlight[row]! += delta;
+    this.#inFlight.set(row, this.#inFlight.get(row) + delta);
   }
 
   /** not yet delivered to every group: it waits for a subscriber, or some group has it ready or delayed */
   isWaiting(row: number): boolean {
     const groups = this.groups(row).length;
-    return groups === 0 || groups > this.#inFlight[row]!;
+    return groups === 0 || groups > this.#inFlight.get(row);
   }
 
-  position(row: number): number {
-    return this.#position[row]!;
+  /** the row's ring position modulo 2^32 (row-ring.ts finds its slot from it) */
+  position32(row: number): number {
+    return this.#position.get(row);
   }
 
   setPosition(row: number, position: number): void {
-    this.#position[row] = position;
+    this.#position.set(row, position % POSITION_WRAP);
   }
 
   /** the message as it was stored, with the body given (undefined: on disk only) */
   message(row: number, data: unknown, json?: string): StoredMessage {
     return {
-      seq: this.#seq[row]!,
+      seq: this.#seq.get(row),
       messageId: this.#slots.idAt(row)!,
       queue: this.queue(row),
       id: this.id(row),
       data,
-      created: this.#created[row]!,
-      acceptedAt: this.#acceptedAt[row]!,
-      from: this.#names.value(this.#from[row]!),
+      created: this.#created.get(row),
+      acceptedAt: this.#acceptedAt.get(row),
+      from: this.#names.value(this.#from.get(row)),
       json,
     };
   }
-
-  #grow(): void {
-    const size = this.#capacity * 2;
-    this.#queue = grown(this.#queue, new Uint32Array(size));
-    this.#id = grown(this.#id, new Uint32Array(size));
-    this.#from = grown(this.#from, new Uint32Array(size));
-    this.#groups = grown(this.#groups, new Uint32Array(size));
-    this.#inFlight = grown(this.#inFlight, new Uint16Array(size));
-    this.#seq = grown(this.#seq, new Float64Array(size));
-    this.#created = grown(this.#created, new Float64Array(size));
-    this.#acceptedAt = grown(this.#acceptedAt, new Float64Array(size));
-    this.#position = grown(this.#position, new Float64Array(size));
-    this.#capacity = size;
-  }
 }
+
+const POSITION_WRAP = 2 ** 32;
 
 /** the rows' bit in their slots' holders (the store's index has another, log-index.ts) */
 const ROWS = 2;
-
-function grown<T extends Uint32Array | Uint16Array | Float64Array>(old: T, bigger: T): T {
-  bigger.set(old);
-  return bigger;
-}
 
 /** group keys never hold a NUL (they are made of channel ids and client names) */
 function setKey(groups: readonly string[]): string {

@@ -17,38 +17,15 @@ export interface EncodedBatch {
   readonly sizes: readonly number[];
 }
 
-/** what is waiting for the next commit: records in order, appends to answer */
+/** one commit's records in order, and the appends it answers */
 export class Batch {
   records: LogRecord[] = [];
   /** a message's body as JSON, made when queued (one that cannot be encoded fails its own append only) */
   json: (string | undefined)[] = [];
   waiters: Waiter[] = [];
-  /** per waiter, the records queued when it came: its appends are among them */
-  #waitedAt: number[] = [];
-
   /** answered once every record queued so far is durable */
   wait(waiter: Waiter): void {
     this.waiters.push(waiter);
-    this.#waitedAt.push(this.records.length);
-  }
-
-  /**
-   * The first `max` records as a batch of their own, with the waiters whose records are all
-   * among them; the rest stays here for the next commit.
-   */
-  splitOff(max: number): Batch {
-    const head = new Batch();
-    head.records = this.records.slice(0, max);
-    head.json = this.json.slice(0, max);
-    this.records = this.records.slice(max);
-    this.json = this.json.slice(max);
-    let w = 0;
-    while (w < this.waiters.length && this.#waitedAt[w]! <= max) w++;
-    head.waiters = this.waiters.slice(0, w);
-    head.#waitedAt = this.#waitedAt.slice(0, w);
-    this.waiters = this.waiters.slice(w);
-    this.#waitedAt = this.#waitedAt.slice(w).map((n) => n - max);
-    return head;
   }
 
   push(record: LogRecord, json?: string): void {
@@ -90,6 +67,67 @@ export class Batch {
       else if (record.k !== 'h') writer.event(record);
     }
     return { frames: writer.bytes(), offsets, sizes };
+  }
+}
+
+/**
+ * What waits for the writer: batches of at most `max` records, in order. A commit takes the
+ * first; a pile queued behind a slow fsync (a drain's deliveries, acks and removals) is never
+ * one array grown by push and sliced at each commit (copies of the whole pile, 20-100 ms a turn
+ * in a drain of a million on a loaded machine). An append's waiter goes with the batch its
+ * messages end in: batches commit in order, so it is answered once everything before is durable.
+ */
+export class Pending {
+  readonly #max: number;
+  #batches: Batch[] = [new Batch()];
+  #size = 0;
+  #waiters = 0;
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  /** records queued */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** appends wait: the next commit goes at once */
+  get hasWaiters(): boolean {
+    return this.#waiters > 0;
+  }
+
+  push(record: LogRecord, json?: string): void {
+    this.#last().push(record, json);
+    this.#size++;
+  }
+
+  pushMessage(m: StoredMessage, json: string | undefined): void {
+    this.push({ k: 'm', m }, json);
+  }
+
+  wait(waiter: Waiter): void {
+    this.#batches[this.#batches.length - 1]!.wait(waiter);
+    this.#waiters++;
+  }
+
+  /** the first batch, taken off (empty when nothing is queued) */
+  take(): Batch {
+    const first = this.#batches.length > 1 ? this.#batches.shift()! : this.#batches.splice(0, 1, new Batch())[0]!;
+    this.#size -= first.records.length;
+    this.#waiters -= first.waiters.length;
+    return first;
+  }
+
+  /** every batch queued, in order */
+  batches(): readonly Batch[] {
+    return this.#batches;
+  }
+
+  #last(): Batch {
+    let last = this.#batches[this.#batches.length - 1]!;
+    if (last.records.length >= this.#max) this.#batches.push((last = new Batch()));
+    return last;
   }
 }
 

@@ -191,6 +191,51 @@ export class FrameWriter {
   }
 }
 
+/** what `bodyOfFrame` gives when the frame is not the message's version 2 record */
+export const NO_BODY: unique symbol = Symbol('no body');
+
+/**
+ * The body of message `messageId` from its whole frame (header included), when the frame is
+ * that message's version 2 record with a good CRC; NO_BODY otherwise (the caller decodes it the
+ * long way, decodeRecord). What a body read back needs and no more: no StoredMessage, no strings
+ * for its queue, id and sender (a drain reads a million bodies back).
+ */
+export function bodyOfFrame(frame: Buffer, messageId: string): unknown {
+  const end = frame.length;
+  if (end <= FRAME_HEADER_BYTES || frame.readUInt32LE(0) !== end - FRAME_HEADER_BYTES || frame[FRAME_HEADER_BYTES] !== MESSAGE) return NO_BODY;
+  if (crc32(frame.subarray(FRAME_HEADER_BYTES)) !== frame.readUInt32LE(4)) return NO_BODY;
+  // kind, then seq, created and acceptedAt (8 bytes each), then the message id
+  let at = FRAME_HEADER_BYTES + 1 + 24;
+  if (at + 4 > end) return NO_BODY;
+  const idBytes = frame.readUInt32LE(at);
+  at += 4;
+  if (at + idBytes > end || !sameText(frame, at, idBytes, messageId)) return NO_BODY;
+  at += idBytes;
+  // queue, id, from: skipped
+  for (let i = 0; i < 3; i++) {
+    if (at + 4 > end) return NO_BODY;
+    at += 4 + frame.readUInt32LE(at);
+    if (at > end) return NO_BODY;
+  }
+  if (at >= end) return undefined;
+  try {
+    return JSON.parse(frame.toString('utf8', at, end));
+  } catch {
+    return NO_BODY;
+  }
+}
+
+/** `length` bytes of `buffer` from `at` are `text` in utf8 (ASCII compared byte by byte, no string made) */
+function sameText(buffer: Buffer, at: number, length: number, text: string): boolean {
+  if (length !== text.length) return length >= text.length && buffer.toString('utf8', at, at + length) === text;
+  for (let i = 0; i < length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x80) return buffer.toString('utf8', at, at + length) === text;
+    if (buffer[at + i] !== c) return false;
+  }
+  return true;
+}
+
 /** reads a version 2 payload; null when it is not one (a foreign writer: the CRC was fine) */
 export function decodeBinary(payload: Buffer): LogRecord[] | null {
   const reader = new Reader(payload);

@@ -2,7 +2,9 @@
  * Why this file is long: the live index and its copy-on-write capture (what a compaction
  * snapshots while commits go on) share the columns and must change together.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { IdList, IdSlots } from '../../protocol/id-slots.js';
+import { Float64Pages, PagedColumn, PagedList, Uint32Pages } from '../../protocol/paged.js';
 import type { LogRecord, RecordTuple } from './log-format.js';
 import type { RecoveredState, StoredMessage } from './store.js';
 
@@ -50,41 +52,79 @@ export interface Capture {
   readonly live: number;
   /** the slot's entry as it was when captured; undefined: it was free */
   entry(slot: number): LiveEntry | undefined;
-  /** recent ids and their acceptance times, parallel arrays, valid from `recentFrom` to `recentTo` */
+  /** recent ids, each with its acceptance time (`numberAt`), valid from `recentFrom` to `recentTo` */
   readonly recentIds: IdList;
-  readonly recentAt: readonly number[];
   readonly recentFrom: number;
   readonly recentTo: number;
 }
 
-/** a held capture: the old state of slots changed since, the rest read from the index */
+/**
+ * A held capture: the old state of slots changed since, the rest read from the index. Saved in
+ * columns, not an object per slot in a Map: a compaction during a drain saves a slot per ack, so
+ * a Map of entries grew to hundreds of thousands (a rehash of 13 ms in one turn, and objects
+ * that every scavenge copied).
+ */
 class HeldCapture implements Capture {
-  /** slot -> its entry when captured (null: it was free) */
-  readonly saved = new Map<number, LiveEntry | null>();
+  /** per slot: 0 not saved (read the index), SAVED_FREE it was free, n > 0: its saved entry is n - 1 */
+  readonly #savedAt = new PagedColumn();
+  /** saved entries: the message id with its framed size as the number, place, records */
+  readonly #ids = new IdList();
+  readonly #segment = new PagedColumn();
+  readonly #offset = new PagedColumn();
+  readonly #records = new PagedList<readonly RecordTuple[]>(NO_RECORDS);
 
   constructor(
     readonly count: number,
     readonly live: number,
     readonly recentIds: IdList,
-    readonly recentAt: readonly number[],
     readonly recentFrom: number,
     readonly recentTo: number,
     private readonly current: (slot: number) => LiveEntry | undefined,
   ) {}
 
+  /** the slot's state is saved already (it changed since the capture) */
+  saved(slot: number): boolean {
+    return this.#savedAt.get(slot) !== 0;
+  }
+
+  saveFree(slot: number): void {
+    this.#savedAt.set(slot, SAVED_FREE);
+  }
+
+  save(slot: number, messageId: string, records: readonly RecordTuple[], bytes: number, segment: number, offset: number): void {
+    const at = this.#ids.length;
+    this.#ids.push(messageId, bytes);
+    this.#segment.set(at, segment);
+    this.#offset.set(at, offset);
+    this.#records.set(at, records);
+    this.#savedAt.set(slot, at + 1);
+  }
+
+  /** the slot was saved with its message at `segment` and `offset` (not free, not unchanged) */
+  savedAt(slot: number, segment: number, offset: number): boolean {
+    const at = this.#savedAt.get(slot) - 1;
+    return at >= 0 && this.#segment.get(at) === segment && this.#offset.get(at) === offset;
+  }
+
   entry(slot: number): LiveEntry | undefined {
     if (slot >= this.count) return undefined;
-    const saved = this.saved.get(slot);
-    if (saved !== undefined) return saved ?? undefined;
-    return this.current(slot);
+    const saved = this.#savedAt.get(slot);
+    if (saved === SAVED_FREE) return undefined;
+    if (saved === 0) return this.current(slot);
+    const at = saved - 1;
+    return { messageId: this.#ids.at(at), records: this.#records.get(at)!, bytes: this.#ids.numberAt(at), segment: this.#segment.get(at), offset: this.#offset.get(at) };
   }
 }
+
+const SAVED_FREE = -1;
 
 /** the index's bit in its slots' holders (the router's rows have another, queue/rows.ts) */
 const STORE = 1;
 /** what an id costs in a snapshot besides its characters: operation, length, the timestamp */
 const RECENT_ID_OVERHEAD = 13;
 const NO_RECORDS: readonly RecordTuple[] = [];
+/** slots `relocate` walks in one turn (a million took 10-20 ms in one) */
+const RELOCATE_SLICE = 65_536;
 /** groups whose shared one-record list is kept: a bound however many groups come and go */
 const ASSIGNED_CACHE = 1024;
 
@@ -108,20 +148,19 @@ export class LiveIndex {
   /** while loading only: the replayed messages, handed to the queues by `recovered()` */
   #loaded: (StoredMessage | undefined)[] | null = [];
   /** unsettled records, replaced never mutated (a capture keeps the array it took) */
-  #records: (readonly RecordTuple[])[] = [];
+  readonly #records = new PagedList<readonly RecordTuple[]>(NO_RECORDS);
   /** framed size of the message record, its segment and offset there */
-  #bytes = new Uint32Array(1024);
-  #segment = new Uint32Array(1024);
-  #offset = new Float64Array(1024);
+  readonly #bytes = new Uint32Pages();
+  readonly #segment = new Uint32Pages();
+  readonly #offset = new Float64Pages();
   /** the broker's clock at acceptance: the dedupe window of a removed id runs from it */
-  #acceptedAt = new Float64Array(1024);
+  readonly #acceptedAt = new Float64Pages();
   /** shared record lists of messages assigned to one group (see #assignedTo) */
   readonly #assigned = new Map<string, readonly RecordTuple[]>();
   /** captures being written: a slot's old state is saved in each before the slot changes */
   readonly #held = new Set<HeldCapture>();
-  // two parallel lists, not objects nor strings: at 10,000 msg/s a 120 s window holds 1.2 million ids
+  // ids with their acceptance times, not objects nor strings: at 10,000 msg/s a 120 s window holds 1.2 million
   #recentIds = new IdList();
-  #recentAt: number[] = [];
   #recentHead = 0;
   #recentBytes = 0;
   #liveBytes = 0;
@@ -179,31 +218,31 @@ export class LiveIndex {
       case 'a': {
         const slot = this.#find(record.id);
         if (slot < 0) return;
-        const records = this.#records[slot]!;
+        const records = this.#records.get(slot)!;
         this.#beforeChange(slot);
         if (records.length === 0 && record.g.length === 1) {
-          this.#records[slot] = this.#assignedTo(record.g[0]!);
+          this.#records.set(slot, this.#assignedTo(record.g[0]!));
           return;
         }
         let added: RecordTuple[] | null = null;
         for (const g of record.g) if (!records.some((r) => r[0] === g)) (added ??= []).push([g, 0, 0]);
-        if (added) this.#records[slot] = records.length === 0 ? added : [...records, ...added];
+        if (added) this.#records.set(slot, records.length === 0 ? added : [...records, ...added]);
         return;
       }
       case 's': {
         const slot = this.#find(record.id);
         if (slot < 0) return;
-        const records = this.#records[slot]!;
+        const records = this.#records.get(slot)!;
         if (!records.some((r) => r[0] === record.g)) return;
         this.#beforeChange(slot);
-        this.#records[slot] = records.length === 1 ? NO_RECORDS : records.filter((r) => r[0] !== record.g);
+        this.#records.set(slot, records.length === 1 ? NO_RECORDS : records.filter((r) => r[0] !== record.g));
         return;
       }
       case 'r': {
         const slot = this.#find(record.id);
         if (slot < 0) return;
         this.#beforeChange(slot);
-        this.#records[slot] = this.#records[slot]!.map((r): RecordTuple => (r[0] === record.g ? [r[0], record.n, record.nb] : r));
+        this.#records.set(slot, this.#records.get(slot)!.map((r): RecordTuple => (r[0] === record.g ? [r[0], record.n, record.nb] : r)));
         return;
       }
       case 'x': {
@@ -211,16 +250,16 @@ export class LiveIndex {
         if (slot < 0) return;
         this.#beforeChange(slot);
         // within the dedupe window of its acceptance, a copy is still not queued again (SPEC §7)
-        this.#remember(record.id, this.#acceptedAt[slot]!);
-        this.#liveBytes -= this.#bytes[slot]!;
+        this.#remember(record.id, this.#acceptedAt.get(slot));
+        this.#liveBytes -= this.#bytes.get(slot);
         const loaded = this.#loaded?.[slot];
         if (loaded) {
-          if (loaded.data !== undefined) this.#replayBodyBytes -= this.#bytes[slot]!;
+          if (loaded.data !== undefined) this.#replayBodyBytes -= this.#bytes.get(slot);
           this.#loaded![slot] = undefined;
         }
         this.#slots.release(slot, STORE);
         this.#count--;
-        this.#records[slot] = NO_RECORDS;
+        this.#records.set(slot, NO_RECORDS);
         return;
       }
       case 'd':
@@ -237,16 +276,17 @@ export class LiveIndex {
    * A snapshot segment now holds these entries' message records at `offsets`: entries still
    * live (the same message, not a later one with its id) point there, so their old segments can go.
    */
-  relocate(capture: Capture, segment: number, offsets: Float64Array): void {
-    // called before `release`: a slot not saved in the capture is unchanged since
-    const { saved } = capture as HeldCapture;
+  async relocate(capture: Capture, segment: number, offsets: Float64Array): Promise<void> {
+    // called before `release`: a slot not saved in the capture is unchanged since (also between
+    // two slices: a slot changed meanwhile is saved first)
+    const held = capture as HeldCapture;
     for (let slot = 0; slot < capture.count; slot++) {
-      if (!this.#slots.holds(slot, STORE) || this.#segment[slot]! >= segment) continue;
+      if (slot % RELOCATE_SLICE === RELOCATE_SLICE - 1) await nextTurn();
+      if (!this.#slots.holds(slot, STORE) || this.#segment.get(slot) >= segment) continue;
       // changed since the capture: re-pointed only if it still is the record the snapshot copied
-      const old = saved.get(slot);
-      if (old !== undefined && (old === null || old.segment !== this.#segment[slot] || old.offset !== this.#offset[slot])) continue;
-      this.#segment[slot] = segment;
-      this.#offset[slot] = offsets[slot]!;
+      if (held.saved(slot) && !held.savedAt(slot, this.#segment.get(slot), this.#offset.get(slot))) continue;
+      this.#segment.set(slot, segment);
+      this.#offset.set(slot, offsets[slot]!);
     }
   }
 
@@ -268,36 +308,19 @@ export class LiveIndex {
   #add(message: StoredMessage, records: readonly RecordTuple[], bytes: number, place: RecordPlace): void {
     const slot = this.#slots.hold(message.messageId, STORE);
     this.#count++;
-    while (slot >= this.#bytes.length) this.#grow();
-    while (this.#records.length < slot) this.#records.push(NO_RECORDS);
+    if (slot >= this.#bytes.capacity) for (const column of [this.#bytes, this.#segment, this.#offset, this.#acceptedAt]) column.ensure(slot);
     // a slot made or taken again (a capture that saw it free, or the rows' only)
     this.#wasFree(slot);
-    this.#records[slot] = records;
+    this.#records.set(slot, records);
     if (this.#loaded) this.#loaded[slot] = message;
-    this.#acceptedAt[slot] = message.acceptedAt;
-    this.#bytes[slot] = bytes;
-    this.#segment[slot] = place.segment;
-    this.#offset[slot] = place.offset;
-  }
-
-  #grow(): void {
-    const size = this.#bytes.length * 2;
-    const bytes = new Uint32Array(size);
-    bytes.set(this.#bytes);
-    this.#bytes = bytes;
-    const segment = new Uint32Array(size);
-    segment.set(this.#segment);
-    this.#segment = segment;
-    const offset = new Float64Array(size);
-    offset.set(this.#offset);
-    this.#offset = offset;
-    const acceptedAt = new Float64Array(size);
-    acceptedAt.set(this.#acceptedAt);
-    this.#acceptedAt = acceptedAt;
+    this.#acceptedAt.set(slot, message.acceptedAt);
+    this.#bytes.set(slot, bytes);
+    this.#segment.set(slot, place.segment);
+    this.#offset.set(slot, place.offset);
   }
 
   #entry(slot: number): LiveEntry {
-    return { messageId: this.#slots.idAt(slot)!, records: this.#records[slot]!, bytes: this.#bytes[slot]!, segment: this.#segment[slot]!, offset: this.#offset[slot]! };
+    return { messageId: this.#slots.idAt(slot)!, records: this.#records.get(slot)!, bytes: this.#bytes.get(slot), segment: this.#segment.get(slot), offset: this.#offset.get(slot) };
   }
 
   /** replay keeps the oldest bodies up to a budget; later ones are read back when needed */
@@ -312,7 +335,7 @@ export class LiveIndex {
   /** O(1): the index saves a slot's old state in the capture before changing it, until `release` */
   capture(): Capture {
     this.#prune();
-    const held = new HeldCapture(this.#slots.length, this.#count, this.#recentIds, this.#recentAt, this.#recentHead, this.#recentIds.length, (slot) =>
+    const held = new HeldCapture(this.#slots.length, this.#count, this.#recentIds, this.#recentHead, this.#recentIds.length, (slot) =>
       !this.#slots.holds(slot, STORE) ? undefined : this.#entry(slot),
     );
     this.#held.add(held);
@@ -327,14 +350,15 @@ export class LiveIndex {
   #beforeChange(slot: number): void {
     if (this.#held.size === 0) return;
     for (const held of this.#held) {
-      if (slot >= held.count || held.saved.has(slot)) continue;
-      held.saved.set(slot, !this.#slots.holds(slot, STORE) ? null : this.#entry(slot));
+      if (slot >= held.count || held.saved(slot)) continue;
+      if (!this.#slots.holds(slot, STORE)) held.saveFree(slot);
+      else held.save(slot, this.#slots.idAt(slot)!, this.#records.get(slot)!, this.#bytes.get(slot), this.#segment.get(slot), this.#offset.get(slot));
     }
   }
 
   /** a freed slot is filled again: a capture that has not saved it saw it free */
   #wasFree(slot: number): void {
-    for (const held of this.#held) if (slot < held.count && !held.saved.has(slot)) held.saved.set(slot, null);
+    for (const held of this.#held) if (slot < held.count && !held.saved(slot)) held.saveFree(slot);
   }
 
   /** the state for `load()`, once: messages in seq order, ids removed inside the dedupe window */
@@ -346,14 +370,14 @@ export class LiveIndex {
     const slots: number[] = [];
     for (let slot = 0; slot < this.#slots.length; slot++) if (this.#slots.holds(slot, STORE)) slots.push(slot);
     slots.sort((a, b) => loaded[a]!.seq - loaded[b]!.seq);
-    const messages = slots.map((slot) => ({ message: loaded[slot]!, records: this.#records[slot]!.map(([group, nbRequeues, notBefore]) => ({ group, nbRequeues, notBefore })) }));
+    const messages = slots.map((slot) => ({ message: loaded[slot]!, records: this.#records.get(slot)!.map(([group, nbRequeues, notBefore]) => ({ group, nbRequeues, notBefore })) }));
     const seen = new Set<string>();
     const recent: RecentId[] = [];
     for (let i = this.#recentHead; i < this.#recentIds.length; i++) {
       const messageId = this.#recentIds.at(i);
       if (seen.has(messageId)) continue;
       seen.add(messageId);
-      recent.push({ messageId, acceptedAt: this.#recentAt[i]! });
+      recent.push({ messageId, acceptedAt: this.#recentIds.numberAt(i) });
     }
     recent.sort((a, b) => a.acceptedAt - b.acceptedAt);
     return { messages, recent };
@@ -361,8 +385,7 @@ export class LiveIndex {
 
   #remember(messageId: string, acceptedAt: number): void {
     if (this.#windowMs <= 0 || acceptedAt + this.#windowMs <= this.#now()) return;
-    this.#recentIds.push(messageId);
-    this.#recentAt.push(acceptedAt);
+    this.#recentIds.push(messageId, acceptedAt);
     this.#recentBytes += messageId.length + RECENT_ID_OVERHEAD;
   }
 
@@ -372,14 +395,13 @@ export class LiveIndex {
    */
   #prune(): void {
     const horizon = this.#now() - this.#windowMs;
-    while (this.#recentHead < this.#recentIds.length && this.#recentAt[this.#recentHead]! <= horizon) {
+    while (this.#recentHead < this.#recentIds.length && this.#recentIds.numberAt(this.#recentHead) <= horizon) {
       this.#recentBytes -= this.#recentIds.lengthAt(this.#recentHead) + RECENT_ID_OVERHEAD;
       this.#recentHead++;
     }
     if (this.#recentHead > 1024 && this.#recentHead * 2 > this.#recentIds.length) {
-      // new arrays: a capture taken earlier keeps reading the old ones
+      // a new list (sharing pages, nothing copied): a capture taken earlier keeps reading the old one
       this.#recentIds = this.#recentIds.slice(this.#recentHead);
-      this.#recentAt = this.#recentAt.slice(this.#recentHead);
       this.#recentHead = 0;
     }
   }

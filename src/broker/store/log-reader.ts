@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { bodyOfFrame, NO_BODY } from './log-binary.js';
 import { decodeRecord, segmentName } from './log-format.js';
 import type { LogFile, LogFs } from './log-fs.js';
 import type { LiveEntry, LiveIndex } from './log-index.js';
@@ -78,6 +79,13 @@ export class FrameReader {
     this.#files = files;
   }
 
+  /** the frame when the window in memory holds it (no promise, no read), else undefined */
+  frameInWindow(segment: number, offset: number, bytes: number): Buffer | undefined {
+    if (segment !== this.#segment || offset < this.#start || offset + bytes > this.#start + this.#buffer.length) return undefined;
+    const at = offset - this.#start;
+    return this.#buffer.subarray(at, at + bytes);
+  }
+
   /** the `bytes` bytes at `offset` of segment `segment` (a view: do not write to it) */
   async frame(segment: number, offset: number, bytes: number): Promise<Buffer> {
     const inWindow = segment === this.#segment && offset >= this.#start && offset + bytes <= this.#start + this.#buffer.length;
@@ -113,19 +121,21 @@ export class BodyReader {
       if (entry) wanted.push({ index, entry });
     });
     wanted.sort((a, b) => a.entry.segment - b.entry.segment || a.entry.offset - b.entry.offset);
-    for (const { index, entry } of wanted) bodies[index] = await this.#readOne(entry);
+    for (const { index, entry } of wanted) {
+      // in the window read last (most of a backlog read in order): decoded without a promise per body
+      const frame = this.#frames.frameInWindow(entry.segment, entry.offset, entry.bytes);
+      const body = frame === undefined ? NOT_THERE : bodyOf(frame, entry);
+      bodies[index] = body !== NOT_THERE ? body : await this.#readOne(entry);
+    }
     return bodies;
   }
 
   async #readOne(entry: LiveEntry, again = true): Promise<unknown> {
     try {
       const frame = await this.#frames.frame(entry.segment, entry.offset, entry.bytes);
-      const decoded = decodeRecord(frame, 0, frame.length);
-      const record = decoded.ok ? decoded.records[0] : undefined;
-      if (record?.k !== 'm' || record.m.messageId !== entry.messageId) {
-        throw new Error(`store segment ${segmentName(entry.segment)} does not hold message ${entry.messageId} at byte ${entry.offset}`);
-      }
-      return record.m.data;
+      const body = bodyOf(frame, entry);
+      if (body === NOT_THERE) throw new Error(`store segment ${segmentName(entry.segment)} does not hold message ${entry.messageId} at byte ${entry.offset}`);
+      return body;
     } catch (error) {
       // a compaction may have moved it between the look-up and the read
       const now = this.#index.get(entry.messageId);
@@ -134,4 +144,16 @@ export class BodyReader {
       throw error;
     }
   }
+}
+
+const NOT_THERE = Symbol('not there');
+
+/** the body of the entry's message from its frame; NOT_THERE when the frame holds another record */
+function bodyOf(frame: Buffer, entry: LiveEntry): unknown {
+  const body = bodyOfFrame(frame, entry.messageId);
+  if (body !== NO_BODY) return body;
+  // a version 1 (JSON) frame, or not this message's
+  const decoded = decodeRecord(frame, 0, frame.length);
+  const record = decoded.ok ? decoded.records[0] : undefined;
+  return record?.k === 'm' && record.m.messageId === entry.messageId ? record.m.data : NOT_THERE;
 }

@@ -43,7 +43,7 @@ export async function writeSnapshot(fs: LogFs, dir: string, number: number, capt
     };
     writer.raw(encodeHeader(true));
     for (let i = capture.recentFrom; i < capture.recentTo; i++) {
-      writer.event({ k: 'd', id: capture.recentIds.at(i), at: capture.recentAt[i]! });
+      writer.event({ k: 'd', id: capture.recentIds.at(i), at: capture.recentIds.numberAt(i) });
       if (i % 1024 === 0) await flushIfFull();
     }
     for (let slot = 0; slot < capture.count; slot++) {

@@ -2,7 +2,7 @@ import { dirname, join } from 'node:path';
 import { FrameWriter } from './log-binary.js';
 import { encodeHeader, segmentName } from './log-format.js';
 import { type LogFile, type LogFs, nodeFs, removeIfPresent, syncDirectory, writeFully } from './log-fs.js';
-import { Batch, toRecord } from './log-batch.js';
+import { type Batch, Pending, toRecord } from './log-batch.js';
 import { IdSlots } from '../../protocol/id-slots.js';
 import { type Capture, LiveIndex, type RecordPlace } from './log-index.js';
 import { BodyReader, FrameReader, SegmentFiles } from './log-reader.js';
@@ -61,7 +61,7 @@ export class LogStore implements MessageStore {
   readonly #bodies: BodyReader;
   readonly #snapshotReader: FrameReader;
   #state: 'new' | 'open' | 'failed' | 'closed' = 'new';
-  #queued = new Batch();
+  #queued = new Pending(MAX_COMMIT_RECORDS);
   readonly #writer = new FrameWriter();
   #active: Segment | null = null;
   #needsHeader = true;
@@ -149,13 +149,13 @@ export class LogStore implements MessageStore {
     if (this.#state === 'closed') return;
     this.#stopRetrying();
     await this.#recovering;
-    while (this.#state === 'open' && (this.#draining || this.#queued.records.length > 0)) await (this.#draining ?? this.#drain());
+    while (this.#state === 'open' && (this.#draining || this.#queued.size > 0)) await (this.#draining ?? this.#drain());
     await this.#draining;
     await this.#compaction;
     const left = this.#queued;
-    this.#queued = new Batch();
-    if (left.records.length > 0) this.#log.warn('store closed with records it could not write', { records: left.records.length });
-    for (const waiter of left.waiters) waiter.reject(new Error('store closed'));
+    this.#queued = new Pending(MAX_COMMIT_RECORDS);
+    if (left.size > 0) this.#log.warn('store closed with records it could not write', { records: left.size });
+    for (const part of left.batches()) for (const waiter of part.waiters) waiter.reject(new Error('store closed'));
     this.#state = 'closed';
     this.#stopRetrying();
     await this.#active?.file.close().catch(() => undefined);
@@ -177,7 +177,7 @@ export class LogStore implements MessageStore {
   /** an append waits for what is queued; state changes alone may wait for one (EVENT_DELAY_MS) */
   #urgent(): boolean {
     const queued = this.#queued;
-    return queued.waiters.length > 0 || queued.records.length >= MAX_COMMIT_RECORDS || this.#eventDelayMs <= 0;
+    return queued.hasWaiters || queued.size >= MAX_COMMIT_RECORDS || this.#eventDelayMs <= 0;
   }
 
   /** the first record of a turn starts the writer on the next one: a burst becomes one batch */
@@ -206,11 +206,8 @@ export class LogStore implements MessageStore {
 
   #drain(): Promise<void> {
     const run = async () => {
-      while (this.#state === 'open' && this.#queued.records.length > 0) {
-        let batch = this.#queued;
-        if (batch.records.length > MAX_COMMIT_RECORDS) batch = batch.splitOff(MAX_COMMIT_RECORDS);
-        else this.#queued = new Batch();
-        if (!(await this.#commit(batch))) return;
+      while (this.#state === 'open' && this.#queued.size > 0) {
+        if (!(await this.#commit(this.#queued.take()))) return;
         await this.#maybeCompact(false);
         // state changes alone queued meanwhile: the finally's kick holds them back
         if (!this.#urgent()) break;
@@ -221,7 +218,7 @@ export class LogStore implements MessageStore {
       this.#draining = null;
       // a record queued after the loop's last look and before this (a kick is ignored while
       // draining) would wait for the next one: a deliver record lost to a kill -9 meanwhile
-      if (this.#queued.records.length > 0) this.#kick();
+      if (this.#queued.size > 0) this.#kick();
     });
     return this.#draining;
   }
@@ -265,8 +262,8 @@ export class LogStore implements MessageStore {
     if (this.#state === 'open') this.#log.error('store write failed: refusing new messages until a fresh segment is written', { directory: this.#dir, error: reason });
     if (this.#state !== 'closed') this.#state = 'failed';
     const failed = new Error(`store write failed: ${reason}`);
-    const kept = new Batch();
-    for (const part of batch ? [batch, this.#queued] : [this.#queued]) {
+    const kept = new Pending(MAX_COMMIT_RECORDS);
+    for (const part of batch ? [batch, ...this.#queued.batches()] : this.#queued.batches()) {
       for (const waiter of part.waiters) waiter.reject(failed);
       for (const record of part.records) if (record.k !== 'm') kept.push(record);
     }
@@ -296,9 +293,9 @@ export class LogStore implements MessageStore {
     await this.#compaction;
     if (this.#state !== 'failed') return;
     const pending = this.#queued;
-    this.#queued = new Batch();
+    this.#queued = new Pending(MAX_COMMIT_RECORDS);
     // events only: the messages of a failed batch were refused, not kept
-    for (const record of pending.records) this.#index.apply(record, 0, NOWHERE);
+    for (const part of pending.batches()) for (const record of part.records) this.#index.apply(record, 0, NOWHERE);
     const capture = this.#index.capture();
     try {
       const previous = this.#active;
@@ -353,12 +350,12 @@ export class LogStore implements MessageStore {
     this.#idleTimer = setTimeout(() => {
       this.#idleTimer = null;
       // anything written meanwhile: the drain that wrote it arms the next check
-      if (this.#stats.commits !== commits || this.#draining || this.#queued.records.length > 0 || this.#state !== 'open' || this.#index.size > 0) return;
+      if (this.#stats.commits !== commits || this.#draining || this.#queued.size > 0 || this.#state !== 'open' || this.#index.size > 0) return;
       if (this.#compaction) return this.#armIdleCompaction();
       // takes the writer's slot, so no batch is committed while the segments rotate
       this.#draining = this.#maybeCompact(true).finally(() => {
         this.#draining = null;
-        if (this.#queued.records.length > 0) this.#kick();
+        if (this.#queued.size > 0) this.#kick();
         else if (this.#state === 'open' && this.#index.size === 0 && this.#diskBytes() >= IDLE_COMPACT_BYTES) this.#armIdleCompaction();
       });
     }, this.#idleCompactMs);
@@ -397,7 +394,7 @@ export class LogStore implements MessageStore {
       written = await writeSnapshot(this.#fs, this.#dir, number, capture, (entry) => this.#snapshotReader.frame(entry.segment, entry.offset, entry.bytes));
       this.#files.track(number);
       // from here on bodies are read from the snapshot: the segments it replaces can go
-      this.#index.relocate(capture, number, written.offsets);
+      await this.#index.relocate(capture, number, written.offsets);
     } finally {
       this.#index.release(capture);
     }

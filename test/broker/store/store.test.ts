@@ -163,6 +163,28 @@ describe('LogStore: round trip and replay', () => {
     ]);
   });
 
+  test('a pile of records many commits long: each append is answered once it and all queued before it are durable, in order', async () => {
+    const dir = tempStoreDir();
+    const store = open(dir);
+    await store.load();
+    await store.append([message(1)]);
+    // 10,000 state changes queued in one turn (a drain's, behind a slow fsync), appends among them
+    const answered: Array<[number, number]> = [];
+    const appends: Promise<void>[] = [];
+    for (let round = 0; round < 5; round++) {
+      store.record(Array.from({ length: 2_000 }, (_, i) => assign('m-1', `c|${round}-${i}`)));
+      const n = 2 + round;
+      appends.push(store.append([message(n)]).then(() => void answered.push([n, store.stats.records])));
+    }
+    await Promise.all(appends);
+    // records committed when each was answered: the first message, then 2,000 and one message a round
+    expect(answered.map(([n]) => n)).toEqual([2, 3, 4, 5, 6]);
+    answered.forEach(([, records], round) => expect(records).toBeGreaterThanOrEqual(1 + (round + 1) * 2_001));
+    const { state } = await reopen(store, dir);
+    expect(state.messages.map((m) => m.message.messageId)).toEqual(['m-1', 'm-2', 'm-3', 'm-4', 'm-5', 'm-6']);
+    expect(state.messages[0]!.records.length).toBe(10_000);
+  });
+
   test('ids older than the dedupe window are not given back', async () => {
     let now = 1_000_000;
     const dir = tempStoreDir();
