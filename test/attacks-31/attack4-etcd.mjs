@@ -38,12 +38,12 @@ async function withTimeout(p, ms) { return Promise.race([p, sleep(ms).then(() =>
   await sleep(Math.max(0, 12000 - (Date.now() - tDown)));
   const tUp = Date.now(); await etcd.start(); console.log(`A: etcd back after ${tUp - tDown} ms`);
   const during = deliv.filter((d) => d.t > tDown + 1500 && d.t < tUp);
-  const firstAfter = deliv.find((d) => d.t >= tUp);
   await sleep(4000); producing = false; await producer;
   const end = Date.now() + 60000; while (pending > 0 && Date.now() < end) await sleep(100);
   while ([...ok].some((k) => !tr.seen.has(k)) && Date.now() < end) await sleep(250);
   const lost = [...ok].filter((k) => !tr.seen.has(k)).length;
   const lastBefore = deliv.filter((d) => d.t < tUp).at(-1);
+  const firstAfter = deliv.find((d) => d.t >= tUp);
   const res = { sent, answeredOk: ok.size, sendFailures: fails, lost, dups: tr.dups, orderBreaks: tr.breaks, deliveredWhileDown: during.length, lastDeliveryAfterKillMs: lastBefore ? lastBefore.t - tDown : null, firstDeliveryAfterEtcdBackMs: firstAfter ? firstAfter.t - tUp : null, unplacedSend: unplaced, unplacedSubscribe: { ready: subReady, handlerErr: subErr }, load: load() };
   console.log('A:', JSON.stringify(res));
   if (lost) broken.push(`A: ${lost} answered sends lost`);
@@ -57,10 +57,19 @@ async function withTimeout(p, ms) { return Promise.race([p, sleep(ms).then(() =>
 // ---------- Part B
 {
   const url = `http://127.0.0.1:${await freePort()}`;
-  const etcd = await startEtcd(url);
+  const etcd = await startEtcd(url); await etcd.start();
   const nodes = await startCluster(url, { a: ['a1'], b: ['b1'] });
-  await sleep(1000);
+  await waitMaster(nodes, 'a'); await waitMaster(nodes, 'b');
   const hosts = [nodes[0].spec];
+  // bind the names while etcd is up (a new name with etcd down is E_AUTH timeout, as documented)
+  for (const name of ['prod', 'cons']) await (await mkClient(name, hosts)).disconnect();
+  for (const n of nodes) n.child.kill('SIGKILL');
+  await etcd.kill(); await sleep(500);
+  const { startNode } = await import('./lib.mjs');
+  await Promise.all(nodes.map(startNode)); // brokers start with etcd down
+  await sleep(1000);
+  const newName = await timed(mkClient('newname', hosts, { connectTimeout: 5000 }).then((c) => c.disconnect()));
+  console.log(`B: connect() of a new name with etcd down: ${newName.code} in ${newName.ms} ms`);
   const prod = await mkClient('prod', hosts); const cons = await mkClient('cons', hosts);
   const got = []; let subErr = null;
   const h = cons.consume('late/v1/*', (err, m, done) => { if (err) { subErr = err.code; return; } got.push(Date.now()); done(); });

@@ -70,7 +70,7 @@ export function startNode(n) {
   c.stdout.on('data', (d) => { buf += d; let i; while ((i = buf.indexOf('\n')) >= 0) { onLine(buf.slice(0, i)); buf = buf.slice(i + 1); } });
   c.stderr.on('data', (d) => n.log.push('ERR ' + d));
   return new Promise((res, rej) => { const t = setTimeout(() => rej(new Error(`${n.id} no start`)), 30000);
-    const check = setInterval(() => { if (n.log.some((l) => l.includes('listening') || l.includes('registered in the cluster'))) { clearInterval(check); clearTimeout(t); res(n); } }, 100);
+    const check = setInterval(() => { if (n.log.some((l) => l.includes('broker started'))) { clearInterval(check); clearTimeout(t); res(n); } }, 100);
     c.on('exit', (code) => { if (n.child === c) n.exited = code; }); });
 }
 export function waitLog(n, text, ms = 60000) {
@@ -92,8 +92,10 @@ export function cliAsync(args) {
   return new Promise((res) => { const c = spawn('nice', ['-n', '10', process.execPath, bin, ...args], { cwd: root }); let out = '';
     c.stdout.on('data', (d) => out += d); c.stderr.on('data', (d) => out += d); c.on('exit', (code) => res({ code, out, ms: Date.now() - t0 })); });
 }
+const keyDirs = new Map();
 export async function mkClient(name, hosts, extra = {}) {
-  const dir = tmp(`atk31-keys-${name}-`);
+  if (!keyDirs.has(name)) keyDirs.set(name, tmp(`atk31-keys-${name}-`));
+  const dir = keyDirs.get(name);
   const mq = client(); const errors = [];
   mq.on('error', (e) => errors.push(e.code));
   await mq.connect({ hosts, clientId: name, keysDirectory: dir, ...extra });
