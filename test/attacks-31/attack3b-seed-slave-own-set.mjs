@@ -16,12 +16,14 @@ async function trial(name, seed, queue) {
   const h = mq.listen(`${queue}/x`, (err, m) => { if (!err) got.push(m); });
   h.ready.then(() => (readyAt = Date.now() - t0), (e) => (readyErr = e.code));
   while (readyAt === null && readyErr === null && Date.now() - t0 < 10000) await sleep(50);
-  const s0 = Date.now(); const send = await mq.send(`${queue}/x`, { n: 1 }).then(() => 'OK', (e) => `${e.code} storedBy ${JSON.stringify(e.info?.storedBy)}`);
+  const s0 = Date.now(); const send = await mq.send(`${queue}/x`, { from: name }).then(() => 'OK', (e) => `${e.code} storedBy ${JSON.stringify(e.info?.storedBy)}`);
   const sendMs = Date.now() - s0;
   const w = Date.now(); while (!got.length && Date.now() - w < 5000) await sleep(50);
-  const r = `seed ${seed.id} (${seed.role} of ${seed.set}), queue ${queue} (on ${queue.startsWith('own') ? 'b' : 'a'}): ready ${readyAt !== null ? `ok in ${readyAt} ms` : readyErr ?? 'NOT READY after 10 s'}; send ${send} in ${sendMs} ms; delivered ${got.length}`;
-  console.log(r); await mq.disconnect();
-  return readyAt !== null && send === 'OK' && got.length === 1;
+  const r = `seed ${seed.id} (${seed.role} of ${seed.set}), queue ${queue} (on ${queue.startsWith('own') ? 'b' : 'a'}): ready ${readyAt !== null ? `ok in ${readyAt} ms` : readyErr ?? 'NOT READY after 10 s'}; send ${send} in ${sendMs} ms; delivered ${got.length} ${JSON.stringify(got)}`;
+  await sleep(1500);
+  console.log(`${r}; after 1.5 s more: delivered ${got.length}`);
+  const ok = readyAt !== null && send === 'OK' && got.filter((m) => m.from === name).length === 1; // c2 also hears c1's message stored on the slave earlier await mq.disconnect();
+  return ok;
 }
 const r1 = await trial('c1', slave, 'own/v1');
 const r2 = await trial('c2', mb, 'own/v1');
