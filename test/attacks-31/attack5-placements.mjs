@@ -13,14 +13,15 @@ await waitMaster(nodes, 'a'); await waitMaster(nodes, 'b');
 const two = process.argv[2] === 'two';
 const mqs = two ? [await mkClient('hostile', [nodes[0].spec], { maxBufferedMessages: 20000, sendTimeout: 60000 }), await mkClient('hostile2', [nodes[1].spec], { maxBufferedMessages: 20000, sendTimeout: 60000 })]
   : [await mkClient('hostile', [nodes[0].spec], { maxBufferedMessages: 20000, sendTimeout: 60000 })];
-const codes = {}; const t0 = Date.now();
-await Promise.all(Array.from({ length: ASK }, (_, i) => mqs[i % mqs.length].send(`p${i}/v1/x`, { i }).then(() => { codes.OK = (codes.OK ?? 0) + 1; }, (e) => { codes[e.code] = (codes[e.code] ?? 0) + 1; })));
+const codes = {}; const byClient = {}; const samples = {}; const t0 = Date.now();
+await Promise.all(Array.from({ length: ASK }, (_, i) => mqs[i % mqs.length].send(`p${i}/v1/x`, { i }).then(() => { codes.OK = (codes.OK ?? 0) + 1; byClient[`c${i % mqs.length}:OK`] = (byClient[`c${i % mqs.length}:OK`] ?? 0) + 1; }, (e) => { codes[e.code] = (codes[e.code] ?? 0) + 1; const k = `c${i % mqs.length}:${e.code}`; byClient[k] = (byClient[k] ?? 0) + 1; if (!samples[k]) samples[k] = `${e.message} storedBy ${JSON.stringify(e.info?.storedBy)}`; })));
 const ms = Date.now() - t0;
 await sleep(6000);
 const st = await cliAsync(['cluster', 'status', '-c', nodes[0].config]);
 const m = st.out.match(/(\d+) of at most (\d+) queues placed/);
 const placed = m ? Number(m[1]) : null;
 console.log(st.out.trim().split('\n').slice(-1)[0]);
+console.log(JSON.stringify({ byClient, samples }));
 console.log(JSON.stringify({ asked: ASK, answers: codes, ms, placedPerStatus: placed, bound: MAX, load: load() }));
 const broken = [];
 if (placed === null || placed > MAX + nodes.length) broken.push(`placements ${placed} past the bound ${MAX}`);
