@@ -2,7 +2,7 @@
 // Promise (configuration.md limits.maxPlacements, client.md "Clusters", issue 31 §2): past the bound a
 // send that would place one more queue fails E_LIMIT and stores nothing; brokers placing at the same
 // instant may each go one past it. Count: answers, and placements per `whisker cluster status`.
-// Usage: nice -n 10 node test/attacks-31/attack5-placements.mjs [two]
+// Usage: nice -n 10 node test/attacks-31/attack5-placements.mjs [two|seq]
 import { startEtcd, startCluster, mkClient, sleep, load, waitMaster, cliAsync } from './lib.mjs';
 
 const MAX = 300, ASK = 10000;
@@ -10,11 +10,14 @@ const etcd = await startEtcd(); await etcd.start();
 const nodes = await startCluster(etcd.url, { a: ['a1'], b: ['b1'] }, () => ({ limits: { maxPlacements: MAX } }));
 await waitMaster(nodes, 'a'); await waitMaster(nodes, 'b');
 // mode "two": two hostile clients, one seeded with a1, one with b1, 5,000 new queues each at once
-const two = process.argv[2] === 'two';
+const two = process.argv[2] === 'two' || process.argv[2] === 'seq'; const seqMode = process.argv[2] === 'seq'; // seq: client 0's 5,000 first, then client 1's
 const mqs = two ? [await mkClient('hostile', [nodes[0].spec], { maxBufferedMessages: 20000, sendTimeout: 60000 }), await mkClient('hostile2', [nodes[1].spec], { maxBufferedMessages: 20000, sendTimeout: 60000 })]
   : [await mkClient('hostile', [nodes[0].spec], { maxBufferedMessages: 20000, sendTimeout: 60000 })];
 const codes = {}; const byClient = {}; const samples = {}; const t0 = Date.now();
-await Promise.all(Array.from({ length: ASK }, (_, i) => mqs[i % mqs.length].send(`p${i}/v1/x`, { i }).then(() => { codes.OK = (codes.OK ?? 0) + 1; byClient[`c${i % mqs.length}:OK`] = (byClient[`c${i % mqs.length}:OK`] ?? 0) + 1; }, (e) => { codes[e.code] = (codes[e.code] ?? 0) + 1; const k = `c${i % mqs.length}:${e.code}`; byClient[k] = (byClient[k] ?? 0) + 1; if (!samples[k]) samples[k] = `${e.message} storedBy ${JSON.stringify(e.info?.storedBy)}`; })));
+const ask = (i) => mqs[i % mqs.length].send(`p${i}/v1/x`, { i }).then(() => { codes.OK = (codes.OK ?? 0) + 1; byClient[`c${i % mqs.length}:OK`] = (byClient[`c${i % mqs.length}:OK`] ?? 0) + 1; }, (e) => { codes[e.code] = (codes[e.code] ?? 0) + 1; const k = `c${i % mqs.length}:${e.code}`; byClient[k] = (byClient[k] ?? 0) + 1; if (!samples[k]) samples[k] = `${e.message} storedBy ${JSON.stringify(e.info?.storedBy)}`; });
+const idx = Array.from({ length: ASK }, (_, i) => i);
+if (seqMode) { await Promise.all(idx.filter((i) => i % 2 === 0).map(ask)); await sleep(3000); await Promise.all(idx.filter((i) => i % 2 === 1).map(ask)); }
+else await Promise.all(idx.map(ask));
 const ms = Date.now() - t0;
 await sleep(6000);
 const st = await cliAsync(['cluster', 'status', '-c', nodes[0].config]);
