@@ -15,7 +15,7 @@ const broken = [];
 const mq = await mkClient('shop', [seed.spec]);
 const got = []; const errs = [];
 mq.on('error', (e) => errs.push(e.code));
-const handle = mq.consume('orders/v1/*', (err, order, done, info) => { if (err) { errs.push(err.code); return; } got.push(order.qty); done(); });
+const handle = mq.consume('orders/v1/*', (err, order, done) => { if (err) { errs.push(err.code); return; } got.push(order.qty); done(); });
 await handle.ready;
 const t0 = Date.now();
 const sendRes = await mq.send('orders/v1/eu', { sku: 'A-1', qty: 2 }).then(() => 'OK', (e) => e.code);
@@ -25,7 +25,7 @@ if (sendRes !== 'OK' || got.length !== 1) broken.push(`first program: send ${sen
 // 20 queues placed by hashing (both sets get some), each: subscribe, 20 sends, all delivered once
 const per = {}; const sendErr = {};
 const hs = [];
-for (let q = 0; q < 20; q++) hs.push(mq.listen(`h${q}/v1/*`, (err, m) => { if (err) { errs.push(err.code); return; } per[`h${q}`] = (per[`h${q}`] ?? 0) + 1; }));
+for (let q = 0; q < 20; q++) hs.push(mq.listen(`h${q}/v1/*`, (err) => { if (err) { errs.push(err.code); return; } per[`h${q}`] = (per[`h${q}`] ?? 0) + 1; }));
 const readyState = hs.map(() => 'pending'); hs.forEach((h, i) => h.ready.then(() => (readyState[i] = 'ok'), (e) => (readyState[i] = e.code)));
 const tr0 = Date.now(); while (readyState.includes('pending') && Date.now() - tr0 < 40000) await sleep(100);
 console.log(`listen ready after ${Date.now() - tr0} ms: ${JSON.stringify(readyState)}`);

@@ -20,7 +20,6 @@ await sleep(8000); run = false; await prod; await sleep(17000);
 const lost = (q) => [...ok[q]].filter((k) => !got[q].has(k)).length;
 const res = { sentPerQueue: Math.ceil(n / 2), okOwn: ok.own.size, okOther: ok.other.size, lostOwn: lost('own'), lostOther: lost('other'), sendFailures: fails, load: load() };
 console.log(JSON.stringify(res));
-const sentAfter = [...ok.own].filter((k) => k > 0).length;
 const broken = [];
 if (res.lostOwn || res.lostOther) broken.push('answered sends lost');
 if (fails['own:E_NO_MASTER']) broken.push(`${fails['own:E_NO_MASTER']} sends to set b's queue E_NO_MASTER after its failover`);

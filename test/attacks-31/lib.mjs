@@ -1,6 +1,6 @@
 // Harness for the issue-31 attacks: real etcd, real broker processes (bin/whisker start), clients from dist/.
 import { spawn, execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { createServer } from 'node:net';
@@ -12,7 +12,7 @@ export const { client } = await import(join(root, 'dist', 'index.js'));
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const load = () => execFileSync('uptime').toString().trim().replace(/.*load average: /, 'load ');
 const children = new Set();
-process.on('exit', () => { for (const c of children) try { c.kill('SIGKILL'); } catch {} });
+process.on('exit', () => { for (const c of children) try { c.kill('SIGKILL'); } catch { /* gone already */ } });
 for (const s of ['SIGINT', 'SIGTERM']) process.on(s, () => process.exit(130));
 
 export function freePort() {
