@@ -1,6 +1,7 @@
 // Attack 2: `whisker move mv/v1 --to b` under ~1,000 msg/s with a consumer (prefetch 10, slower than
 // the sends) and a listener. MODE: plain | kill-old (kill -9 set a's master as it logs
-// "handing the queue over") | kill-new (kill -9 set b's master as it logs "taking the queue over").
+// "handing the queue over") | kill-new (kill -9 set b's master as it logs "taking the queue over")
+// | kill-old-late (a's master at "hand-over written") | kill-new-late (b's master at "hand-over taken").
 // Promise (SPEC §13, operations.md "Moving a queue"): 0 lost, per-id order kept, duplicates at most
 // what was in flight (consumer prefetch 10; the listener what it had not acked), the move ends.
 // Usage: nice -n 10 node test/attacks-31/attack2-move.mjs [plain|kill-old|kill-new]
@@ -36,10 +37,11 @@ const producer = (async () => {
 })();
 
 await sleep(BEFORE_MS);
-const mover = nodes.find((n) => (mode === 'kill-old' ? n.set === 'b' && n !== mb : mode === 'kill-new' ? n.set === 'a' && n !== ma : n === ma));
+const mover = nodes.find((n) => (mode.startsWith('kill-old') ? n.set === 'b' && n !== mb : mode.startsWith('kill-new') ? n.set === 'a' && n !== ma : n === ma));
 let killed = null;
-if (mode === 'kill-old') waitLog(ma, 'handing the queue over', 120000).then(async () => { await kill9(ma); killed = { who: ma.id, at: Date.now() }; console.log(`killed -9 ${ma.id} (a's master) as it logged "handing the queue over"`); }).catch(() => {});
-if (mode === 'kill-new') waitLog(mb, 'taking the queue over', 120000).then(async () => { await kill9(mb); killed = { who: mb.id, at: Date.now() }; console.log(`killed -9 ${mb.id} (b's master) as it logged "taking the queue over"`); }).catch(() => {});
+const trig = { 'kill-old': 'handing the queue over', 'kill-old-late': 'hand-over written', 'kill-new': 'taking the queue over', 'kill-new-late': 'hand-over taken' }[mode];
+if (mode.startsWith('kill-old')) waitLog(ma, trig, 120000).then(async () => { await kill9(ma); killed = { who: ma.id, at: Date.now() }; console.log(`killed -9 ${ma.id} (a's master) as it logged "${trig}"`); }).catch(() => {});
+if (mode.startsWith('kill-new')) waitLog(mb, trig, 120000).then(async () => { await kill9(mb); killed = { who: mb.id, at: Date.now() }; console.log(`killed -9 ${mb.id} (b's master) as it logged "${trig}"`); }).catch(() => {});
 const backlog = ok.size - tc.count;
 console.log(`before move: sent ${sent}, ok ${ok.size}, consumer got ${tc.count} (backlog ~${backlog}), listener ${tl.count}; ${load()}`);
 const mv = await cliAsync(['move', 'mv/v1', '--to', 'b', '--timeout', '120', '-c', mover.config]);
