@@ -1,7 +1,7 @@
 // Attack 2: `whisker move mv/v1 --to b` under ~1,000 msg/s with a consumer (prefetch 10, slower than
 // the sends) and a listener. MODE: plain | kill-old (kill -9 set a's master as it logs
 // "handing the queue over") | kill-new (kill -9 set b's master as it logs "taking the queue over")
-// | kill-old-late (a's master at "hand-over written") | kill-new-late (b's master at "hand-over taken").
+// | kill-old-late (a's master at "hand-over written") | kill-new-late (b's master at "hand-over taken") | roundtrip (to b, then at once back to a).
 // Promise (SPEC §13, operations.md "Moving a queue"): 0 lost, per-id order kept, duplicates at most
 // what was in flight (consumer prefetch 10; the listener what it had not acked), the move ends.
 // Usage: nice -n 10 node test/attacks-31/attack2-move.mjs [plain|kill-old|kill-new]
@@ -46,6 +46,11 @@ const backlog = ok.size - tc.count;
 console.log(`before move: sent ${sent}, ok ${ok.size}, consumer got ${tc.count} (backlog ~${backlog}), listener ${tl.count}; ${load()}`);
 const mv = await cliAsync(['move', 'mv/v1', '--to', 'b', '--timeout', '120', '-c', mover.config]);
 console.log(`move (-c ${mover.id}) exit ${mv.code} in ${mv.ms} ms: ${mv.out.trim().split('\n').slice(-3).join(' | ')}`);
+let mvBack = null;
+if (mode === 'roundtrip') { // at once back to a, under the same traffic
+  mvBack = await cliAsync(['move', 'mv/v1', '--to', 'a', '--timeout', '120', '-c', mover.config]);
+  console.log(`move back (-c ${mover.id}) exit ${mvBack.code} in ${mvBack.ms} ms: ${mvBack.out.trim().split('\n').slice(-3).join(' | ')}`);
+}
 await sleep(AFTER_MS);
 producing = false; await producer;
 const endWait = Date.now() + 90000;
@@ -55,10 +60,11 @@ while (!done() && Date.now() < endWait) await sleep(250);
 const lostC = [...ok].filter((k) => !tc.seen.has(k)).length, lostL = [...ok].filter((k) => !tl.seen.has(k)).length;
 const st = await cliAsync(['cluster', 'status', '--placements', '-c', nodes.find((n) => n.role !== 'dead').config]);
 console.log(st.out.trim());
-const res = { mode, moveMs: mv.ms, moveExit: mv.code, sent, answeredOk: ok.size, sendFailures: fails, maxSendMs, consumer: { got: tc.count, lost: lostC, dups: tc.dups, orderBreaks: tc.breaks, maxGapMs: tc.maxGap() }, listener: { got: tl.count, lost: lostL, dups: tl.dups, orderBreaks: tl.breaks }, killed: killed?.who ?? null, load: load() };
+const res = { mode, moveMs: mv.ms, moveExit: mv.code, moveBackMs: mvBack?.ms, moveBackExit: mvBack?.code, sent, answeredOk: ok.size, sendFailures: fails, maxSendMs, consumer: { got: tc.count, lost: lostC, dups: tc.dups, orderBreaks: tc.breaks, maxGapMs: tc.maxGap() }, listener: { got: tl.count, lost: lostL, dups: tl.dups, orderBreaks: tl.breaks }, killed: killed?.who ?? null, load: load() };
 console.log(JSON.stringify(res));
 const broken = [];
 if (mv.code !== 0) broken.push('move did not finish');
+if (mvBack && mvBack.code !== 0) broken.push('move back did not finish');
 if (lostC || lostL) broken.push(`lost consumer ${lostC} listener ${lostL}`);
 if (tc.breaks || tl.breaks) broken.push(`order breaks consumer ${tc.breaks} listener ${tl.breaks}`);
 if (tc.dups > 10) broken.push(`consumer duplicates ${tc.dups} > prefetch 10`);
