@@ -16,9 +16,9 @@ console.log(`masters a=${ma.id} b=${mb.id}; ${load()}`);
 const hostsA = nodes.filter((n) => n.set === 'a').map((n) => n.spec);
 
 const cons = await mkClient('cons', hostsA); const lis = await mkClient('lis', hostsA); const prod = await mkClient('prod', hostsA);
-const tc = tracker(), tl = tracker();
-const hc = cons.consume('mv/v1/*', { prefetch: 10 }, (err, m, done) => { if (err) { console.log('consumer err', err.code); return; } tc.add(m); setTimeout(() => done(), 12); });
-const hl = lis.listen('mv/v1/*', (err, m) => { if (err) { console.log('listener err', err.code); return; } tl.add(m); });
+const tc = tracker(), tl = tracker(); const handlerErrs = [];
+const hc = cons.consume('mv/v1/*', { prefetch: 10 }, (err, m, done) => { if (err) { handlerErrs.push(`consumer ${err.code}`); console.log('consumer err', err.code); return; } tc.add(m); setTimeout(() => done(), 12); });
+const hl = lis.listen('mv/v1/*', (err, m) => { if (err) { handlerErrs.push(`listener ${err.code}`); console.log('listener err', err.code); return; } tl.add(m); });
 await hc.ready; await hl.ready;
 
 const ok = new Set(); const fails = {}; let sent = 0; const seq = new Array(IDS).fill(0); let pending = 0; let maxSendMs = 0;
@@ -47,7 +47,8 @@ console.log(`before move: sent ${sent}, ok ${ok.size}, consumer got ${tc.count} 
 const mv = await cliAsync(['move', 'mv/v1', '--to', 'b', '--timeout', '120', '-c', mover.config]);
 console.log(`move (-c ${mover.id}) exit ${mv.code} in ${mv.ms} ms: ${mv.out.trim().split('\n').slice(-3).join(' | ')}`);
 let mvBack = null;
-if (mode === 'roundtrip') { // at once back to a, under the same traffic
+if (mode === 'roundtrip') { // back to a, at once (or after ROUNDTRIP_PAUSE_MS), under the same traffic
+  await sleep(Number(process.env.ROUNDTRIP_PAUSE_MS ?? 0));
   mvBack = await cliAsync(['move', 'mv/v1', '--to', 'a', '--timeout', '120', '-c', mover.config]);
   console.log(`move back (-c ${mover.id}) exit ${mvBack.code} in ${mvBack.ms} ms: ${mvBack.out.trim().split('\n').slice(-3).join(' | ')}`);
 }
@@ -68,6 +69,7 @@ if (mvBack && mvBack.code !== 0) broken.push('move back did not finish');
 if (lostC || lostL) broken.push(`lost consumer ${lostC} listener ${lostL}`);
 if (tc.breaks || tl.breaks) broken.push(`order breaks consumer ${tc.breaks} listener ${tl.breaks}`);
 if (tc.dups > 10) broken.push(`consumer duplicates ${tc.dups} > prefetch 10`);
+if (handlerErrs.length) broken.push(`errors reached the handlers: ${handlerErrs.join(', ')}`);
 if (mode.startsWith('kill') && !killed) broken.push('kill trigger never fired');
 console.log(broken.length ? `BROKEN: ${broken.join('; ')}` : 'HELD');
 for (const n of nodes) if (n.log.some((l) => /"level":"(error|fatal)"/.test(l))) console.log(`${n.id} errors:`, n.log.filter((l) => /"level":"(error|fatal)"/.test(l)).slice(0, 3).join('\n'));
