@@ -13,7 +13,7 @@ const etcd = await startEtcd(); await etcd.start();
 const nodes = await startCluster(etcd.url, { a: ['a1', 'a2'], b: ['b1', 'b2'] }, () => ({ channels: { 'mv/v1': { set: 'a', prefetch: 10 } } }));
 const ma = await waitMaster(nodes, 'a'); const mb = await waitMaster(nodes, 'b');
 console.log(`masters a=${ma.id} b=${mb.id}; ${load()}`);
-const hostsA = nodes.filter((n) => n.set === 'a').map((n) => n.spec);
+const hostsA = nodes.filter((n) => n.set === (process.env.SEED_SET ?? 'a')).map((n) => n.spec); // SEED_SET=b: clients given set b's brokers
 
 const cons = await mkClient('cons', hostsA); const lis = await mkClient('lis', hostsA); const prod = await mkClient('prod', hostsA);
 const tc = tracker(), tl = tracker(); const handlerErrs = [];
