@@ -319,6 +319,7 @@ export class Session implements ConnectedSession {
 
   #onMessage(text: string, isBinary: boolean): void {
     if (this.#state === 'closed' || this.#state === 'failing') return;
+    if (!this.#isPeer) this.ctx.peers.judgeFence();
     let frame: ClientFrame;
     try {
       if (isBinary) throw protocolError('binary frames are not part of the protocol');
