@@ -123,15 +123,15 @@ export class Replica {
     return { messages, removed };
   }
 
-  /**
-   * What a follower's history catch-up reads: every retained channel as it is now, less the
-   * messages still being written (their feed frame names them: docs/protocol.md#history-catch-up)
-   */
   /** null, or settles once this broker's history has written what its last role change holds (a catch-up view waits for it) */
   historySettled(): Promise<void> | null {
     return this.#router.history?.roleSettled() ?? null;
   }
 
+  /**
+   * What a follower's history catch-up reads: every retained channel as it is now, less the
+   * messages still being written (their feed frame names them: docs/protocol.md#history-catch-up)
+   */
   historyPlan(history: readonly FollowHistory[]): HistoryPlan {
     const views = this.#router.history?.views() ?? [];
     return HistoryStream.plan(views, views.length > 0 ? this.#router.appendsUnderWay() : new Set(), history);
