@@ -205,7 +205,8 @@ export class Sets {
     for (const pending of this.#owner.outbox.values()) {
       if (!queues.has(pending.queue)) continue;
       const target = this.#route(pending.queue);
-      if (!target || this.#sentTo.get(pending) === target) continue;
+      // one sent before the map came went to the seed set
+      if (!target || (this.#sentTo.get(pending) ?? this.#seed) === target) continue;
       this.#sentTo.set(pending, target);
       target.publish(pending);
     }
@@ -254,7 +255,7 @@ export class Sets {
     const target = this.#route(queue);
     if ('pending' in moved) {
       // every send of the queue still out elsewhere goes with it, in order (#reroute)
-      if (target && (this.#placements.get(queue) !== before || this.#sentTo.get(moved.pending) !== target)) this.#reroute(new Set([queue]));
+      if (target && (this.#placements.get(queue) !== before || (this.#sentTo.get(moved.pending) ?? this.#seed) !== target)) this.#reroute(new Set([queue]));
       return;
     }
     const { subscription } = moved;
