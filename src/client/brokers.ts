@@ -248,6 +248,19 @@ export class Brokers {
     }
   }
 
+  /**
+   * A subscription coming (back) to this set from another (a move, SPEC §13): one left here by an
+   * earlier move of its queue is unsubscribed first, then it is registered with its ids of now.
+   * Subscribing again over it was refused `E_PROTOCOL` ("already exists"), which reached the handler.
+   */
+  resubscribe(subscription: ClientSubscription): void {
+    for (const connection of this.#connections) {
+      if (!connection.isReady) continue;
+      connection.request((req) => ({ type: 'unsubscribe', req, sub: subscription.sub }), () => {});
+      connection.request((req) => subscription.subscribeFrame(req), this.#subscribeReply(connection, subscription));
+    }
+  }
+
   publish(pending: PendingSend): void {
     for (const connection of this.#connections) if (connection.isReady) connection.queuePublish(pending.message, pending.bytes);
   }
