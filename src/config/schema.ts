@@ -166,6 +166,7 @@ export const configSchema = {
         maxRegisteredClients: { type: 'integer', minimum: 1, default: 10_000 },
         maxReservations: { type: 'integer', minimum: 1, default: 10_000 },
         maxPlacements: { type: 'integer', minimum: 1, default: 10_000 },
+        maxMoveBytes: { type: 'integer', minimum: 1024, maximum: 67_108_864, default: 67_108_864 },
         maxReservationsPerClient: { type: 'integer', minimum: 1, default: 1_000 },
         maxMirrorBacklogBytes: { type: 'integer', minimum: 65_536, default: 16_777_216 },
         maxMirrorLinkBytes: { type: 'integer', minimum: 1_048_576, default: 67_108_864 },

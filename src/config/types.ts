@@ -136,6 +136,8 @@ export interface Config {
     readonly maxReservations: number;
     /** cluster: queues placed in etcd at once; a new placement past it is E_LIMIT */
     readonly maxPlacements: number;
+    /** cluster: bytes a move's hand-over may write to etcd (at most 64 MiB); past it the move is called off */
+    readonly maxMoveBytes: number;
     readonly maxReservationsPerClient: number;
     /** a slave: bytes of frames from its master read and not applied yet; past it, its link is not read (docs/security.md#limits) */
     readonly maxMirrorBacklogBytes: number;

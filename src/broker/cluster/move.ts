@@ -6,9 +6,9 @@ import type { HistoryRecord, ReadRecord } from '../history/history.js';
 import type { ReservationRecord } from '../store/reservation-file.js';
 import type { RecoveredRecord, StoredMessage } from '../store/store.js';
 import type { Cluster } from './cluster.js';
-import type { Placement } from './types.js';
+import { isReturn, type Move, type Placement } from './types.js';
 
-/** a hand-over bigger than this is not written to etcd: the move is called off (docs/security.md) */
+/** a hand-over bigger than this is never written to etcd: the move is called off (docs/security.md); `limits.maxMoveBytes` may lower it */
 export const MAX_MOVE_BYTES = 64 * 1024 * 1024;
 /** one etcd value of a hand-over (etcd takes requests up to 1.5 MiB by default) */
 const CHUNK_BYTES = 512 * 1024;
@@ -57,8 +57,8 @@ export class Mover {
   readonly #cluster: Cluster;
   readonly #router: Router;
   readonly #log: Logger;
-  /** queues this broker saw moving (their end is acted on) */
-  readonly #seen = new Set<string>();
+  /** queues this broker saw moving (their end is acted on), with the move last seen */
+  readonly #seen = new Map<string, Move>();
   /** exports under way, by move id */
   readonly #exporting = new Set<string>();
   /** moves to this set it has logged, by id */
@@ -90,22 +90,34 @@ export class Mover {
     const router = this.#router;
     const move = placement?.move;
     if (placement && move) {
-      this.#seen.add(queue);
+      this.#seen.set(queue, move);
+      const back = isReturn(move);
       if (placement.set === me) {
         router.moving.freeze(queue, true); // no new first delivery; new sends are E_MOVED (owner() is `to`)
         if (move.phase === 'export' && router.isMaster) void this.#export(queue, placement);
+        if (back) {
+          // called off: new sends come here again, and wait aside until what the new set took is back
+          if (!this.#imports.has(move.id)) router.moving.holdAside(queue);
+          if (move.phase === 'returned') void this.#import(queue, placement);
+        }
       } else if (move.to === me) {
         router.moving.freeze(queue, true);
         if (!this.#announced.has(move.id)) {
           this.#announced.add(move.id);
           this.#log.info('move: taking the queue over (new sends held aside until the hand-over)', { queue, from: placement.set });
         }
-        if (!this.#imports.has(move.id)) router.moving.holdAside(queue);
-        if (move.phase === 'import') void this.#import(queue, placement);
+        if (back) {
+          // what this set took aside goes back (new sends are E_MOVED again, to the old set)
+          if (move.phase === 'return' && router.isMaster) void this.#exportBack(queue, placement);
+        } else {
+          if (!this.#imports.has(move.id)) router.moving.holdAside(queue);
+          if (move.phase === 'import') void this.#import(queue, placement);
+        }
       }
       return;
     }
-    if (!this.#seen.has(queue)) return;
+    const last = this.#seen.get(queue);
+    if (!last) return;
     this.#seen.delete(queue);
     if (placement && placement.set === me) {
       // moved here (or called off, back here): what waited aside follows what was handed over
@@ -123,7 +135,8 @@ export class Mover {
     if (placement) {
       // moved away: the new set holds it now; nothing of it is delivered here again
       const dropped = router.moving.dropMoved(queue);
-      this.#log.info('queue moved away: what it held here was handed over', { queue, to: placement.set, dropped });
+      if (isReturn(last)) this.#log.info('move called off: what this set took of the queue was handed back', { queue, to: placement.set, dropped });
+      else this.#log.info('queue moved away: what it held here was handed over', { queue, to: placement.set, dropped });
     } else {
       router.moving.freeze(queue, false);
     }
@@ -150,9 +163,11 @@ export class Mover {
       const reservations = router.reservations.ofQueue(queue);
       const chunks = encodeChunks(held, history, recent, reservations);
       const bytes = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
-      if (bytes > MAX_MOVE_BYTES) {
-        this.#log.error('move called off: the queue holds more than a move hands over', { queue, to: move.to, bytes, max: MAX_MOVE_BYTES });
-        await cluster.compareAndPut(queue, raw, { set: placement.set });
+      const max = Math.min(MAX_MOVE_BYTES, router.policy.config.limits.maxMoveBytes);
+      if (bytes > max) {
+        // the new set answered sends of the queue meanwhile: they come back here before it delivers again
+        this.#log.error('move called off: the queue holds more than a move hands over', { queue, to: move.to, bytes, max });
+        await cluster.compareAndPut(queue, raw, { set: placement.set, move: { to: move.to, phase: 'return', id: move.id } });
         return;
       }
       // its own keys: another master of this set (a partition) writing at once never mixes with them
@@ -170,11 +185,44 @@ export class Mover {
     }
   }
 
+  /** a move called off: the new set's master writes what it took aside meanwhile to etcd, then sets `returned` */
+  async #exportBack(queue: string, placement: Placement): Promise<void> {
+    const move = placement.move!;
+    const key = `${move.id}/return`;
+    if (this.#exporting.has(key)) return;
+    this.#exporting.add(key);
+    const cluster = this.#cluster;
+    const router = this.#router;
+    try {
+      const raw = this.#rawOf(queue, placement);
+      if (raw === undefined) return;
+      this.#log.info('move called off: handing back the sends taken meanwhile', { queue, to: placement.set });
+      // sends this broker accepted before it saw the call-off may still be being written: they go back too
+      await sleep(SETTLE_MS);
+      const deadline = Date.now() + APPENDS_WAIT_MS;
+      while (Date.now() < deadline && [...router.appendsUnderWay()].some((id) => router.holding(id) === undefined && !router.moving.isAside(id))) await sleep(10);
+      if (!router.isMaster || this.#rawOf(queue, placement) !== raw) return;
+      const aside = await router.moving.exportAside(queue);
+      const chunks = encodeChunks(aside.map((message) => ({ message, records: [] })), [], [], []);
+      const part = randomBytes(6).toString('hex');
+      await cluster.putMoveChunks(queue, move.id, part, chunks);
+      if (!router.isMaster) return;
+      const next: Placement = { set: placement.set, move: { to: move.to, phase: 'returned', id: move.id, chunks: chunks.length, part } };
+      const written = await cluster.compareAndPut(queue, raw, next);
+      this.#log.info('move called off: sends taken meanwhile written to etcd', { queue, to: placement.set, messages: aside.length, chunks: chunks.length, written });
+    } catch (error) {
+      this.#log.warn('move called off: sends taken meanwhile not written, trying again', { queue, error: (error as Error).message });
+      this.#later(queue);
+    } finally {
+      this.#exporting.delete(key);
+    }
+  }
+
   #import(queue: string, placement: Placement): Promise<void> {
     const move = placement.move!;
     let run = this.#imports.get(move.id);
     if (!run) {
-      run = this.#take(queue, placement);
+      run = isReturn(placement.move!) ? this.#takeBack(queue, placement) : this.#take(queue, placement);
       this.#imports.set(move.id, run);
       run.catch((error: unknown) => {
         this.#imports.delete(move.id);
@@ -201,7 +249,26 @@ export class Mover {
     this.#log.info('move: hand-over taken', { queue, from: placement.set, messages: items.length, queued, sentMeanwhile: aside, history: written, recentIds: recent.length, reservations: reservations.length });
   }
 
-  /** the new set's master ends the move: the placement names this set */
+  /**
+   * A move called off, on the old set: the sends the new set took meanwhile (handed back in the
+   * order it stored them) are stored and queued after what this set holds, before what was sent
+   * here since the call-off. A copy of one held or settled here is not queued again.
+   */
+  async #takeBack(queue: string, placement: Placement): Promise<void> {
+    const move = placement.move!;
+    const chunks = await this.#cluster.readMoveChunks(queue, move.id, move.part ?? '', move.chunks ?? 0);
+    if (!chunks) throw new Error('handed-back keys missing in etcd');
+    const router = this.#router;
+    const items = decodeChunks(queue, chunks).items.filter((i) => !router.isSettled(i.message.messageId) && router.holding(i.message.messageId) === undefined);
+    // their history goes before the records of what was sent here since the call-off (held until then)
+    const history: HistoryRecord[] = items.map(({ message: m }) => ({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data }));
+    const written = (await router.history?.adopt(queue, history, new Set(items.map((i) => i.message.messageId)))) ?? 0;
+    const queued = await router.moving.importMoved(queue, items);
+    const aside = router.moving.releaseAside(queue);
+    this.#log.info('move called off: sends taken meanwhile are back', { queue, from: move.to, messages: items.length, queued, sentMeanwhile: aside, history: written });
+  }
+
+  /** the new set's master ends the move: the placement names this set (the old one's master, a move called off) */
   async #finish(queue: string, placement: Placement): Promise<void> {
     const cluster = this.#cluster;
     if (!this.#router.isMaster) return;
@@ -209,7 +276,8 @@ export class Mover {
     if (raw === undefined) return;
     try {
       if (await cluster.compareAndPut(queue, raw, { set: cluster.set })) {
-        this.#log.info('move done: the queue is on this set', { queue, from: placement.set });
+        if (isReturn(placement.move!)) this.#log.info('move called off: the queue is on this set again', { queue, to: placement.move!.to });
+        else this.#log.info('move done: the queue is on this set', { queue, from: placement.set });
         const move = placement.move!;
         setTimeout(() => void cluster.deleteMoveChunks(queue, move.id).catch(() => undefined), KEEP_CHUNKS_MS).unref();
       }

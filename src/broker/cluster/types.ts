@@ -2,13 +2,16 @@
  * A move under way (`whisker move`, SPEC §13, docs/operations.md#moving-a-queue): `export` while
  * the old set's master writes what it holds to etcd, `import` once it did (`chunks` keys), until
  * the new set's master took it and wrote the placement `{ set: to }`. `id` names this move's keys.
+ * A move called off (a hand-over too big) goes back: `return` while the new set's master writes
+ * the sends it took meanwhile to etcd, `returned` once it did, until the old set's master took
+ * them and wrote `{ set: from }` again.
  */
 export interface Move {
   readonly to: string;
-  readonly phase: 'export' | 'import';
+  readonly phase: 'export' | 'import' | 'return' | 'returned';
   readonly id: string;
   readonly chunks?: number;
-  /** with `import`: which writer's keys (`<id>/<part>/`): two masters of the old set (a partition) never mix theirs */
+  /** with `import` and `returned`: which writer's keys (`<id>/<part>/`): two masters of the old set (a partition) never mix theirs */
   readonly part?: string;
 }
 
@@ -18,9 +21,15 @@ export interface Placement {
   readonly move?: Move;
 }
 
-/** the set that takes a queue's new sends and subscriptions: the new one as soon as a move starts */
+/** a move called off, handing back what the new set took meanwhile */
+export function isReturn(move: Move): boolean {
+  return move.phase === 'return' || move.phase === 'returned';
+}
+
+/** the set that takes a queue's new sends and subscriptions: the new one as soon as a move starts, the old one again once it is called off */
 export function routeOf(placement: Placement): string {
-  return placement.move?.to ?? placement.set;
+  const move = placement.move;
+  return move && !isReturn(move) ? move.to : placement.set;
 }
 
 /** one broker of a set as it registered itself in etcd */
@@ -60,9 +69,10 @@ export function decodePlacement(text: string): Placement | null {
     if (typeof value.set !== 'string' || value.set.length === 0 || value.set.length > 64) return null;
     if (value.move === undefined) return { set: value.set };
     const { to, phase, id, chunks, part } = value.move as { to?: unknown; phase?: unknown; id?: unknown; chunks?: unknown; part?: unknown };
-    if (typeof to !== 'string' || to.length === 0 || to.length > 64 || (phase !== 'export' && phase !== 'import') || typeof id !== 'string' || !/^[0-9a-f]{1,64}$/.test(id)) return null;
-    if (phase === 'import' && !(Number.isSafeInteger(chunks) && (chunks as number) >= 0 && (chunks as number) <= 100_000 && typeof part === 'string' && /^[0-9a-f]{1,64}$/.test(part))) return null;
-    return { set: value.set, move: { to, phase, id, ...(phase === 'import' ? { chunks: chunks as number, part: part as string } : {}) } };
+    if (typeof to !== 'string' || to.length === 0 || to.length > 64 || (phase !== 'export' && phase !== 'import' && phase !== 'return' && phase !== 'returned') || typeof id !== 'string' || !/^[0-9a-f]{1,64}$/.test(id)) return null;
+    const written = phase === 'import' || phase === 'returned';
+    if (written && !(Number.isSafeInteger(chunks) && (chunks as number) >= 0 && (chunks as number) <= 100_000 && typeof part === 'string' && /^[0-9a-f]{1,64}$/.test(part))) return null;
+    return { set: value.set, move: { to, phase, id, ...(written ? { chunks: chunks as number, part: part as string } : {}) } };
   } catch {
     return null;
   }

@@ -99,6 +99,15 @@ export class Moving {
     return aside.length;
   }
 
+  /** the messages held aside for `queue`, bodies included, in the order stored (a move called off hands them back) */
+  async exportAside(queue: string): Promise<StoredMessage[]> {
+    const aside = this.#aside.get(queue) ?? [];
+    const lacking = aside.filter((m) => m.data === undefined);
+    const bodies = lacking.length > 0 ? await this.#env.readBodies(lacking.map((m) => m.messageId)) : [];
+    const byId = new Map(lacking.map((m, i) => [m.messageId, bodies[i]]));
+    return aside.map((m) => (m.data === undefined ? { ...m, data: byId.get(m.messageId) } : m));
+  }
+
   /** what `queue` holds, bodies included, in acceptance order, with its unsettled records (a move's hand-over) */
   async exportQueue(queue: string): Promise<Array<{ message: StoredMessage; records: RecoveredRecord[] }>> {
     const held = this.#env.existing(queue)?.exportHeld() ?? [];

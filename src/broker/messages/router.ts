@@ -271,6 +271,11 @@ export class Router {
     return this.#rows.find(messageId) >= 0 || this.#dedupe.has(messageId) || this.#moving.isAside(messageId);
   }
 
+  /** settled here within the dedupe window and not held: a copy of it handed back by a move called off is not queued */
+  isSettled(messageId: string): boolean {
+    return this.#rows.find(messageId) < 0 && this.#dedupe.has(messageId);
+  }
+
   /**
    * A copy of this message arriving later (from a client or a peer) is not queued. An id held
    * already keeps its entry and queue tag (a slave's queue forgot it on its master's settlement

@@ -1,0 +1,133 @@
+import { describe, expect, test } from 'vitest';
+import type { WhiskerError } from '../../../src/protocol/errors.js';
+import { whisker } from '../../support/broker-process.js';
+import { clusterProcesses } from '../../support/cluster-processes.js';
+import { nextMaster } from '../../support/election-cluster.js';
+import { startEtcd } from '../../support/etcd.js';
+import { connect, until } from '../../support/harness.js';
+
+/**
+ * A move called off (SPEC §13, issue 31, test/attacks-31/calledoff-probe.mjs): set a holds more
+ * than a hand-over may carry (`limits.maxMoveBytes` lowered to 64 KiB, so set a calls the move
+ * off), under ~1,000 msg/s with a consumer slower than the sends and a listener. During the move
+ * set b answered sends `OK` and held them aside; on the call-off they go back to set a, after
+ * what a holds. Every answered send is consumed and listened, the order per id holds, no error
+ * reaches a handler, and nothing is delivered twice beyond what was in flight.
+ *
+ * Before the fix: set a wrote `{ set: a }` at once and set b dropped what it held aside (a run:
+ * the consumer and the listener each lost the sends b had answered, b logging `dropped: N`).
+ */
+const QUEUE = 'mvc/v1';
+/** a queue on set b that the producer used before: its links to set b are up when the move starts */
+const WARM = 'mvcw/v1';
+const IDS = ['k0', 'k1', 'k2', 'k3'];
+const PREFETCH = 10;
+
+type Body = { id: string; n: number; pad: string };
+
+interface Seen {
+  counts: Map<string, number>;
+  order: Map<string, number[]>;
+}
+
+const seen = (): Seen => ({ counts: new Map(), order: new Map(IDS.map((id) => [id, []])) });
+
+function note(into: Seen, body: Body): void {
+  const key = `${body.id}:${body.n}`;
+  const count = into.counts.get(key) ?? 0;
+  into.counts.set(key, count + 1);
+  if (count === 0) into.order.get(body.id)!.push(body.n);
+}
+
+function orderBreaks(into: Seen): string[] {
+  const out: string[] = [];
+  for (const [id, ns] of into.order) for (let k = 1; k < ns.length; k++) if (ns[k]! < ns[k - 1]!) out.push(`${id}@${k}: ${ns.slice(Math.max(0, k - 3), k + 3).join(',')}`);
+  return out;
+}
+
+describe('whisker move called off (real etcd, real broker processes)', () => {
+  test('a move called off under ~1,000 msg/s: the sends set b answered meanwhile go back to set a, 0 lost, order per id kept, no handler error', async () => {
+    const etcd = await startEtcd();
+    const nodes = await clusterProcesses(etcd.url, { a: ['a1'], b: ['b1'] }, (set) => ({
+      channels: { [QUEUE]: { set: 'a' }, [WARM]: { set: 'b' } },
+      ...(set === 'a' ? { limits: { maxMoveBytes: 65_536 } } : {}),
+    }));
+    const [a1, b1] = [nodes.get('a')![0]!, nodes.get('b')![0]!];
+    await Promise.all([nextMaster([a1]), nextMaster([b1])]);
+    await Promise.all([a1, b1].map((n) => n.process!.waitFor(/registered in the cluster/, 0, 15_000)));
+
+    const hosts = [a1.spec];
+    const producer = await connect('mvc-producer', hosts, { sendTimeout: 30_000 });
+    const consumer = await connect('mvc-consumer', hosts, { dedupeWindow: 0 });
+    const listener = await connect('mvc-listener', hosts, { dedupeWindow: 0 });
+    const errors: WhiskerError[] = [];
+    for (const c of [producer, consumer, listener]) c.on('error', (e) => errors.push(e));
+    const handlerErrors: string[] = [];
+    const consumed = seen();
+    const listened = seen();
+    // slower than the sends: set a holds a backlog (well over 64 KiB) when the move starts
+    let ackDelayMs = 20;
+    await consumer.consume(`${QUEUE}/*`, { prefetch: PREFETCH }, (err, msg, done) => {
+      if (err) return void handlerErrors.push(`consumer ${err.code}: ${err.message}`);
+      note(consumed, msg as Body);
+      setTimeout(() => done!(), ackDelayMs);
+    }).ready;
+    await listener.listen(`${QUEUE}/*`, (err, msg) => {
+      if (err) return void handlerErrors.push(`listener ${err.code}: ${err.message}`);
+      note(listened, msg as Body);
+    }).ready;
+
+    await producer.send(`${WARM}/x`, {});
+
+    const owed: Body[] = [];
+    const failed: string[] = [];
+    const sends: Promise<void>[] = [];
+    const next = new Map(IDS.map((id) => [id, 0]));
+    const pad = 'x'.repeat(200);
+    let sent = 0;
+    // ~1,000 msg/s: 5 every 5 ms, round the ids
+    const pacer = setInterval(() => {
+      for (let k = 0; k < 5; k++) {
+        const id = IDS[sent++ % IDS.length]!;
+        const body = { id, n: next.get(id)!, pad };
+        next.set(id, body.n + 1);
+        sends.push(producer.send(`${QUEUE}/${id}`, body).then(() => void owed.push(body), (error: WhiskerError) => void failed.push(`${id}:${body.n} ${error.code}`)));
+      }
+    }, 5);
+    await until(() => sent >= 2_000, 30_000, '2,000 sent before the move');
+
+    const move = await whisker(['move', QUEUE, '--to', 'b', '-c', a1.configPath, '--timeout', '60'], { timeoutMs: 80_000 });
+    const sentDuringMove = sent;
+    ackDelayMs = 2;
+    await until(() => sent >= sentDuringMove + 500, 30_000, '500 more sent after the call-off');
+    clearInterval(pacer);
+    await Promise.all(sends);
+    const lostOf = (s: Seen) => owed.filter((b) => !s.counts.has(`${b.id}:${b.n}`)).length;
+    await until(() => lostOf(consumed) === 0 && lostOf(listened) === 0, 30_000, 'every stored message consumed and listened').catch(() => undefined);
+
+    const dupes = (s: Seen) => [...s.counts.values()].reduce((sum, n) => sum + n - 1, 0);
+    const logs = new Map([a1, b1].map((node) => [node.serviceId, node.process!.output().split('\n').filter((line) => /move|hand-over|moved away/.test(line))]));
+    const report = {
+      sent, stored: owed.length, failed: failed.length,
+      consumer: { got: consumed.counts.size, lost: lostOf(consumed), duplicates: dupes(consumed), orderBreaks: orderBreaks(consumed).slice(0, 5) },
+      listener: { got: listened.counts.size, lost: lostOf(listened), duplicates: dupes(listened), orderBreaks: orderBreaks(listened).slice(0, 5) },
+      handlerErrors: handlerErrors.slice(0, 5),
+      clientErrors: errors.slice(0, 5).map((e) => `${e.code}: ${e.message}`),
+    };
+    for (const [id, lines] of logs) console.log(id, lines.join('\n'));
+    console.log(`move called off: ${JSON.stringify(report)}`);
+    // the move was called off, and set b had answered sends of the queue meanwhile
+    expect(move.stdout + move.stderr).toContain('called off');
+    expect(logs.get('a1')!.some((line) => line.includes('move called off'))).toBe(true);
+    expect(failed).toEqual([]);
+    expect(handlerErrors).toEqual([]);
+    expect(report.consumer.lost).toBe(0);
+    expect(report.listener.lost).toBe(0);
+    expect(report.consumer.orderBreaks).toEqual([]);
+    expect(report.listener.orderBreaks).toEqual([]);
+    // at most what was in flight when the move froze the queue (the consumer's prefetch; the listener acks at once)
+    expect(report.consumer.duplicates).toBeLessThanOrEqual(PREFETCH);
+    expect(errors.filter((e) => e.code === 'E_MOVED' || e.code === 'E_PROTOCOL')).toEqual([]);
+    await Promise.all([producer.disconnect(), consumer.disconnect(), listener.disconnect()]);
+  }, 90_000);
+});
