@@ -45,89 +45,116 @@ function orderBreaks(into: Seen): string[] {
   return out;
 }
 
+async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new'): Promise<void> {
+  const etcd = await startEtcd();
+  const sets = kill === 'none' ? { a: ['a1'], b: ['b1'] } : kill === 'old' ? { a: ['a1', 'a2'], b: ['b1'] } : { a: ['a1'], b: ['b1', 'b2'] };
+  const nodes = await clusterProcesses(etcd.url, sets, (set) => ({
+    channels: { [QUEUE]: { set: 'a' }, [WARM]: { set: 'b' } },
+    ...(set === 'a' ? { limits: { maxMoveBytes: 65_536 } } : {}),
+  }));
+  const [aNodes, bNodes] = [nodes.get('a')!, nodes.get('b')!];
+  const [masterA, masterB] = await Promise.all([nextMaster(aNodes), nextMaster(bNodes)]);
+  const all = [...aNodes, ...bNodes];
+  await Promise.all(all.map((n) => n.process!.waitFor(/registered in the cluster/, 0, 15_000)));
+  await Promise.all(all.filter((n) => n !== masterA && n !== masterB).map((n) => n.process!.waitFor(/in step with the master/, 0, 15_000)));
+
+  const hosts = aNodes.map((n) => n.spec);
+  const producer = await connect('mvc-producer', hosts, { sendTimeout: 30_000 });
+  const consumer = await connect('mvc-consumer', hosts, { dedupeWindow: 0 });
+  const listener = await connect('mvc-listener', hosts, { dedupeWindow: 0 });
+  const errors: WhiskerError[] = [];
+  for (const c of [producer, consumer, listener]) c.on('error', (e) => errors.push(e));
+  const handlerErrors: string[] = [];
+  const consumed = seen();
+  const listened = seen();
+  // slower than the sends: set a holds a backlog (well over 64 KiB) when the move starts
+  let ackDelayMs = 20;
+  await consumer.consume(`${QUEUE}/*`, { prefetch: PREFETCH }, (err, msg, done) => {
+    if (err) return void handlerErrors.push(`consumer ${err.code}: ${err.message}`);
+    note(consumed, msg as Body);
+    setTimeout(() => done!(), ackDelayMs);
+  }).ready;
+  await listener.listen(`${QUEUE}/*`, (err, msg) => {
+    if (err) return void handlerErrors.push(`listener ${err.code}: ${err.message}`);
+    note(listened, msg as Body);
+  }).ready;
+
+  await producer.send(`${WARM}/x`, {});
+
+  const owed: Body[] = [];
+  const failed: string[] = [];
+  const sends: Promise<void>[] = [];
+  const next = new Map(IDS.map((id) => [id, 0]));
+  const pad = 'x'.repeat(200);
+  let sent = 0;
+  // ~1,000 msg/s: 5 every 5 ms, round the ids
+  const pacer = setInterval(() => {
+    for (let k = 0; k < 5; k++) {
+      const id = IDS[sent++ % IDS.length]!;
+      const body = { id, n: next.get(id)!, pad };
+      next.set(id, body.n + 1);
+      sends.push(producer.send(`${QUEUE}/${id}`, body).then(() => void owed.push(body), (error: WhiskerError) => void failed.push(`${id}:${body.n} ${error.code}`)));
+    }
+  }, 5);
+  await until(() => sent >= 2_000, 30_000, '2,000 sent before the move');
+
+  const from = new Map(all.map((n) => [n, n.process!.output().length]));
+  // asked of a broker the test does not kill
+  const asked = kill === 'old' ? bNodes[0]! : aNodes.find((n) => n !== masterA) ?? masterA;
+  const moving = whisker(['move', QUEUE, '--to', 'b', '-c', asked.configPath, '--timeout', '60'], { timeoutMs: 80_000 });
+  // as set b's master starts to hand back what it took: the old set's master (waiting for it) or b's master (writing it) dies
+  let phaseAtKill = '';
+  if (kill !== 'none') {
+    await masterB.process!.waitFor(/handing back the sends taken meanwhile/, from.get(masterB), 20_000);
+    phaseAtKill = /sends taken meanwhile written/.test(masterB.process!.output().slice(from.get(masterB))) ? 'after b wrote them' : 'before b wrote them';
+    const victim = kill === 'old' ? masterA : masterB;
+    victim.process!.child.kill('SIGKILL');
+    await victim.process!.exited;
+  }
+  const move = await moving;
+  const sentDuringMove = sent;
+  ackDelayMs = 2;
+  await until(() => sent >= sentDuringMove + 500, 30_000, '500 more sent after the call-off');
+  clearInterval(pacer);
+  await Promise.all(sends);
+  const lostOf = (s: Seen) => owed.filter((b) => !s.counts.has(`${b.id}:${b.n}`)).length;
+  await until(() => lostOf(consumed) === 0 && lostOf(listened) === 0, 30_000, 'every stored message consumed and listened').catch(() => undefined);
+
+  const dupes = (s: Seen) => [...s.counts.values()].reduce((sum, n) => sum + n - 1, 0);
+  const logs = new Map(all.map((node) => [node.serviceId, node.process!.output().split('\n').filter((line) => /move|hand-over|moved away|acts as master/.test(line))]));
+  const report = {
+    sent, stored: owed.length, failed: failed.length, phaseAtKill,
+    consumer: { got: consumed.counts.size, lost: lostOf(consumed), duplicates: dupes(consumed), orderBreaks: orderBreaks(consumed).slice(0, 5) },
+    listener: { got: listened.counts.size, lost: lostOf(listened), duplicates: dupes(listened), orderBreaks: orderBreaks(listened).slice(0, 5) },
+    handlerErrors: handlerErrors.slice(0, 5),
+    clientErrors: errors.slice(0, 5).map((e) => `${e.code}: ${e.message}`),
+  };
+  for (const [id, lines] of logs) console.log(id, lines.filter((line) => /called off|acts as master/.test(line)).join('\n'));
+  console.log(`move called off${kill === 'none' ? '' : ` (${kill} master killed -9)`}: ${JSON.stringify(report)}`);
+  // the move was called off, and set b had answered sends of the queue meanwhile
+  expect(move.stdout + move.stderr).toContain('called off');
+  if (kill !== 'none') expect(phaseAtKill).toBe('before b wrote them');
+  expect(failed).toEqual([]);
+  expect(handlerErrors).toEqual([]);
+  expect(report.consumer.lost).toBe(0);
+  expect(report.listener.lost).toBe(0);
+  expect(report.consumer.orderBreaks).toEqual([]);
+  expect(report.listener.orderBreaks).toEqual([]);
+  // at most what was in flight when the move froze the queue (the consumer's prefetch; the listener acks at once)
+  expect(report.consumer.duplicates).toBeLessThanOrEqual(kill === 'old' ? 2 * PREFETCH : PREFETCH);
+  expect(errors.filter((e) => e.code === 'E_MOVED' || e.code === 'E_PROTOCOL')).toEqual([]);
+  expect(logs.get(masterA.serviceId)!.some((line) => line.includes('move called off: the queue holds more'))).toBe(true);
+  expect([...logs.values()].flat().some((line) => line.includes('move called off: the queue is on this set again'))).toBe(true);
+  // set b had taken sends of the queue (answered them) before it handed them back: the case this is about
+  const handedBack = bNodes.flatMap((n) => logs.get(n.serviceId)!).filter((line) => line.includes('sends taken meanwhile written')).map((line) => Number(/"messages":(\d+)/.exec(line)?.[1] ?? 0));
+  expect(Math.max(0, ...handedBack)).toBeGreaterThan(0);
+  await Promise.all([producer.disconnect(), consumer.disconnect(), listener.disconnect()]);
+}
+
 describe('whisker move called off (real etcd, real broker processes)', () => {
-  test('a move called off under ~1,000 msg/s: the sends set b answered meanwhile go back to set a, 0 lost, order per id kept, no handler error', async () => {
-    const etcd = await startEtcd();
-    const nodes = await clusterProcesses(etcd.url, { a: ['a1'], b: ['b1'] }, (set) => ({
-      channels: { [QUEUE]: { set: 'a' }, [WARM]: { set: 'b' } },
-      ...(set === 'a' ? { limits: { maxMoveBytes: 65_536 } } : {}),
-    }));
-    const [a1, b1] = [nodes.get('a')![0]!, nodes.get('b')![0]!];
-    await Promise.all([nextMaster([a1]), nextMaster([b1])]);
-    await Promise.all([a1, b1].map((n) => n.process!.waitFor(/registered in the cluster/, 0, 15_000)));
+  test('a move called off under ~1,000 msg/s: the sends set b answered meanwhile go back to set a, 0 lost, order per id kept, no handler error', () => calledOffUnderTraffic('none'), 90_000);
 
-    const hosts = [a1.spec];
-    const producer = await connect('mvc-producer', hosts, { sendTimeout: 30_000 });
-    const consumer = await connect('mvc-consumer', hosts, { dedupeWindow: 0 });
-    const listener = await connect('mvc-listener', hosts, { dedupeWindow: 0 });
-    const errors: WhiskerError[] = [];
-    for (const c of [producer, consumer, listener]) c.on('error', (e) => errors.push(e));
-    const handlerErrors: string[] = [];
-    const consumed = seen();
-    const listened = seen();
-    // slower than the sends: set a holds a backlog (well over 64 KiB) when the move starts
-    let ackDelayMs = 20;
-    await consumer.consume(`${QUEUE}/*`, { prefetch: PREFETCH }, (err, msg, done) => {
-      if (err) return void handlerErrors.push(`consumer ${err.code}: ${err.message}`);
-      note(consumed, msg as Body);
-      setTimeout(() => done!(), ackDelayMs);
-    }).ready;
-    await listener.listen(`${QUEUE}/*`, (err, msg) => {
-      if (err) return void handlerErrors.push(`listener ${err.code}: ${err.message}`);
-      note(listened, msg as Body);
-    }).ready;
+  test('the same with set b\'s master killed -9 as it hands back: its slave, elected, hands back what it stored', () => calledOffUnderTraffic('new'), 90_000);
 
-    await producer.send(`${WARM}/x`, {});
-
-    const owed: Body[] = [];
-    const failed: string[] = [];
-    const sends: Promise<void>[] = [];
-    const next = new Map(IDS.map((id) => [id, 0]));
-    const pad = 'x'.repeat(200);
-    let sent = 0;
-    // ~1,000 msg/s: 5 every 5 ms, round the ids
-    const pacer = setInterval(() => {
-      for (let k = 0; k < 5; k++) {
-        const id = IDS[sent++ % IDS.length]!;
-        const body = { id, n: next.get(id)!, pad };
-        next.set(id, body.n + 1);
-        sends.push(producer.send(`${QUEUE}/${id}`, body).then(() => void owed.push(body), (error: WhiskerError) => void failed.push(`${id}:${body.n} ${error.code}`)));
-      }
-    }, 5);
-    await until(() => sent >= 2_000, 30_000, '2,000 sent before the move');
-
-    const move = await whisker(['move', QUEUE, '--to', 'b', '-c', a1.configPath, '--timeout', '60'], { timeoutMs: 80_000 });
-    const sentDuringMove = sent;
-    ackDelayMs = 2;
-    await until(() => sent >= sentDuringMove + 500, 30_000, '500 more sent after the call-off');
-    clearInterval(pacer);
-    await Promise.all(sends);
-    const lostOf = (s: Seen) => owed.filter((b) => !s.counts.has(`${b.id}:${b.n}`)).length;
-    await until(() => lostOf(consumed) === 0 && lostOf(listened) === 0, 30_000, 'every stored message consumed and listened').catch(() => undefined);
-
-    const dupes = (s: Seen) => [...s.counts.values()].reduce((sum, n) => sum + n - 1, 0);
-    const logs = new Map([a1, b1].map((node) => [node.serviceId, node.process!.output().split('\n').filter((line) => /move|hand-over|moved away/.test(line))]));
-    const report = {
-      sent, stored: owed.length, failed: failed.length,
-      consumer: { got: consumed.counts.size, lost: lostOf(consumed), duplicates: dupes(consumed), orderBreaks: orderBreaks(consumed).slice(0, 5) },
-      listener: { got: listened.counts.size, lost: lostOf(listened), duplicates: dupes(listened), orderBreaks: orderBreaks(listened).slice(0, 5) },
-      handlerErrors: handlerErrors.slice(0, 5),
-      clientErrors: errors.slice(0, 5).map((e) => `${e.code}: ${e.message}`),
-    };
-    for (const [id, lines] of logs) console.log(id, lines.join('\n'));
-    console.log(`move called off: ${JSON.stringify(report)}`);
-    // the move was called off, and set b had answered sends of the queue meanwhile
-    expect(move.stdout + move.stderr).toContain('called off');
-    expect(logs.get('a1')!.some((line) => line.includes('move called off'))).toBe(true);
-    expect(failed).toEqual([]);
-    expect(handlerErrors).toEqual([]);
-    expect(report.consumer.lost).toBe(0);
-    expect(report.listener.lost).toBe(0);
-    expect(report.consumer.orderBreaks).toEqual([]);
-    expect(report.listener.orderBreaks).toEqual([]);
-    // at most what was in flight when the move froze the queue (the consumer's prefetch; the listener acks at once)
-    expect(report.consumer.duplicates).toBeLessThanOrEqual(PREFETCH);
-    expect(errors.filter((e) => e.code === 'E_MOVED' || e.code === 'E_PROTOCOL')).toEqual([]);
-    await Promise.all([producer.disconnect(), consumer.disconnect(), listener.disconnect()]);
-  }, 90_000);
+  test('the same with set a\'s master killed -9 as set b hands back: its slave, elected, takes it and ends the call-off', () => calledOffUnderTraffic('old'), 90_000);
 });
