@@ -262,7 +262,9 @@ export class Mover {
     const items = decodeChunks(queue, chunks).items.filter((i) => !router.isSettled(i.message.messageId) && router.holding(i.message.messageId) === undefined);
     // their history goes before the records of what was sent here since the call-off (held until then)
     const history: HistoryRecord[] = items.map(({ message: m }) => ({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data }));
-    const written = (await router.history?.adopt(queue, history, new Set(items.map((i) => i.message.messageId)))) ?? 0;
+    // stored next, so not written again: those not held aside here already (those are queued from the copy stored here)
+    const storedNext = new Set(items.map((i) => i.message.messageId).filter((messageId) => !router.moving.isAside(messageId)));
+    const written = (await router.history?.adopt(queue, history, storedNext)) ?? 0;
     const queued = await router.moving.importMoved(queue, items);
     const aside = router.moving.releaseAside(queue);
     this.#log.info('move called off: sends taken meanwhile are back', { queue, from: move.to, messages: items.length, queued, sentMeanwhile: aside, history: written });

@@ -49,7 +49,8 @@ async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new'): Promise<void
   const etcd = await startEtcd();
   const sets = kill === 'none' ? { a: ['a1'], b: ['b1'] } : kill === 'old' ? { a: ['a1', 'a2'], b: ['b1'] } : { a: ['a1'], b: ['b1', 'b2'] };
   const nodes = await clusterProcesses(etcd.url, sets, (set) => ({
-    channels: { [QUEUE]: { set: 'a' }, [WARM]: { set: 'b' } },
+    // retained on both sets: what b took goes back into a's history, in its place
+    channels: { [QUEUE]: { set: 'a', retention: { seconds: 3_600 } }, [WARM]: { set: 'b' } },
     ...(set === 'a' ? { limits: { maxMoveBytes: 65_536 } } : {}),
   }));
   const [aNodes, bNodes] = [nodes.get('a')!, nodes.get('b')!];
@@ -120,12 +121,21 @@ async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new'): Promise<void
   const lostOf = (s: Seen) => owed.filter((b) => !s.counts.has(`${b.id}:${b.n}`)).length;
   await until(() => lostOf(consumed) === 0 && lostOf(listened) === 0, 30_000, 'every stored message consumed and listened').catch(() => undefined);
 
+  // the history on set a: every answered send once, in send order per id (b's records handed back in their place)
+  const historyBreaks: string[] = [];
+  for (const id of IDS) {
+    const replayed: number[] = [];
+    for await (const msg of producer.replay<Body>(`${QUEUE}/${id}`, { since: 0 })) replayed.push(msg.data.n);
+    const want = owed.filter((b) => b.id === id).map((b) => b.n).sort((x, y) => x - y);
+    if (JSON.stringify(replayed) !== JSON.stringify(want)) historyBreaks.push(`${id}: ${replayed.length} replayed, ${want.length} answered, first difference at ${replayed.findIndex((n, k) => n !== want[k])}`);
+  }
   const dupes = (s: Seen) => [...s.counts.values()].reduce((sum, n) => sum + n - 1, 0);
   const logs = new Map(all.map((node) => [node.serviceId, node.process!.output().split('\n').filter((line) => /move|hand-over|moved away|acts as master/.test(line))]));
   const report = {
     sent, stored: owed.length, failed: failed.length, phaseAtKill,
     consumer: { got: consumed.counts.size, lost: lostOf(consumed), duplicates: dupes(consumed), orderBreaks: orderBreaks(consumed).slice(0, 5) },
     listener: { got: listened.counts.size, lost: lostOf(listened), duplicates: dupes(listened), orderBreaks: orderBreaks(listened).slice(0, 5) },
+    historyBreaks,
     handlerErrors: handlerErrors.slice(0, 5),
     clientErrors: errors.slice(0, 5).map((e) => `${e.code}: ${e.message}`),
   };
@@ -140,6 +150,7 @@ async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new'): Promise<void
   expect(report.listener.lost).toBe(0);
   expect(report.consumer.orderBreaks).toEqual([]);
   expect(report.listener.orderBreaks).toEqual([]);
+  expect(historyBreaks).toEqual([]);
   // at most what was in flight when the move froze the queue (the consumer's prefetch; the listener acks at once)
   expect(report.consumer.duplicates).toBeLessThanOrEqual(kill === 'old' ? 2 * PREFETCH : PREFETCH);
   expect(errors.filter((e) => e.code === 'E_MOVED' || e.code === 'E_PROTOCOL')).toEqual([]);
