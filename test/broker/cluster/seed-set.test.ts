@@ -1,9 +1,10 @@
 import { describe, expect, test } from 'vitest';
 import type { WhiskerError } from '../../../src/protocol/errors.js';
 import { clusterProcesses } from '../../support/cluster-processes.js';
+import { clusterBroker, clusterSpec, elected } from '../../support/cluster.js';
 import { nextMaster, offsets } from '../../support/election-cluster.js';
 import { startEtcd } from '../../support/etcd.js';
-import { connect, Inbox } from '../../support/harness.js';
+import { connect, freePort, Inbox, until } from '../../support/harness.js';
 
 /**
  * SPEC §13: a client may be given any brokers of the cluster; inside the set of a queue it keeps
@@ -28,7 +29,7 @@ async function setOfTwo() {
   return { nodes, master, slave: nodes.find((n) => n !== master)! };
 }
 
-describe('a client given brokers of one set (real etcd, real broker processes)', () => {
+describe('a client given brokers of one set (real etcd; broker processes, an in-process broker for the last)', () => {
   test('given only the slave of the set that owns the queue: listen is ready, the send is answered, the message delivered', async () => {
     const { slave } = await setOfTwo();
     const c = await connect('seed-slave', slave.spec, { sendTimeout: 8_000 });
@@ -61,5 +62,26 @@ describe('a client given brokers of one set (real etcd, real broker processes)',
     await inbox.waitFor(6, 10_000);
     expect(new Set(inbox.items.map((r) => (r.msg as { n: number }).n))).toEqual(new Set([0, 1, 2, 3, 4, 5]));
     expect(masters.at(-1)).toEqual([next.serviceId, 'b']);
+  }, 60_000);
+
+  test('a broker given under another host string than it advertises is dialed once: one session, one subscription there', async () => {
+    const etcd = await startEtcd();
+    const spec = clusterSpec(etcd.url);
+    const port = await freePort();
+    const b1 = await clusterBroker(spec, 'b', 'b1', { socketServer: { host: '127.0.0.1', port }, cluster: { prefix: spec.prefix, set: 'b', advertise: `127.0.0.1:${port}@b1` } });
+    await elected(b1);
+    await until(() => b1.cluster!.sets.length === 1, 10_000, 'set registered');
+    // `ws://127.0.0.1:PORT/` is the same broker as the advertised `127.0.0.1:PORT`, written otherwise
+    const c = await connect('seed-twin', `ws://127.0.0.1:${port}/@b1`);
+    const inbox = new Inbox();
+    await c.consume('twin/v1/*', inbox.consumer).ready;
+    const sessions = () => [...b1.sessions].filter((s) => s.isReady && s.clientName === 'seed-twin');
+    // the map's connection to b1 is made and then closed: wait past it
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(sessions().length).toBe(1);
+    expect(sessions()[0]!.subscriptions.size).toBe(1);
+    for (let i = 0; i < 10; i++) await c.send('twin/v1/x', { i });
+    await inbox.waitFor(10);
+    expect(inbox.items.map((r) => (r.msg as { i: number }).i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   }, 60_000);
 });
