@@ -173,7 +173,7 @@ function listKey(records: readonly RecordTuple[]): string {
  * The live state of the log: messages not removed with their records, and the ids removed
  * within the dedupe window of their acceptance. Fed from replay on start, then from every commit.
  * Columns per slot, not an object per message (bounded memory, SPEC §7): a million waiting
- * messages cost 16 bytes of typed arrays each here, besides the id map they share with the rows. Every
+ * messages cost 12 bytes of typed arrays each here, besides the id map they share with the rows. Every
  * message it lists is on disk, so it keeps no StoredMessage once loaded: a body or a snapshot's
  * frame is read back from the message's place (a queue's cold rows have no object to keep).
  */
@@ -190,9 +190,9 @@ export class LiveIndex {
   #loaded: (StoredMessage | undefined)[] | null = [];
   /** unsettled records, replaced never mutated (a capture keeps the array it took); one copy of each list, by a 4-byte ref */
   readonly #records = new RecordColumn();
-  /** framed size of the message record, its segment and offset there */
-  readonly #bytes = new Uint32Pages();
-  readonly #segment = new Uint32Pages();
+  /** framed size of the message record, its segment and offset there; 2 bytes each for the first two (DeltaPages: a size past 32 KiB is set aside) */
+  readonly #bytes = new DeltaPages(16);
+  readonly #segment = new DeltaPages(16);
   /** 4 bytes a slot (DeltaPages): a snapshot segment past 4 GiB has its offsets set aside */
   readonly #offset = new DeltaPages();
   /** captures being written: a slot's old state is saved in each before the slot changes */
@@ -299,6 +299,8 @@ export class LiveIndex {
         this.#slots.release(slot, STORE);
         this.#count--;
         this.#records.set(slot, NO_RECORDS);
+        this.#bytes.clear(slot);
+        this.#segment.clear(slot);
         this.#offset.clear(slot);
         return;
       }
