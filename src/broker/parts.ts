@@ -123,7 +123,11 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
           if (!isMaster) feed.demoted();
           mover?.roleChanged();
           const role = { type: 'role', isMaster, ...(epoch !== undefined ? { epoch } : {}) } as const;
-          for (const session of sessions()) if (session.isReady && !session.isPeer) session.send(role);
+          for (const session of sessions()) {
+            if (!session.isReady || session.isPeer) continue;
+            if (!isMaster) session.dropDeliveries();
+            session.send(role);
+          }
         },
         followers: () => feed.followers(),
         onStateChange: (state) => {

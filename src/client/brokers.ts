@@ -209,6 +209,9 @@ export class Brokers {
   /** a replay goes to one broker: the master, else any connected one (every mirror holds the history) */
   replay(sub: number, build: (req: number) => ClientFrame, onReply: (reply: ReplyFrame | null) => void): void {
     const connection = this.#master ?? this.#connections.find((c) => c.isReady);
+    // every broker refused this key and none is dialed before authRetryMs: it ends with that E_AUTH now
+    const refused = connection ? null : this.keyRefusal();
+    if (refused) return onReply({ type: 'reply', req: 0, error: refused.toJSON() });
     if (!connection) {
       // made before a broker is up (SPEC §3: such calls wait): sent when one is, E_NO_MASTER at sendTimeout
       const timer = setTimeout(() => (this.#waitingReplays.delete(sub), onReply(null)), this.#sendTimeoutMs);
@@ -237,8 +240,23 @@ export class Brokers {
   }
 
   subscribe(subscription: ClientSubscription): void {
+    const refused = this.keyRefusal();
+    if (refused) subscription.keyRefused(refused);
     for (const connection of this.#connections) {
       if (!connection.isReady) continue;
+      connection.request((req) => subscription.subscribeFrame(req), this.#subscribeReply(connection, subscription));
+    }
+  }
+
+  /**
+   * A subscription coming (back) to this set from another (a move, SPEC §13): one left here by an
+   * earlier move of its queue is unsubscribed first, then it is registered with its ids of now.
+   * Subscribing again over it was refused `E_PROTOCOL` ("already exists"), which reached the handler.
+   */
+  resubscribe(subscription: ClientSubscription): void {
+    for (const connection of this.#connections) {
+      if (!connection.isReady) continue;
+      connection.request((req) => ({ type: 'unsubscribe', req, sub: subscription.sub }), () => {});
       connection.request((req) => subscription.subscribeFrame(req), this.#subscribeReply(connection, subscription));
     }
   }
@@ -348,7 +366,16 @@ export class Brokers {
     const next = `${connection.serviceId} is dialed again in ${Math.round(retryMs / 1000)} s (reconnect.authRetryMs) or at connect()`;
     const refused = new WhiskerError('E_AUTH', `${error.message} (${reason}: ${advice}; ${next})`, { reason, serviceId: connection.serviceId, retryInMs: retryMs });
     this.#refusals.set(connection, refused);
-    if (!this.isConnected()) this.#owner.outbox.failAll(refused);
+    if (!this.isConnected()) {
+      // what waits for a broker fails now, as a send made from now on does (not at sendTimeout)
+      this.#owner.outbox.failAll(refused);
+      for (const subscription of this.#owner.subscriptions()) if (this.#serves(subscription.queue)) subscription.keyRefused(refused);
+      for (const [sub, waiting] of [...this.#waitingReplays]) {
+        clearTimeout(waiting.timer);
+        this.#waitingReplays.delete(sub);
+        waiting.onReply({ type: 'reply', req: 0, error: refused.toJSON() });
+      }
+    }
     return refused;
   }
 

@@ -187,7 +187,29 @@ export class Sets {
       this.#placements.set(queue, set);
     }
     for (const queue of frame.removed) this.#placements.delete(queue);
-    if (moved.size > 0) this.#follow(moved);
+    if (moved.size > 0) {
+      this.#follow(moved);
+      this.#reroute(moved);
+    }
+  }
+
+  /**
+   * Sends of these queues still out on another set than the one their queue is routed to now go
+   * there at once, in the order they were made, before any send made from now on: one the old set
+   * took before it saw a move is in its hand-over too (the new set keeps it once, in the hand-over's
+   * place), and one it answers `E_MOVED` is not sent again. Waiting for each `E_MOVED` instead let
+   * newer sends of an id reach the new set first (the order per id broke, SPEC §13).
+   */
+  #reroute(queues: ReadonlySet<string>): void {
+    if (this.#seedSet === null) return;
+    for (const pending of this.#owner.outbox.values()) {
+      if (!queues.has(pending.queue)) continue;
+      const target = this.#route(pending.queue);
+      // one sent before the map came went to the seed set
+      if (!target || (this.#sentTo.get(pending) ?? this.#seed) === target) continue;
+      this.#sentTo.set(pending, target);
+      target.publish(pending);
+    }
   }
 
   /**
@@ -203,7 +225,7 @@ export class Sets {
       const target = this.#route(subscription.queue);
       if (!target || target === known) continue;
       this.#subscribedOn.set(subscription.sub, target);
-      target.subscribe(subscription);
+      target.resubscribe(subscription);
     }
   }
 
@@ -227,20 +249,19 @@ export class Sets {
   /** E_MOVED (SPEC §13): the map learns where the queue is; the send or subscription goes there, once */
   #moved(error: WhiskerError, moved: { pending: PendingSend } | { subscription: ClientSubscription }): void {
     const queue = 'pending' in moved ? moved.pending.queue : moved.subscription.queue;
+    const before = this.#placements.get(queue);
     // a broker that says moved but not where: the send waits for its timeout (never surfaced as E_MOVED)
     if (!this.#learnMove(queue, error)) return;
     const target = this.#route(queue);
     if ('pending' in moved) {
-      const { pending } = moved;
-      if (!target || this.#sentTo.get(pending) === target) return;
-      this.#sentTo.set(pending, target);
-      target.publish(pending);
+      // every send of the queue still out elsewhere goes with it, in order (#reroute)
+      if (target && (this.#placements.get(queue) !== before || (this.#sentTo.get(moved.pending) ?? this.#seed) !== target)) this.#reroute(new Set([queue]));
       return;
     }
     const { subscription } = moved;
     if (!target || this.#subscribedOn.get(subscription.sub) === target) return;
     this.#subscribedOn.set(subscription.sub, target);
-    target.subscribe(subscription);
+    target.resubscribe(subscription);
   }
 }
 

@@ -200,6 +200,17 @@ export class ClientSubscription {
     this.#refuse(error, this.wireIds.size === 0);
   }
 
+  /**
+   * Every broker refused this client's key (SPEC §4: none is dialed again before authRetryMs): a
+   * subscription no master registered yet is refused with that E_AUTH, as a send is. It is kept:
+   * it is registered when a broker takes the key (after authRetryMs or a new connect()).
+   */
+  keyRefused(error: WhiskerError): void {
+    if (this.#isReady || this.#closed || this.#broken) return;
+    this.#readyWith(error);
+    this.sink.refusal(error, true);
+  }
+
   #readyWith(error: WhiskerError | null): void {
     if (this.#isReady) return;
     this.#isReady = true;

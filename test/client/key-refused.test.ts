@@ -44,6 +44,22 @@ describe('a refused key stops being retried', () => {
     expect(Date.now() - started).toBeLessThan(1000);
   });
 
+  test('other-key: a subscription\'s ready rejects and a replay throws with that E_AUTH, at once (issue 27, outside check b6)', async () => {
+    const { client } = await rebuiltClient();
+    const started = Date.now();
+    const handlerErrors: WhiskerError[] = [];
+    const handle = client.listen('orders/v1/1', (err) => void (err && handlerErrors.push(err)));
+    const ready = await handle.ready.then(() => null, (e: WhiskerError) => e);
+    expect(ready).toMatchObject({ code: 'E_AUTH', details: { reason: 'other-key' } });
+    expect(handlerErrors.map((e) => e.code)).toEqual(['E_AUTH']);
+    const replayed = await (async () => {
+      for await (const _ of client.replay('orders/v1/1', {})) void _;
+      return null;
+    })().catch((e: WhiskerError) => e);
+    expect(replayed).toMatchObject({ code: 'E_AUTH', details: { reason: 'other-key' } });
+    expect(Date.now() - started).toBeLessThan(1000); // not after sendTimeout (5 s)
+  });
+
   test('dialed again after reconnect.authRetryMs, and at once by connect()', async () => {
     const { client, config, errors } = await rebuiltClient({ authRetryMs: 400 });
     expect(errors).toHaveLength(1);

@@ -111,6 +111,9 @@ export class Mover {
       // moved here (or called off, back here): what waited aside follows what was handed over
       const imports = [...this.#imports.values()];
       void Promise.allSettled(imports).then(() => {
+        // a move out again may have begun meanwhile (a slave still taking the hand-over): it keeps the queue frozen
+        const now = this.#cluster.placement(queue);
+        if (now?.move || now?.set !== me) return;
         router.moving.releaseAside(queue);
         router.moving.freeze(queue, false);
       });

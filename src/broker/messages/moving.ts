@@ -11,8 +11,10 @@ export interface MovingEnv {
   deliveringChanged(name: string): void;
   /** held by a queue now (the router's message index) */
   isHeld(messageId: string): boolean;
-  /** held, settled within the dedupe window, held aside, or being stored: not stored again */
-  isKnownOrUnderWay(messageId: string): boolean;
+  /** held by a queue, or being stored: a hand-over's copy of it is not stored again */
+  isHeldOrUnderWay(messageId: string): boolean;
+  /** these ids were handed over, not settled: the dedupe window forgets them (a move back brings them again) */
+  notSettled(messageIds: readonly string[]): void;
   /** the log and the history, both durable before it resolves */
   append(messages: readonly StoredMessage[]): Promise<void>;
   /** a message stored here from a hand-over: on a master, its mirrors learn it */
@@ -124,7 +126,12 @@ export class Moving {
         ordered.push({ message: held, records, stored: false });
         continue;
       }
-      if (env.isKnownOrUnderWay(m.messageId)) continue;
+      // held here already (a hand-over taken twice, a restart mid-move): not twice. The dedupe
+      // window is not asked: this set settles nothing of the queue during the move (it delivers
+      // nothing), so what it remembers of an id handed over is from an earlier stay of the queue
+      // here, and the old set holding the id unsettled is what counts (issue 31: a queue moved
+      // and at once moved back lost what it had handed over)
+      if (env.isHeldOrUnderWay(m.messageId)) continue;
       const message = makeStoredMessage(env.nextSeq(), m);
       taken.add(m.messageId);
       toStore.push(message);
@@ -145,8 +152,18 @@ export class Moving {
     return count;
   }
 
-  /** a queue moved away from this set: what it still holds here is the new set's now */
+  /**
+   * A queue moved away from this set: what it still holds here is the new set's now. Dropped
+   * without counting as settled: a move of the queue back here hands the ids over again, and
+   * they must be queued then, not taken for copies of messages settled here (issue 31).
+   */
   dropMoved(queue: string): number {
-    return this.#env.existing(queue)?.purge() ?? 0;
+    const existing = this.#env.existing(queue);
+    if (!existing) return 0;
+    const ids: string[] = [];
+    existing.heldIds(ids);
+    const dropped = existing.purge();
+    this.#env.notSettled(ids);
+    return dropped;
   }
 }

@@ -140,7 +140,10 @@ export class Router {
       existing: (name) => this.#queues.get(name),
       deliveringChanged: (name) => this.#queues.get(name)?.setDelivering(this.#delivers(name)),
       isHeld: (messageId) => this.#rows.find(messageId) >= 0,
-      isKnownOrUnderWay: (messageId) => this.isKnown(messageId) || this.#appends.of(messageId) !== undefined,
+      isHeldOrUnderWay: (messageId) => this.#rows.find(messageId) >= 0 || this.#appends.of(messageId) !== undefined,
+      notSettled: (messageIds) => {
+        for (const messageId of messageIds) if (this.#rows.find(messageId) < 0) this.#dedupe.delete(messageId);
+      },
       append: (messages) => this.#append(messages),
       made: (message) => {
         if (this.#isMaster) this.#hooks?.made(message);

@@ -223,14 +223,24 @@ export class Election {
     };
   }
 
+  /**
+   * A master past its fence stops now. A process paused while it ran JS reads its sockets before
+   * it runs its timers once it goes on: the frames piled up meanwhile were taken as this master's
+   * (its history written as a master's, its anchors then wrong: test/attacks-27b/b1). Every frame
+   * is judged here first.
+   */
+  judgeFence(): void {
+    if (this.#view.isMaster && performance.now() - this.#renewedAt >= this.#fenceMs) this.#lostLease('the lease could not be renewed in time');
+  }
+
   /** fencing: a master whose renewals stop stops delivering at a safe fraction of the TTL */
   #armFence(): void {
     if (this.#fence) clearTimeout(this.#fence);
-    // Judged at once, in the timers phase, before the I/O that came in during a pause of this
-    // process is read: reading it first (setImmediate) let a master stopped past its lease take
-    // its clients' frames and deliver from its old epoch (election-fencing.test.ts: 15 such
-    // deliveries). A renewal answered during the pause cannot save the lease anyway: renewedAt
-    // is when that renewal was sent, before the pause
+    // Judged at once, in the timers phase: deferring it (setImmediate) let a master stopped past
+    // its lease take its clients' frames and deliver from its old epoch (election-fencing.test.ts:
+    // 15 such deliveries). The timers phase still comes after the I/O of a turn that a pause
+    // interrupted in JS: judgeFence() judges each frame first. A renewal answered during the
+    // pause cannot save the lease anyway: renewedAt is when that renewal was sent, before the pause
     this.#fence = setTimeout(() => {
       if (performance.now() - this.#renewedAt >= this.#fenceMs && this.#view.isMaster) this.#lostLease('the lease could not be renewed in time');
     }, this.#fenceMs);

@@ -89,6 +89,15 @@ export class Peers implements LinkOwner {
     this.#election = election;
   }
 
+  /**
+   * Before a client's or peer's frame is handled: a master whose lease lapsed while this process
+   * was paused (SIGSTOP, a long turn) is fenced now, not at its fence timer, which the event loop
+   * runs after the frames read in the same turn (SPEC §9, issue 27)
+   */
+  judgeFence(): void {
+    this.#election?.judgeFence();
+  }
+
   get conflict(): MasterConflict | null {
     return this.#conflict;
   }

@@ -68,6 +68,8 @@ export interface ElectedRole {
   readonly epoch: number | null;
   /** a peer announced a master of a higher epoch */
   fenced(epoch: number, by: string): void;
+  /** a master past its fence stops now (before a frame read after a pause is taken as master's) */
+  judgeFence(): void;
 }
 
 /** TLS and heartbeat of the links this broker dials to its peers (src/broker/mirror/dial.ts) */

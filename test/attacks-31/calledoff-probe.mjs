@@ -1,0 +1,26 @@
+// Probe (move4): a move called off (hand-over over 64 MiB): the sends set b took during the move are lost (b drops them). Prints the count consumed on a.
+import { startEtcd, startCluster, mkClient, sleep, cliAsync, waitMaster, waitLog } from './lib.mjs';
+const etcd = await startEtcd(); await etcd.start();
+const nodes = await startCluster(etcd.url, { a: ['a1'], b: ['b1'] }, () => ({ channels: { 'co/v1': { set: 'a' } } }));
+const ma = await waitMaster(nodes, 'a'); await waitMaster(nodes, 'b');
+const hosts = [ma.spec];
+const prod = await mkClient('co-prod', hosts);
+const big = 'x'.repeat(900_000);
+for (let i = 0; i < 76; i++) await prod.send('co/v1/big', { i, big });
+console.log('68 MB held on a');
+const mv = cliAsync(['move', 'co/v1', '--to', 'b', '--timeout', '60', '-c', ma.config]);
+await waitLog(nodes.find((n) => n.id === 'b1'), 'taking the queue over', 20000);
+const during = [];
+for (let i = 0; i < 20; i++) during.push(prod.send('co/v1/small', { i }).then(() => 'ok', (e) => e.code));
+console.log('sends during the move:', (await Promise.all(during)).join(','));
+const r = await mv; console.log('move exit', r.code, r.out.trim());
+await sleep(2000);
+const cons = await mkClient('co-cons', hosts);
+const got = new Set();
+cons.consume('co/v1/small', (err, m, done) => { if (err) { console.log('err', err.code); return; } got.add(m.i); done(); });
+await sleep(8000);
+console.log(`small ones consumed after the call-off: ${got.size} of 20`);
+for (const n of nodes) console.log(n.id, n.log.filter((l) => /move|hand-over|moved away/.test(l)).join('\n'));
+const ok = got.size === 20;
+console.log(ok ? 'HELD' : `BROKEN: ${20 - got.size} of 20 sends answered ok during a called-off move lost`);
+process.exit(ok ? 0 : 1);
