@@ -46,6 +46,8 @@ export class Brokers {
   readonly #authRetryMs: number;
   /** brokers that refused the key itself, until they are dialed again */
   readonly #refusals = new Map<Connection, WhiskerError>();
+  /** connections to brokers the cluster map named (addHosts), not given in `hosts` */
+  readonly #fromMap = new WeakSet<Connection>();
   #master: Connection | null = null;
   /** the newest election epoch any broker announced (docs/protocol.md#epochs) */
   #newestEpoch = 0;
@@ -97,8 +99,24 @@ export class Brokers {
       if (this.#connections.some((c) => c.target.url === target.url)) continue;
       const connection = new Connection(target, this.#connectionOwner);
       this.#connections.push(connection);
+      this.#fromMap.add(connection);
       connection.start();
     }
+  }
+
+  /**
+   * A broker dialed twice, once as given in `hosts` and once under the host string it advertises
+   * in the map (`localhost:4001` and `127.0.0.1:4001`): the map's connection goes, so that each
+   * subscription lives once on each broker. True when `connection` was the one closed.
+   */
+  #closedTwin(connection: Connection): boolean {
+    const twin = this.#connections.find((c) => c !== connection && c.isReady && c.serviceId === connection.serviceId);
+    if (!twin) return false;
+    const extra = this.#fromMap.has(connection) ? connection : this.#fromMap.has(twin) ? twin : null;
+    if (!extra) return false;
+    this.#connections.splice(this.#connections.indexOf(extra), 1);
+    void extra.close();
+    return extra === connection;
   }
 
   /** a subscribe's answer: E_MOVED goes to the owner (it re-routes), the master's other answers (and any E_NO_PLACEMENT while there is none) to the subscription */
@@ -300,6 +318,7 @@ export class Brokers {
   }
 
   #connectionReady(connection: Connection): void {
+    if (this.#closedTwin(connection)) return;
     this.#refusals.delete(connection);
     // a broker announces its frame limit in `welcome`: the smallest one bounds every send
     this.#maxMessageBytes = Math.min(...this.#connections.map((c) => c.maxPayloadBytes), 1_048_576) - 512;
@@ -422,6 +441,13 @@ export class Brokers {
           }
           for (const pending of [...this.#owner.outbox.values()]) {
             if (pending.storedBy.has(connection.serviceId)) this.#owner.outbox.settle(pending.message.messageId, null);
+            // ...and what it refused as a slave (that answer did not count: E_LIMIT of a broker
+            // between two terms of its lease, issue 31) it is asked again, as master: its answer
+            // now settles the send, rather than sendTimeout's E_NO_MASTER
+            else if (pending.answeredBy.has(connection) && this.#serves(pending.queue)) {
+              pending.answeredBy.delete(connection);
+              connection.queuePublish(pending.message, pending.bytes);
+            }
           }
         }
         return;

@@ -10,8 +10,8 @@ import type { ClientSubscription } from './subscription.js';
 
 /**
  * The mirror sets of a cluster as one client uses them (SPEC §13, docs/client.md#clusters): the
- * brokers of `hosts` (the seed set), and the brokers of each other set the client uses, dialed
- * lazily. Each message, subscription and ack goes to every broker of the set that owns its queue
+ * brokers of `hosts` (the seed set) with the other brokers the map names for that set, and the
+ * brokers of each other set the client uses, dialed lazily. Each message, subscription and ack goes to every broker of the set that owns its queue
  * (Brokers keeps SPEC §9's rule inside a set). The map comes from the brokers (`cluster` frames);
  * an E_MOVED answer updates it and the send or subscription goes to its set, same message id.
  * Without a cluster (no `cluster` frame) everything goes to the seed set, as before.
@@ -229,12 +229,17 @@ export class Sets {
     }
   }
 
+  /**
+   * brokers of `set` the map names: dialed by the set's Brokers. The seed's own set too: a client
+   * given one broker of it (a slave, or a master that dies) reaches the set's master through them
+   */
   #learnHosts(set: string, hosts: readonly string[]): void {
     const known = this.#hosts.get(set) ?? [];
     const added = hosts.filter((h) => !known.includes(h));
     if (added.length === 0) return;
     this.#hosts.set(set, [...known, ...added]);
-    this.#others.get(set)?.addHosts(this.#targets(added));
+    const brokers = set === this.#seedSet ? this.#seed : this.#others.get(set);
+    brokers?.addHosts(this.#targets(added));
   }
 
   /** what an E_MOVED says of `queue` joins the map: false when it does not say where */

@@ -1,5 +1,5 @@
 import { IdSlots } from './id-slots.js';
-import { PagedColumn, SlotQueue } from './paged.js';
+import { Float64Pages, SlotQueue } from './paged.js';
 
 /**
  * Message ids accepted within the last `windowMs` (SPEC §7): a second copy of one is answered
@@ -15,10 +15,10 @@ import { PagedColumn, SlotQueue } from './paged.js';
 export class DedupeWindow {
   readonly #slots = new IdSlots();
   /** per slot: expiry in ms after `#base`, and the position of its latest insertion in `#order` */
-  readonly #expiry = new PagedColumn();
-  readonly #orderAt = new PagedColumn();
+  readonly #expiry = new Float64Pages();
+  readonly #orderAt = new Float64Pages();
   /** per slot: a tag the caller gives (the router: its queue's number, so a move hands a queue's ids over), 0 when none */
-  readonly #tag = new PagedColumn();
+  readonly #tag = new Float64Pages();
   /** slots in insertion order; an id added again leaves its earlier place behind, skipped */
   readonly #order = new SlotQueue();
   /** no id expires before this (ms after `#base`): `has` runs per message, most calls prune nothing */
@@ -45,7 +45,7 @@ export class DedupeWindow {
     const now = this.#now() - this.#base;
     this.#prune(now);
     const slot = this.#slots.find(messageId);
-    return slot >= 0 && this.#expiry.get(slot) > now;
+    return slot >= 0 && this.#expiry.read(slot) > now;
   }
 
   add(messageId: string): void {
@@ -58,10 +58,10 @@ export class DedupeWindow {
     if (this.#windowMs <= 0 || expiresAt <= this.#now() - this.#base) return;
     let slot = this.#slots.find(messageId);
     if (slot < 0) slot = this.#slots.add(messageId);
-    this.#expiry.set(slot, expiresAt);
-    this.#tag.set(slot, tag);
+    this.#expiry.put(slot, expiresAt);
+    this.#tag.put(slot, tag);
     // a later insertion goes to the end of the order, so the pruning from the head stays fair
-    this.#orderAt.set(slot, this.#order.push(slot));
+    this.#orderAt.put(slot, this.#order.push(slot));
     if (expiresAt < this.#firstExpiry) this.#firstExpiry = expiresAt;
   }
 
@@ -71,7 +71,7 @@ export class DedupeWindow {
     this.#prune(now);
     for (let p = this.#order.head; p < this.#order.tail; p++) {
       const slot = this.#order.at(p);
-      if (this.#orderAt.get(slot) === p && this.#expiry.get(slot) > now) yield this.#slots.idAt(slot)!;
+      if (this.#orderAt.read(slot) === p && this.#expiry.read(slot) > now) yield this.#slots.idAt(slot)!;
     }
   }
 
@@ -81,8 +81,8 @@ export class DedupeWindow {
     this.#prune(now);
     for (let p = this.#order.head; p < this.#order.tail; p++) {
       const slot = this.#order.at(p);
-      if (this.#orderAt.get(slot) !== p || this.#tag.get(slot) !== tag) continue;
-      const expiresAt = this.#expiry.get(slot);
+      if (this.#orderAt.read(slot) !== p || this.#tag.read(slot) !== tag) continue;
+      const expiresAt = this.#expiry.read(slot);
       if (expiresAt > now) yield [this.#slots.idAt(slot)!, expiresAt + this.#base - this.#windowMs];
     }
   }
@@ -100,8 +100,8 @@ export class DedupeWindow {
     const order = this.#order;
     while (order.head < order.tail) {
       const slot = order.at(order.head);
-      if (this.#orderAt.get(slot) === order.head) {
-        const expiresAt = this.#expiry.get(slot);
+      if (this.#orderAt.read(slot) === order.head) {
+        const expiresAt = this.#expiry.read(slot);
         if (expiresAt > now) {
           this.#firstExpiry = expiresAt;
           return;
@@ -114,7 +114,7 @@ export class DedupeWindow {
   }
 
   #forget(slot: number): void {
-    this.#orderAt.set(slot, -1);
+    this.#orderAt.put(slot, -1);
     this.#slots.remove(slot);
   }
 }

@@ -1,13 +1,16 @@
+import { DeltaPages } from './paged.js';
+
 /**
  * Message ids and the slot number each has in its owner's columns (the store's live index, the
  * router's rows, the dedupe window): open addressing over an Int32Array, 4 bytes a table entry
- * kept 1/4 to 3/4 full, plus the id's hash per slot, where a Map costs about 40 bytes a key
+ * kept 1/4 to 3/4 full (an id's hash is made again from its cells when an entry moves, not kept
+ * per slot), where a Map costs about 40 bytes a key
  * (bounded memory, SPEC §7: a million waiting messages are a million ids). Slots freed are used
  * again first, so the slots in use stay dense and the owner's columns grow only with the live
  * count. A full table is not rebuilt in one go (28 ms at a million ids): a bigger one takes the
  * new ids and every change moves a few entries of the old one over, until it is empty. The
  * columns by slot grow a page at a time (PAGE slots), never by copying, and the free slots are a
- * list threaded through the hash column: no structure here copies a million entries in one turn
+ * list threaded through their cells: no structure here copies a million entries in one turn
  * (a doubling of the columns, or of a free list pushed to a million, took 20-40 ms while a broker
  * drained a backlog of a million).
  *
@@ -25,6 +28,8 @@
  * one structure whose invariants (a slot's kind, holders and cells change together) no split keeps.
  */
 export class IdSlots {
+  /** per slot, a number its holders share (the broker: the message's acceptance time), made as used */
+  readonly #shared = new DeltaPages();
   /** slots made so far */
   #length = 0;
   /** slots the pages hold: the first page doubles from FIRST_PAGE up to PAGE, then pages are added */
@@ -33,12 +38,10 @@ export class IdSlots {
   readonly #kind: Uint8Array[] = [new Uint8Array(FIRST_PAGE)];
   /** per slot, by page: the owners holding it (`hold`), a bit each */
   readonly #holders: Uint8Array[] = [new Uint8Array(FIRST_PAGE)];
-  /** per slot, by page: the id's 16 bytes as four words (zero-padded) */
+  /** per slot, by page: the id's 16 bytes as four words (zero-padded); of a free slot, the first word names the next free one */
   readonly #cells: Uint32Array[] = [new Uint32Array(FIRST_PAGE * WORDS)];
   /** ids that do not fit a cell, by slot */
   readonly #others = new Map<number, string>();
-  /** per slot, by page: hash of the slot's id (moving an entry does not hash the string again); of a free slot, the next free one */
-  readonly #hash: Uint32Array[] = [new Uint32Array(FIRST_PAGE)];
   /** id -> slot + 1: linear probing; EMPTY (0) ends a probe, GONE does not */
   #table = new Int32Array(1024);
   /** the table being emptied into `#table` (entries not moved yet), null when none */
@@ -47,7 +50,7 @@ export class IdSlots {
   /** `#table` entries not EMPTY (slots and GONE marks) */
   #used = 0;
   #live = 0;
-  /** the free slot to use first, NONE when none; each free slot's hash column names the next */
+  /** the free slot to use first, NONE when none; each free slot's first cell word names the next */
   #free = NONE;
 
   /** ids with a slot */
@@ -62,8 +65,8 @@ export class IdSlots {
 
   /** the slot of an id, -1 when it has none */
   find(id: string): number {
-    const hash = hashOf(id);
     const kind = encode(id);
+    const hash = kind === OTHER ? hashOf(id) : hashOfScratch(kind);
     const slot = this.#probe(this.#table, hash, kind, id);
     return slot >= 0 || this.#old === null ? slot : this.#probe(this.#old, hash, kind, id);
   }
@@ -103,6 +106,17 @@ export class IdSlots {
     if (left === 0) this.remove(slot);
   }
 
+  /** the number the slot's holders share (`setShared`), 0 when none was set */
+  shared(slot: number): number {
+    return slot < this.#shared.capacity ? this.#shared.get(slot) : 0;
+  }
+
+  /** sets the number every holder of the slot reads (they hold one id: one message, one value) */
+  setShared(slot: number, value: number): void {
+    if (slot >= this.#shared.capacity) this.#shared.ensure(slot);
+    this.#shared.set(slot, value);
+  }
+
   /** the id in a slot, a string made from its bytes; undefined: the slot is free */
   idAt(slot: number): string | undefined {
     const kind = slot < this.#length ? this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! : FREE;
@@ -115,7 +129,7 @@ export class IdSlots {
   add(id: string): number {
     let slot = this.#free;
     if (slot !== NONE) {
-      this.#free = this.#hash[slot >>> PAGE_BITS]![slot & PAGE_MASK]!;
+      this.#free = this.#cells[slot >>> PAGE_BITS]![(slot & PAGE_MASK) * WORDS]!;
     } else {
       slot = this.#length++;
       if (slot === this.#capacity) this.#grow();
@@ -126,7 +140,6 @@ export class IdSlots {
     this.#kind[page]![at] = kind;
     if (kind === OTHER) this.#others.set(slot, id);
     else this.#cells[page]!.set(SCRATCH, at * WORDS);
-    this.#hash[page]![at] = hashOf(id);
     this.#live++;
     this.#moveSome();
     // at most 3/4 full (GONE marks count): a probe stays short with linear probing
@@ -144,7 +157,8 @@ export class IdSlots {
     this.#kind[page]![at] = FREE;
     this.#holders[page]![at] = 0;
     // the free list: the last freed comes back first
-    this.#hash[page]![at] = this.#free;
+    this.#cells[page]![at * WORDS] = this.#free;
+    if (slot < this.#shared.capacity) this.#shared.clear(slot);
     this.#free = slot;
     this.#live--;
     this.#moveSome();
@@ -160,7 +174,7 @@ export class IdSlots {
       const slot = entry - 1;
       const page = slot >>> PAGE_BITS;
       const at = slot & PAGE_MASK;
-      if (this.#hash[page]![at] === hash && this.#kind[page]![at] === kind && this.#same(slot, page, at, kind, id)) return slot;
+      if (this.#kind[page]![at] === kind && this.#same(slot, page, at, kind, id)) return slot;
     }
   }
 
@@ -175,22 +189,27 @@ export class IdSlots {
   #grow(): void {
     if (this.#capacity < PAGE) {
       const size = this.#capacity * 2;
-      this.#hash[0] = grown(this.#hash[0]!, new Uint32Array(size));
       this.#kind[0] = grown(this.#kind[0]!, new Uint8Array(size));
       this.#holders[0] = grown(this.#holders[0]!, new Uint8Array(size));
       this.#cells[0] = grown(this.#cells[0]!, new Uint32Array(size * WORDS));
       this.#capacity = size;
       return;
     }
-    this.#hash.push(new Uint32Array(PAGE));
     this.#kind.push(new Uint8Array(PAGE));
     this.#holders.push(new Uint8Array(PAGE));
     this.#cells.push(new Uint32Array(PAGE * WORDS));
     this.#capacity += PAGE;
   }
 
+  /** the slot's hash made again from its cells (not kept: 4 bytes a slot), or its string for one kept aside */
   #hashOfSlot(slot: number): number {
-    return this.#hash[slot >>> PAGE_BITS]![slot & PAGE_MASK]!;
+    const page = slot >>> PAGE_BITS;
+    const at = slot & PAGE_MASK;
+    const kind = this.#kind[page]![at]!;
+    if (kind === OTHER) return hashOf(this.#others.get(slot)!);
+    const cells = this.#cells[page]!;
+    const w = at * WORDS;
+    return hashOfWords(kind, cells[w]!, cells[w + 1]!, cells[w + 2]!, cells[w + 3]!);
   }
 
   /** into the first entry that is not a slot (EMPTY or GONE); the caller counts `#used` for EMPTY */
@@ -430,8 +449,35 @@ function grown<T extends Uint8Array | Uint32Array | Float64Array>(old: T, bigger
   return bigger;
 }
 
+/** the hash of the id `encode` left in SCRATCH */
+function hashOfScratch(kind: number): number {
+  return hashOfWords(kind, SCRATCH[0]!, SCRATCH[1]!, SCRATCH[2]!, SCRATCH[3]!);
+}
+
+/** murmur3's mix of an id's four cell words and its kind (an id has one kind: equal ids hash alike) */
+function hashOfWords(kind: number, w0: number, w1: number, w2: number, w3: number): number {
+  let hash = mixWord(kind, w0);
+  hash = mixWord(hash, w1);
+  hash = mixWord(hash, w2);
+  hash = mixWord(hash, w3);
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  hash ^= hash >>> 16;
+  return hash >>> 0;
+}
+
+function mixWord(hash: number, word: number): number {
+  let k = Math.imul(word, 0xcc9e2d51);
+  k = (k << 15) | (k >>> 17);
+  hash ^= Math.imul(k, 0x1b873593);
+  hash = (hash << 13) | (hash >>> 19);
+  return (Math.imul(hash, 5) + 0xe6546b64) | 0;
+}
+
 /**
- * FNV-1a over the UTF-16 code units, then murmur3's finaliser: FNV's low bits depend on the low
+ * Ids kept aside as strings: FNV-1a over the UTF-16 code units, then murmur3's finaliser: FNV's low bits depend on the low
  * bits of each character only (hex digits '1' and 'a' alike), and the table takes the low bits
  */
 function hashOf(text: string): number {

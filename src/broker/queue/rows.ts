@@ -1,5 +1,6 @@
 import { IdSlots } from '../../protocol/id-slots.js';
-import { Float64Pages, Uint16Pages, Uint32Pages } from '../../protocol/paged.js';
+import { Interned } from '../../protocol/interned.js';
+import { DeltaPages, Uint16Pages, Uint32Pages } from '../../protocol/paged.js';
 import type { StoredMessage } from '../store/store.js';
 
 /**
@@ -12,28 +13,28 @@ import type { StoredMessage } from '../store/store.js';
  *
  * The message id is the row's slot in one IdSlots (one id map: the router finds a message's
  * queue by it, the queue its row), the durable store's when it has one (store.ts `messageIds`:
- * its index keeps its columns by the same slots, so an id is kept once). Strings that repeat (queue names, ids, senders, sets of group
- * keys) are interned with a count of the rows naming them.
+ * its index keeps its columns by the same slots, so an id is kept once). What repeats (a row's
+ * queue name, channel id, sender and set of group keys) is one interned shape, kept once with a
+ * count of the rows naming it: 4 bytes a row where four interned strings took 16. Times and seq
+ * are 4-byte distances from a base (paged.ts DeltaPages), not 8-byte doubles.
  */
 export class MessageRows {
   /** message id -> row; shared with the store's index, each holding its slots with its own bit */
   readonly #slots: IdSlots;
   #count = 0;
   // columns grow a page at a time (paged.ts): a million rows are never copied in one turn
-  readonly #queue = new Uint32Pages();
-  readonly #id = new Uint32Pages();
-  readonly #from = new Uint32Pages();
-  /** interned set of the keys of the groups the message is not settled in; empty: it waits for a subscriber */
-  readonly #groups = new Uint32Pages();
+  /** interned shape: queue, channel id, sender, and the keys of the groups the message is not settled in */
+  readonly #shape = new Uint32Pages();
   /** of those groups, how many have it in flight */
   readonly #inFlight = new Uint16Pages();
-  readonly #seq = new Float64Pages();
-  readonly #created = new Float64Pages();
-  readonly #acceptedAt = new Float64Pages();
+  readonly #seq = new DeltaPages();
+  readonly #created = new DeltaPages();
   /** where the row is in its queue's ring (row-ring.ts), modulo 2^32: a ring holds fewer rows than that */
   readonly #position = new Uint32Pages();
-  readonly #names = new Interned<string>();
-  readonly #groupSets = new Interned<readonly string[]>();
+  readonly #shapes = new Interned<Shape>();
+  /** the shape of the last row added: a burst to one queue makes no key */
+  #lastShape: Shape | null = null;
+  #lastRef = -1;
 
   /** `slots`: the store's id map (`MessageStore.messageIds`), when it has one */
   constructor(slots: IdSlots = new IdSlots()) {
@@ -55,26 +56,40 @@ export class MessageRows {
   /** the caller knows the message has no row yet (`find`) */
   add(message: StoredMessage, groups: readonly string[]): number {
     const row = this.#slots.hold(message.messageId, ROWS);
-    if (row >= this.#seq.capacity) for (const column of [this.#queue, this.#id, this.#from, this.#groups, this.#inFlight, this.#seq, this.#created, this.#acceptedAt, this.#position]) column.ensure(row);
+    if (row >= this.#seq.capacity) for (const column of [this.#shape, this.#inFlight, this.#seq, this.#created, this.#position]) column.ensure(row);
     this.#count++;
-    this.#queue.set(row, this.#names.ref(message.queue, message.queue));
-    this.#id.set(row, this.#names.ref(message.id, message.id));
-    this.#from.set(row, this.#names.ref(message.from, message.from));
-    this.#groups.set(row, this.#groupSets.ref(setKey(groups), groups));
+    this.#shape.set(row, this.#refShape(message.queue, message.id, message.from, groups));
     this.#inFlight.set(row, 0);
     this.#seq.set(row, message.seq);
     this.#created.set(row, message.created);
-    this.#acceptedAt.set(row, message.acceptedAt);
+    // kept once with the store's index, by the slot they share (IdSlots `setShared`)
+    this.#slots.setShared(row, message.acceptedAt);
     return row;
   }
 
   free(row: number): void {
     this.#slots.release(row, ROWS);
     this.#count--;
-    this.#names.unref(this.#queue.get(row));
-    this.#names.unref(this.#id.get(row));
-    this.#names.unref(this.#from.get(row));
-    this.#groupSets.unref(this.#groups.get(row));
+    this.#unrefShape(this.#shape.get(row));
+    this.#seq.clear(row);
+    this.#created.clear(row);
+  }
+
+  #refShape(queue: string, id: string, from: string, groups: readonly string[]): number {
+    const last = this.#lastShape;
+    if (last !== null && last.queue === queue && last.id === id && last.from === from && sameGroups(last.groups, groups)) return this.#shapes.refAgain(this.#lastRef);
+    const shape: Shape = { queue, id, from, groups };
+    const ref = this.#shapes.ref(`${queue}\0${id}\0${from}\0${setKey(groups)}`, shape);
+    this.#lastShape = this.#shapes.value(ref);
+    this.#lastRef = ref;
+    return ref;
+  }
+
+  #unrefShape(ref: number): void {
+    if (this.#shapes.unref(ref) && ref === this.#lastRef) {
+      this.#lastShape = null;
+      this.#lastRef = -1;
+    }
   }
 
   messageId(row: number): string {
@@ -82,11 +97,11 @@ export class MessageRows {
   }
 
   queue(row: number): string {
-    return this.#names.value(this.#queue.get(row));
+    return this.#shapes.value(this.#shape.get(row)).queue;
   }
 
   id(row: number): string {
-    return this.#names.value(this.#id.get(row));
+    return this.#shapes.value(this.#shape.get(row)).id;
   }
 
   seq(row: number): number {
@@ -98,22 +113,23 @@ export class MessageRows {
   }
 
   from(row: number): string {
-    return this.#names.value(this.#from.get(row));
+    return this.#shapes.value(this.#shape.get(row)).from;
   }
 
   acceptedAt(row: number): number {
-    return this.#acceptedAt.get(row);
+    return this.#slots.shared(row);
   }
 
   /** keys of the groups the message is not settled in; empty: it waits for a subscriber */
   groups(row: number): readonly string[] {
-    return this.#groupSets.value(this.#groups.get(row));
+    return this.#shapes.value(this.#shape.get(row)).groups;
   }
 
   setGroups(row: number, groups: readonly string[]): void {
-    const old = this.#groups.get(row);
-    this.#groups.set(row, this.#groupSets.ref(setKey(groups), groups));
-    this.#groupSets.unref(old);
+    const old = this.#shape.get(row);
+    const shape = this.#shapes.value(old);
+    this.#shape.set(row, this.#refShape(shape.queue, shape.id, shape.from, groups));
+    this.#unrefShape(old);
   }
 
   inFlight(row: number): number {
@@ -148,8 +164,8 @@ export class MessageRows {
       id: this.id(row),
       data,
       created: this.#created.get(row),
-      acceptedAt: this.#acceptedAt.get(row),
-      from: this.#names.value(this.#from.get(row)),
+      acceptedAt: this.#slots.shared(row),
+      from: this.from(row),
       json,
     };
   }
@@ -160,41 +176,22 @@ const POSITION_WRAP = 2 ** 32;
 /** the rows' bit in their slots' holders (the store's index has another, log-index.ts) */
 const ROWS = 2;
 
+/** what rows have in common: one object per distinct combination, not per row */
+interface Shape {
+  readonly queue: string;
+  readonly id: string;
+  readonly from: string;
+  readonly groups: readonly string[];
+}
+
+function sameGroups(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** group keys never hold a NUL (they are made of channel ids and client names) */
 function setKey(groups: readonly string[]): string {
   return groups.length === 1 ? groups[0]! : groups.join('\0');
-}
-
-/** values that repeat across rows, each kept once with a count of the rows naming it */
-class Interned<T> {
-  readonly #refs = new Map<string, number>();
-  #keys: (string | undefined)[] = [];
-  #values: (T | undefined)[] = [];
-  #counts: number[] = [];
-  #free: number[] = [];
-
-  ref(key: string, value: T): number {
-    let ref = this.#refs.get(key);
-    if (ref === undefined) {
-      ref = this.#free.pop() ?? this.#keys.length;
-      this.#keys[ref] = key;
-      this.#values[ref] = value;
-      this.#counts[ref] = 0;
-      this.#refs.set(key, ref);
-    }
-    this.#counts[ref]!++;
-    return ref;
-  }
-
-  unref(ref: number): void {
-    if (--this.#counts[ref]! > 0) return;
-    this.#refs.delete(this.#keys[ref]!);
-    this.#keys[ref] = undefined;
-    this.#values[ref] = undefined;
-    this.#free.push(ref);
-  }
-
-  value(ref: number): T {
-    return this.#values[ref]!;
-  }
 }

@@ -4,7 +4,8 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { IdList, IdSlots } from '../../protocol/id-slots.js';
-import { Float64Pages, PagedColumn, PagedList, Uint32Pages } from '../../protocol/paged.js';
+import { Interned } from '../../protocol/interned.js';
+import { DeltaPages, Float64Pages, PagedList, Uint32Pages } from '../../protocol/paged.js';
 import type { LogRecord, RecordTuple } from './log-format.js';
 import type { RecoveredState, StoredMessage } from './store.js';
 
@@ -66,11 +67,11 @@ export interface Capture {
  */
 class HeldCapture implements Capture {
   /** per slot: 0 not saved (read the index), SAVED_FREE it was free, n > 0: its saved entry is n - 1 */
-  readonly #savedAt = new PagedColumn();
+  readonly #savedAt = new Float64Pages();
   /** saved entries: the message id with its framed size as the number, place, records */
   readonly #ids = new IdList();
-  readonly #segment = new PagedColumn();
-  readonly #offset = new PagedColumn();
+  readonly #segment = new Float64Pages();
+  readonly #offset = new Float64Pages();
   readonly #records = new PagedList<readonly RecordTuple[]>(NO_RECORDS);
 
   constructor(
@@ -84,35 +85,35 @@ class HeldCapture implements Capture {
 
   /** the slot's state is saved already (it changed since the capture) */
   saved(slot: number): boolean {
-    return this.#savedAt.get(slot) !== 0;
+    return this.#savedAt.read(slot) !== 0;
   }
 
   saveFree(slot: number): void {
-    this.#savedAt.set(slot, SAVED_FREE);
+    this.#savedAt.put(slot, SAVED_FREE);
   }
 
   save(slot: number, messageId: string, records: readonly RecordTuple[], bytes: number, segment: number, offset: number): void {
     const at = this.#ids.length;
     this.#ids.push(messageId, bytes);
-    this.#segment.set(at, segment);
-    this.#offset.set(at, offset);
+    this.#segment.put(at, segment);
+    this.#offset.put(at, offset);
     this.#records.set(at, records);
-    this.#savedAt.set(slot, at + 1);
+    this.#savedAt.put(slot, at + 1);
   }
 
   /** the slot was saved with its message at `segment` and `offset` (not free, not unchanged) */
   savedAt(slot: number, segment: number, offset: number): boolean {
-    const at = this.#savedAt.get(slot) - 1;
-    return at >= 0 && this.#segment.get(at) === segment && this.#offset.get(at) === offset;
+    const at = this.#savedAt.read(slot) - 1;
+    return at >= 0 && this.#segment.read(at) === segment && this.#offset.read(at) === offset;
   }
 
   entry(slot: number): LiveEntry | undefined {
     if (slot >= this.count) return undefined;
-    const saved = this.#savedAt.get(slot);
+    const saved = this.#savedAt.read(slot);
     if (saved === SAVED_FREE) return undefined;
     if (saved === 0) return this.current(slot);
     const at = saved - 1;
-    return { messageId: this.#ids.at(at), records: this.#records.get(at)!, bytes: this.#ids.numberAt(at), segment: this.#segment.get(at), offset: this.#offset.get(at) };
+    return { messageId: this.#ids.at(at), records: this.#records.get(at)!, bytes: this.#ids.numberAt(at), segment: this.#segment.read(at), offset: this.#offset.read(at) };
   }
 }
 
@@ -125,14 +126,54 @@ const RECENT_ID_OVERHEAD = 13;
 const NO_RECORDS: readonly RecordTuple[] = [];
 /** slots `relocate` walks in one turn (a million took 10-20 ms in one) */
 const RELOCATE_SLICE = 65_536;
-/** groups whose shared one-record list is kept: a bound however many groups come and go */
-const ASSIGNED_CACHE = 1024;
+/**
+ * A record list per slot, each distinct list kept once (Interned) and named by a 4-byte ref in a
+ * column, 0 for none: a million waiting messages have no list or share a few (assigned to one
+ * group, never requeued), where a pointer per slot was 8 bytes of heap and a drain of a million
+ * adopted messages made two objects each (the list and its tuple).
+ */
+class RecordColumn {
+  /** per slot: 0 no records, n > 0 the interned list n - 1 */
+  readonly #refs = new Uint32Pages();
+  readonly #lists = new Interned<readonly RecordTuple[]>();
+
+  get capacity(): number {
+    return this.#refs.capacity;
+  }
+
+  ensure(slot: number): void {
+    this.#refs.ensure(slot);
+  }
+
+  get(slot: number): readonly RecordTuple[] {
+    const ref = this.#refs.get(slot);
+    return ref === 0 ? NO_RECORDS : this.#lists.value(ref - 1);
+  }
+
+  set(slot: number, records: readonly RecordTuple[]): void {
+    const old = this.#refs.get(slot);
+    // the new one first: a list set again is not dropped in between
+    this.#refs.set(slot, records.length === 0 ? 0 : this.#lists.ref(listKey(records), records) + 1);
+    if (old !== 0) this.#lists.unref(old - 1);
+  }
+
+  /** the slot has no records: it gets one, for `group`, never requeued */
+  assign(slot: number, group: string): void {
+    this.#refs.set(slot, this.#lists.refMade(group, () => [[group, 0, 0]]) + 1);
+  }
+}
+
+/** one key per distinct list: a group alone (the common case, no string made), or the list's JSON after a NUL (group keys hold none) */
+function listKey(records: readonly RecordTuple[]): string {
+  const first = records[0]!;
+  return records.length === 1 && first[1] === 0 && first[2] === 0 ? first[0] : `\0${JSON.stringify(records)}`;
+}
 
 /**
  * The live state of the log: messages not removed with their records, and the ids removed
  * within the dedupe window of their acceptance. Fed from replay on start, then from every commit.
  * Columns per slot, not an object per message (bounded memory, SPEC §7): a million waiting
- * messages cost a reference and 34 bytes of typed arrays each here (with the id's slot). Every
+ * messages cost 12 bytes of typed arrays each here, besides the id map they share with the rows. Every
  * message it lists is on disk, so it keeps no StoredMessage once loaded: a body or a snapshot's
  * frame is read back from the message's place (a queue's cold rows have no object to keep).
  */
@@ -147,16 +188,13 @@ export class LiveIndex {
   #count = 0;
   /** while loading only: the replayed messages, handed to the queues by `recovered()` */
   #loaded: (StoredMessage | undefined)[] | null = [];
-  /** unsettled records, replaced never mutated (a capture keeps the array it took) */
-  readonly #records = new PagedList<readonly RecordTuple[]>(NO_RECORDS);
-  /** framed size of the message record, its segment and offset there */
-  readonly #bytes = new Uint32Pages();
-  readonly #segment = new Uint32Pages();
-  readonly #offset = new Float64Pages();
-  /** the broker's clock at acceptance: the dedupe window of a removed id runs from it */
-  readonly #acceptedAt = new Float64Pages();
-  /** shared record lists of messages assigned to one group (see #assignedTo) */
-  readonly #assigned = new Map<string, readonly RecordTuple[]>();
+  /** unsettled records, replaced never mutated (a capture keeps the array it took); one copy of each list, by a 4-byte ref */
+  readonly #records = new RecordColumn();
+  /** framed size of the message record, its segment and offset there; 2 bytes each for the first two (DeltaPages: a size past 32 KiB is set aside) */
+  readonly #bytes = new DeltaPages(16);
+  readonly #segment = new DeltaPages(16);
+  /** 4 bytes a slot (DeltaPages): a snapshot segment past 4 GiB has its offsets set aside */
+  readonly #offset = new DeltaPages();
   /** captures being written: a slot's old state is saved in each before the slot changes */
   readonly #held = new Set<HeldCapture>();
   // ids with their acceptance times, not objects nor strings: at 10,000 msg/s a 120 s window holds 1.2 million
@@ -221,7 +259,8 @@ export class LiveIndex {
         const records = this.#records.get(slot)!;
         this.#beforeChange(slot);
         if (records.length === 0 && record.g.length === 1) {
-          this.#records.set(slot, this.#assignedTo(record.g[0]!));
+          // a drain's adoptions: no list made for a group whose list is kept already
+          this.#records.assign(slot, record.g[0]!);
           return;
         }
         let added: RecordTuple[] | null = null;
@@ -250,7 +289,7 @@ export class LiveIndex {
         if (slot < 0) return;
         this.#beforeChange(slot);
         // within the dedupe window of its acceptance, a copy is still not queued again (SPEC §7)
-        this.#remember(record.id, this.#acceptedAt.get(slot));
+        this.#remember(record.id, this.#slots.shared(slot));
         this.#liveBytes -= this.#bytes.get(slot);
         const loaded = this.#loaded?.[slot];
         if (loaded) {
@@ -260,6 +299,9 @@ export class LiveIndex {
         this.#slots.release(slot, STORE);
         this.#count--;
         this.#records.set(slot, NO_RECORDS);
+        this.#bytes.clear(slot);
+        this.#segment.clear(slot);
+        this.#offset.clear(slot);
         return;
       }
       case 'd':
@@ -290,30 +332,17 @@ export class LiveIndex {
     }
   }
 
-  /**
-   * the records of a message assigned to one group, never requeued: one shared frozen array per
-   * group (record lists are replaced, never mutated), not two new objects per message; a drain of
-   * a million adopted messages otherwise keeps two million young objects alive through scavenges
-   */
-  #assignedTo(group: string): readonly RecordTuple[] {
-    let records = this.#assigned.get(group);
-    if (!records) {
-      if (this.#assigned.size >= ASSIGNED_CACHE) this.#assigned.clear();
-      records = Object.freeze([Object.freeze([group, 0, 0] as RecordTuple)]);
-      this.#assigned.set(group, records);
-    }
-    return records;
-  }
-
   #add(message: StoredMessage, records: readonly RecordTuple[], bytes: number, place: RecordPlace): void {
     const slot = this.#slots.hold(message.messageId, STORE);
     this.#count++;
-    if (slot >= this.#bytes.capacity) for (const column of [this.#bytes, this.#segment, this.#offset, this.#acceptedAt]) column.ensure(slot);
+    if (slot >= this.#bytes.capacity) for (const column of [this.#bytes, this.#segment, this.#offset, this.#records]) column.ensure(slot);
     // a slot made or taken again (a capture that saw it free, or the rows' only)
     this.#wasFree(slot);
     this.#records.set(slot, records);
     if (this.#loaded) this.#loaded[slot] = message;
-    this.#acceptedAt.set(slot, message.acceptedAt);
+    // the broker's clock at acceptance, the dedupe window of a removed id runs from it: kept once
+    // with the router's rows, by the slot they share
+    this.#slots.setShared(slot, message.acceptedAt);
     this.#bytes.set(slot, bytes);
     this.#segment.set(slot, place.segment);
     this.#offset.set(slot, place.offset);
