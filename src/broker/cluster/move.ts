@@ -51,6 +51,17 @@ interface HandOver extends Extras {
  *   its master then writes `{ set: to }` (one transaction, compared with the value it read);
  * - the old set's brokers then drop what they held of the queue; the new set's master delivers.
  *
+ * A hand-over over `limits.maxMoveBytes` calls the move off, the other way round (nothing the
+ * new set answered is lost):
+ *
+ * - `return`: the old set's master writes `{ set: from, move: { to, phase: 'return', id } }`; the
+ *   queue routes to `from` again (E_MOVED from `to`), whose brokers hold its new sends aside;
+ * - the new set's master waits for the sends it was writing, writes what it held aside to etcd
+ *   (same format, messages only) and sets `returned`;
+ * - every broker of the old set stores and queues those (less the ids it holds or settled) after
+ *   what it holds, then what it held aside; its master writes `{ set: from }`; the new set drops
+ *   its copy.
+ *
  * Messages dedupe by id: an export or import done twice (a master killed midway) queues nothing twice.
  */
 export class Mover {
