@@ -1,0 +1,71 @@
+/* eslint-disable no-undef, no-empty -- outsider attack script (issue 27, atk27c) */
+// The master SIGSTOPped for different durations (STOPS, ms; default 1000,3000,10000) under two producers (every 5 ms),
+// one consumer (prefetch PREFETCH, done() 20 ms after each delivery) and one listener on the same channel.
+// Election cluster a,b,c + etcd, leaseTtl LEASE (default 4 s: fence at 2 s; 1 s is within the fence, 3 s past the
+// fence but within the lease, 10 s past the lease), heartbeatTimeout 2 s.
+// Docs: operations.md#failover table ("lost 0, twice at most the in-flight window per failover ... never two brokers
+// delivering to a client at once"), #automatic-failover ("a master frozen past its lease ... that resumes cannot make a
+// consumer handle a message twice through it"; "a message is delivered twice only if it was in flight when the master
+// died (at most the consumers' prefetch per failure)").
+import { makeNodes, start, health, mkClient, keyPair, sleep, port, check, finish, startEtcdAt, electionBlock, waitFor } from './harness.mjs';
+import { execFileSync } from 'node:child_process';
+
+const STOPS = (process.env.STOPS ?? '1000,3000,10000').split(',').map(Number);
+const LEASE = Number(process.env.LEASE ?? 4), PREFETCH = Number(process.env.PREFETCH ?? 10);
+const up = () => execFileSync('uptime').toString().trim().replace(/.*load/, 'load');
+console.log('start', new Date().toISOString(), up(), { STOPS, LEASE, PREFETCH });
+const etcd = await startEtcdAt(await port(), await port()); await etcd.start();
+const CH = 'jobs/v1/x';
+const nodes = await makeNodes(['a', 'b', 'c'], { election: electionBlock(etcd.url, '/atk27c/c1-' + process.pid, LEASE), heartbeatTimeout: 2, logLevel: 'info' });
+await Promise.all(nodes.map(start));
+const T0 = Date.now(); const ts = () => ((Date.now() - T0) / 1000).toFixed(1);
+const roleOf = async (n) => (n.stopped ? 'stopped' : (await health(n)).body?.role);
+const master = async () => { for (const n of nodes) if ((await roleOf(n)) === 'master') return n; return null; };
+const epochOf = async (n) => (await health(n)).body?.election?.epoch;
+if (!await waitFor(master, 60000, 200)) { check('c1 setup: a master elected', false); await finish(1); }
+
+const faults = []; // {t, dur, id}
+const roundAt = (t) => { let r = -1; for (let i = 0; i < faults.length; i++) if (faults[i].t <= t) r = i; return r; };
+const mk = () => ({ seen: new Map(), dups: [] });
+const cons = mk(), lis = mk();
+const note = (rec, id) => { const c = (rec.seen.get(id) ?? 0) + 1; rec.seen.set(id, c); if (c > 1) rec.dups.push({ id, t: Date.now() }); };
+const cc = await mkClient(nodes, 'c1-cons', keyPair(), { sendTimeout: 30000 });
+const hc = cc.consume(CH, { prefetch: PREFETCH }, (err, msg, done, info) => { if (err) return; note(cons, info.messageId); setTimeout(() => done(), 20); });
+const lc = await mkClient(nodes, 'c1-lst', keyPair(), { sendTimeout: 30000 });
+const hl = lc.listen(CH, (err, msg, info) => { if (!err) note(lis, info.messageId); });
+await Promise.all([hc.ready, hl.ready]);
+const prods = [await mkClient(nodes, 'c1-p0', keyPair(), { sendTimeout: 30000 }), await mkClient(nodes, 'c1-p1', keyPair(), { sendTimeout: 30000 })];
+const answers = []; const pending = []; let run = true;
+const loops = prods.map((p, k) => (async () => { let i = 0; while (run) { const j = i++;
+  pending.push(new Promise((r) => p.send(CH, { k, i: j }, (err, _n, info) => { answers.push({ id: info?.messageId ?? err?.info?.messageId, code: err ? err.code : 'OK', stored: (err?.info?.storedBy ?? []).length }); r(); })));
+  await sleep(5); } })());
+await sleep(3000);
+const log = [];
+for (const dur of STOPS) {
+  const m = await waitFor(master, 30000, 100); if (!m) { log.push(`no master before the ${dur} ms stop`); continue; }
+  const e0 = await epochOf(m);
+  faults.push({ t: Date.now(), dur, id: m.id }); m.proc.kill('SIGSTOP'); m.stopped = true; await sleep(dur); m.proc.kill('SIGCONT'); m.stopped = false;
+  await sleep(9000);
+  const m2 = await waitFor(master, 20000, 100); const e1 = m2 ? await epochOf(m2) : null;
+  const l = `t+${ts()} SIGSTOP ${m.id} ${dur} ms (epoch ${e0}) -> master ${m2?.id} epoch ${e1}`; log.push(l); console.log(l);
+  faults.at(-1).failover = m2 !== m || e1 !== e0;
+}
+run = false; await Promise.all(loops); await Promise.all(pending);
+const ok = answers.filter((a) => a.code === 'OK').map((a) => a.id);
+const stored = answers.filter((a) => a.code !== 'OK' && a.stored).map((a) => a.id);
+const tally = {}; for (const a of answers) tally[a.code] = (tally[a.code] ?? 0) + 1;
+const want = [...ok, ...stored];
+await waitFor(() => want.every((id) => cons.seen.has(id) && lis.seen.has(id)), 40000, 250);
+await sleep(2000);
+console.log('faults:', log.join(' | ')); console.log(up());
+const lostC = want.filter((id) => !cons.seen.has(id)).length, lostL = want.filter((id) => !lis.seen.has(id)).length;
+check('c1 0 lost: every OK (or storedBy) send consumed and listened', lostC === 0 && lostL === 0, { answers: tally, consumerLost: lostC, listenerLost: lostL });
+faults.forEach((f, r) => {
+  const dc = cons.dups.filter((d) => roundAt(d.t) === r).length, dl = lis.dups.filter((d) => roundAt(d.t) === r).length;
+  const bound = f.failover ? PREFETCH : 0;
+  check(`c1 SIGSTOP ${f.dur} ms of master ${f.id}: duplicates within the bound (${f.failover ? 'a failover: prefetch ' + PREFETCH : 'no failover: 0'})`, dc <= bound, { consumerTwice: dc, listenerTwice: dl, failover: f.failover });
+});
+const before = cons.dups.filter((d) => roundAt(d.t) < 0).length + lis.dups.filter((d) => roundAt(d.t) < 0).length;
+if (before) check('c1 no duplicates before any fault', false, { before });
+for (const p of prods) await p.disconnect(); await cc.disconnect(); await lc.disconnect();
+await finish(0);
