@@ -55,8 +55,13 @@ const ok = answers.filter((a) => a.code === 'OK').map((a) => a.id);
 const stored = answers.filter((a) => a.code !== 'OK' && a.stored).map((a) => a.id);
 const tally = {}; for (const a of answers) tally[a.code] = (tally[a.code] ?? 0) + 1;
 const want = [...ok, ...stored];
-await waitFor(() => want.every((id) => cons.seen.has(id) && lis.seen.has(id)), 40000, 250);
+// wait until everything came, or nothing more came for 15 s (a slow consumer is not a lost message)
+{ let lastN = -1, lastT = Date.now(); await waitFor(() => { const n = cons.seen.size + lis.seen.size; if (n !== lastN) { lastN = n; lastT = Date.now(); }
+  return want.every((id) => cons.seen.has(id) && lis.seen.has(id)) || Date.now() - lastT > 15000; }, 120000, 250); }
 await sleep(2000);
+for (const n of nodes) { const ls = (n.log.match(/[^\n]*(fenc|acts as slave|acts as master|elected master)[^\n]*/g) ?? []).map((l) => ((l.match(/"time":"[^"]*T([^"Z]*)/) ?? [])[1] ?? '') + ' ' + ((l.match(/"msg":"([^"]*)"/) ?? [])[1] ?? l.slice(0, 120)));
+  console.log(`${n.id} role lines:`, ls.join(' | ')); }
+console.log('stops at', faults.map((f) => `${f.id} ${new Date(f.t).toISOString().slice(11, 23)} for ${f.dur} ms`).join(', '));
 console.log('faults:', log.join(' | ')); console.log(up());
 const lostC = want.filter((id) => !cons.seen.has(id)).length, lostL = want.filter((id) => !lis.seen.has(id)).length;
 check('c1 0 lost: every OK (or storedBy) send consumed and listened', lostC === 0 && lostL === 0, { answers: tally, consumerLost: lostC, listenerLost: lostL });
@@ -68,4 +73,5 @@ faults.forEach((f, r) => {
 const before = cons.dups.filter((d) => roundAt(d.t) < 0).length + lis.dups.filter((d) => roundAt(d.t) < 0).length;
 if (before) check('c1 no duplicates before any fault', false, { before });
 for (const p of prods) await p.disconnect(); await cc.disconnect(); await lc.disconnect();
+if (process.env.KEEP_LOGS) { const { mkdirSync, writeFileSync } = await import('node:fs'); mkdirSync(process.env.KEEP_LOGS, { recursive: true }); for (const n of nodes) writeFileSync(`${process.env.KEEP_LOGS}/${n.id}.log`, n.log); }
 await finish(0);

@@ -28,7 +28,7 @@ async function pipelineAndRevoke(name, revokeOn) {
   const c = await mkClient(nodes, name, key, { sendTimeout: 4000 });
   const res = []; const pend = []; let run = true; let tRev = 0;
   const loop = (async () => { let i = 0; while (run) { const j = i++; const tSend = Date.now();
-    pend.push(new Promise((r) => c.send(CH, { who: name, i: j }, (err) => { res[j] = { code: err ? err.code : 'OK', reason: err?.details?.reason, storedBy: (err?.info?.storedBy ?? []).join(''), tSend }; r(); }))); await sleep(5); } })();
+    pend.push(new Promise((r) => c.send(CH, { who: name, i: j }, (err) => { res[j] = { code: err ? err.code : 'OK', reason: err?.details?.reason, storedBy: (err?.info?.storedBy ?? []).join(''), tSend, tAns: Date.now() }; r(); }))); await sleep(5); } })();
   await sleep(1500);
   tRev = Date.now(); const o = await cli(revokeOn, 'keys', 'revoke', name); const tRevDone = Date.now();
   await sleep(1500); run = false; await loop; await Promise.all(pend);
@@ -37,6 +37,8 @@ async function pipelineAndRevoke(name, revokeOn) {
   const okLost = res.map((x, i) => [x, i]).filter(([x, i]) => x.code === 'OK' && !got.has(`${name}:${i}`)).length;
   const refusedDelivered = res.map((x, i) => [x, i]).filter(([x, i]) => x.code !== 'OK' && !x.storedBy && got.has(`${name}:${i}`)).map(([, i]) => i);
   const sentAfterRevDelivered = res.map((x, i) => [x, i]).filter(([x, i]) => x.tSend > tRevDone + 200 && got.has(`${name}:${i}`)).map(([, i]) => i);
+  const detail = refusedDelivered.slice(0, 4).map((i) => ({ i, sentMsAfterRevokeStart: res[i].tSend - tRev, answeredMsAfterRevokeStart: res[i].tAns - tRev, revokeDoneMs: tRevDone - tRev, err: res[i].code + '/' + res[i].reason, storedBy: res[i].storedBy }));
+  if (detail.length) console.log(name, 'refused but delivered:', JSON.stringify(detail));
   const errs = c.errors.map((e) => `${e.code}/${e.details?.reason ?? ''}@${e.details?.serviceId ?? ''}`);
   await c.disconnect();
   return { key, o, tally, okLost, refusedDelivered, sentAfterRevDelivered, errs, revokeMs: tRevDone - tRev };
