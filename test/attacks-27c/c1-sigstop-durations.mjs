@@ -7,7 +7,7 @@
 // delivering to a client at once"), #automatic-failover ("a master frozen past its lease ... that resumes cannot make a
 // consumer handle a message twice through it"; "a message is delivered twice only if it was in flight when the master
 // died (at most the consumers' prefetch per failure)").
-import { makeNodes, start, health, mkClient, keyPair, sleep, port, check, finish, startEtcdAt, electionBlock, waitFor } from './harness.mjs';
+import { makeNodes, start, health, metrics, metric, mkClient, keyPair, sleep, port, check, finish, startEtcdAt, electionBlock, waitFor } from './harness.mjs';
 import { execFileSync } from 'node:child_process';
 
 const STOPS = (process.env.STOPS ?? '1000,3000,10000').split(',').map(Number);
@@ -30,14 +30,15 @@ const mk = () => ({ seen: new Map(), dups: [] });
 const cons = mk(), lis = mk();
 const note = (rec, id) => { const c = (rec.seen.get(id) ?? 0) + 1; rec.seen.set(id, c); if (c > 1) rec.dups.push({ id, t: Date.now() }); };
 const cc = await mkClient(nodes, 'c1-cons', keyPair(), { sendTimeout: 30000 });
-const hc = cc.consume(CH, { prefetch: PREFETCH }, (err, msg, done, info) => { if (err) return; note(cons, info.messageId); setTimeout(() => done(), 20); });
+cons.held = 0;
+const hc = cc.consume(CH, { prefetch: PREFETCH }, (err, msg, done, info) => { if (err) return; note(cons, info.messageId); cons.lastT = Date.now(); cons.held++; setTimeout(() => { cons.held--; done(); }, 20); });
 const lc = await mkClient(nodes, 'c1-lst', keyPair(), { sendTimeout: 30000 });
 const hl = lc.listen(CH, (err, msg, info) => { if (!err) note(lis, info.messageId); });
 await Promise.all([hc.ready, hl.ready]);
 const prods = [await mkClient(nodes, 'c1-p0', keyPair(), { sendTimeout: 30000 }), await mkClient(nodes, 'c1-p1', keyPair(), { sendTimeout: 30000 })];
 const answers = []; const pending = []; let run = true;
 const loops = prods.map((p, k) => (async () => { let i = 0; while (run) { const j = i++;
-  pending.push(new Promise((r) => p.send(CH, { k, i: j }, (err, _n, info) => { answers.push({ id: info?.messageId ?? err?.info?.messageId, code: err ? err.code : 'OK', stored: (err?.info?.storedBy ?? []).length }); r(); })));
+  pending.push(new Promise((r) => p.send(CH, { k, i: j }, (err, _n, info) => { answers.push({ id: info?.messageId ?? err?.info?.messageId, code: err ? err.code : 'OK', stored: (err?.info?.storedBy ?? []).length, k, i: j, t: ts() }); r(); })));
   await sleep(5); } })());
 await sleep(3000);
 const log = [];
@@ -64,6 +65,15 @@ for (const n of nodes) { const ls = (n.log.match(/[^\n]*(fenc|acts as slave|acts
 console.log('stops at', faults.map((f) => `${f.id} ${new Date(f.t).toISOString().slice(11, 23)} for ${f.dur} ms`).join(', '));
 console.log('faults:', log.join(' | ')); console.log(up());
 const lostC = want.filter((id) => !cons.seen.has(id)).length, lostL = want.filter((id) => !lis.seen.has(id)).length;
+const qstate = async () => Object.fromEntries(await Promise.all(nodes.map(async (n) => { const m = await metrics(n); return [n.id, { role: metric(m, 'whisker_role'), depth: metric(m, 'whisker_queue_depth'), inFlight: metric(m, 'whisker_queue_in_flight'), msgs: metric(m, 'whisker_queue_messages'), delivered: metric(m, 'whisker_messages_delivered_total'), acked: metric(m, 'whisker_messages_acked_total'), requeued: metric(m, 'whisker_messages_requeued_total') }]; })));
+if (lostC || lostL) {
+  const miss = answers.filter((a) => (a.code === 'OK' || a.stored) && !cons.seen.has(a.id));
+  const byK = {}; for (const a of miss) (byK[a.k] ??= []).push(a);
+  for (const [k, as] of Object.entries(byK)) console.log(`consumer never got producer ${k}: ${as.length}, i ${as[0].i}..${as.at(-1).i}, answered t+${as[0].t}..t+${as.at(-1).t}`);
+  console.log('consumer: last delivery t+', ((cons.lastT - T0) / 1000).toFixed(1), 'unacked held now', cons.held, 'queues', JSON.stringify(await qstate()));
+  if (process.env.WAIT_MORE) { console.log(`waiting ${process.env.WAIT_MORE} s more (requeueInterval default 100 s)`); await sleep(Number(process.env.WAIT_MORE) * 1000);
+    console.log('after waiting: consumer still missing', want.filter((id) => !cons.seen.has(id)).length, 'queues', JSON.stringify(await qstate())); }
+}
 check('c1 0 lost: every OK (or storedBy) send consumed and listened', lostC === 0 && lostL === 0, { answers: tally, consumerLost: lostC, listenerLost: lostL });
 faults.forEach((f, r) => {
   const dc = cons.dups.filter((d) => roundAt(d.t) === r).length, dl = lis.dups.filter((d) => roundAt(d.t) === r).length;
