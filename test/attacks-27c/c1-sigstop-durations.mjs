@@ -7,7 +7,7 @@
 // delivering to a client at once"), #automatic-failover ("a master frozen past its lease ... that resumes cannot make a
 // consumer handle a message twice through it"; "a message is delivered twice only if it was in flight when the master
 // died (at most the consumers' prefetch per failure)").
-import { makeNodes, start, health, metrics, metric, mkClient, keyPair, sleep, port, check, finish, startEtcdAt, electionBlock, waitFor } from './harness.mjs';
+import { makeNodes, start, kill9, health, metrics, metric, mkClient, keyPair, sleep, port, check, finish, startEtcdAt, electionBlock, waitFor } from './harness.mjs';
 import { execFileSync } from 'node:child_process';
 
 const STOPS = (process.env.STOPS ?? '1000,3000,10000').split(',').map(Number);
@@ -31,12 +31,13 @@ const cons = mk(), lis = mk();
 const note = (rec, id) => { const c = (rec.seen.get(id) ?? 0) + 1; rec.seen.set(id, c); if (c > 1) rec.dups.push({ id, t: Date.now() }); };
 const cc = await mkClient(nodes, 'c1-cons', keyPair(), { sendTimeout: 30000 });
 cons.held = 0;
-const hc = cc.consume(CH, { prefetch: PREFETCH }, (err, msg, done, info) => { if (err) return; note(cons, info.messageId); cons.lastT = Date.now(); cons.held++; setTimeout(() => { cons.held--; done(); }, 20); });
+const herr = []; const perSec = {};
+const hc = cc.consume(CH, { prefetch: PREFETCH }, (err, msg, done, info) => { if (err) { herr.push(`${ts()} ${err.code} ${err.message}`); return; } perSec[Math.floor((Date.now() - T0) / 1000)] = (perSec[Math.floor((Date.now() - T0) / 1000)] ?? 0) + 1; note(cons, info.messageId); cons.lastT = Date.now(); cons.held++; setTimeout(() => { cons.held--; done(); }, 20); });
 const lc = await mkClient(nodes, 'c1-lst', keyPair(), { sendTimeout: 30000 });
 const hl = lc.listen(CH, (err, msg, info) => { if (!err) note(lis, info.messageId); });
 await Promise.all([hc.ready, hl.ready]);
 const prods = [await mkClient(nodes, 'c1-p0', keyPair(), { sendTimeout: 30000 }), await mkClient(nodes, 'c1-p1', keyPair(), { sendTimeout: 30000 })];
-const answers = []; const pending = []; let run = true;
+const answers = []; const pending = []; let run = true; console.log(`t+${ts()} producers start`);
 const loops = prods.map((p, k) => (async () => { let i = 0; while (run) { const j = i++;
   pending.push(new Promise((r) => p.send(CH, { k, i: j }, (err, _n, info) => { answers.push({ id: info?.messageId ?? err?.info?.messageId, code: err ? err.code : 'OK', stored: (err?.info?.storedBy ?? []).length, k, i: j, t: ts() }); r(); })));
   await sleep(5); } })());
@@ -45,7 +46,9 @@ const log = [];
 for (const dur of STOPS) {
   const m = await waitFor(master, 30000, 100); if (!m) { log.push(`no master before the ${dur} ms stop`); continue; }
   const e0 = await epochOf(m);
-  faults.push({ t: Date.now(), dur, id: m.id }); m.proc.kill('SIGSTOP'); m.stopped = true; await sleep(dur); m.proc.kill('SIGCONT'); m.stopped = false;
+  faults.push({ t: Date.now(), dur, id: m.id }); console.log(`t+${ts()} ${process.env.KILL ? 'kill -9' : 'SIGSTOP'} master ${m.id} for ${dur} ms`);
+  if (process.env.KILL) { m.stopped = true; await kill9(m); await sleep(dur); m.stopped = false; await start(m); }
+  else { m.proc.kill('SIGSTOP'); m.stopped = true; await sleep(dur); m.proc.kill('SIGCONT'); m.stopped = false; }
   await sleep(9000);
   const m2 = await waitFor(master, 20000, 100); const e1 = m2 ? await epochOf(m2) : null;
   const l = `t+${ts()} SIGSTOP ${m.id} ${dur} ms (epoch ${e0}) -> master ${m2?.id} epoch ${e1}`; log.push(l); console.log(l);
@@ -70,6 +73,7 @@ if (lostC || lostL) {
   const miss = answers.filter((a) => (a.code === 'OK' || a.stored) && !cons.seen.has(a.id));
   const byK = {}; for (const a of miss) (byK[a.k] ??= []).push(a);
   for (const [k, as] of Object.entries(byK)) console.log(`consumer never got producer ${k}: ${as.length}, i ${as[0].i}..${as.at(-1).i}, answered t+${as[0].t}..t+${as.at(-1).t}`);
+  console.log('consumer handler errors', herr.slice(0, 5), 'client errors', cc.errors.slice(0, 5).map((e) => `${((e.t - T0) / 1000).toFixed(1)} ${e.code} ${e.message}`), 'deliveries per second', JSON.stringify(perSec));
   console.log('consumer: last delivery t+', ((cons.lastT - T0) / 1000).toFixed(1), 'unacked held now', cons.held, 'queues', JSON.stringify(await qstate()));
   if (process.env.WAIT_MORE) { console.log(`waiting ${process.env.WAIT_MORE} s more (requeueInterval default 100 s)`); await sleep(Number(process.env.WAIT_MORE) * 1000);
     console.log('after waiting: consumer still missing', want.filter((id) => !cons.seen.has(id)).length, 'queues', JSON.stringify(await qstate())); }
