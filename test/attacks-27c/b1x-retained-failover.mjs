@@ -88,6 +88,9 @@ if (Object.values(verdict).some(bad)) { note('a replay was short: replaying agai
   const reps2 = {}; for (const n of nodes) reps2[n.id] = await replayFrom(n);
   console.log('first replays (5 s after settled):', Object.entries(verdict).map(([id, v]) => `${id}: ${v.records} records, missing ${v.missing}, twice ${v.twice}, breaks ${v.okOrderBreaks}`).join('; ')); reps = reps2; verdict = Object.fromEntries(nodes.map((n) => [n.id, judge(reps[n.id])])); }
 const sent = res.reduce((a, r) => a + r.length, 0);
+// unlike b1: wait for the listener to get everything, or to make no progress for 20 s (a lagging listener is not a loss)
+{ let lastN = -1, lastT = Date.now(); await waitFor(() => { if (delivered.size !== lastN) { lastN = delivered.size; lastT = Date.now(); } return [...okKeys].every((x) => delivered.has(x)) || Date.now() - lastT > 20000; }, 180000, 500);
+  console.log(`listener waited: ${delivered.size} distinct delivered, last progress ${((Date.now() - lastT) / 1000).toFixed(0)} s ago`); }
 const lostKeys = [...okKeys].filter((x) => !delivered.has(x)); const lost = lostKeys.length;
 if (lost) { const byP = {}; for (const x of lostKeys) { const [k, i] = x.split(':').map(Number); (byP[k] ??= []).push(i); }
   for (const [k, is] of Object.entries(byP)) { is.sort((x, y) => x - y); console.log(`listener never got producer ${k}: ${is.length} sends, ids ${is[0]}..${is.at(-1)} (${is.slice(0, 12).join(',')}${is.length > 12 ? ',...' : ''}), sent t+${tSent[k][is[0]]}..t+${tSent[k][is.at(-1)]}, answered t+${tAns[k][is[0]]}..t+${tAns[k][is.at(-1)]}`); } }
