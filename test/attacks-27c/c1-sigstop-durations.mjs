@@ -16,7 +16,7 @@ const up = () => execFileSync('uptime').toString().trim().replace(/.*load/, 'loa
 console.log('start', new Date().toISOString(), up(), { STOPS, LEASE, PREFETCH });
 const etcd = await startEtcdAt(await port(), await port()); await etcd.start();
 const CH = 'jobs/v1/x';
-const nodes = await makeNodes(['a', 'b', 'c'], { election: electionBlock(etcd.url, '/atk27c/c1-' + process.pid, LEASE), heartbeatTimeout: 2, logLevel: 'info' });
+const nodes = await makeNodes(['a', 'b', 'c'], { election: electionBlock(etcd.url, '/atk27c/c1-' + process.pid, LEASE), heartbeatTimeout: 2, logLevel: 'info', ...(process.env.MAXQ ? { channels: { 'jobs/v1': { maxItemsInQueue: Number(process.env.MAXQ) } } } : {}) });
 await Promise.all(nodes.map(start));
 const T0 = Date.now(); const ts = () => ((Date.now() - T0) / 1000).toFixed(1);
 const roleOf = async (n) => (n.stopped ? 'stopped' : (await health(n)).body?.role);
@@ -68,7 +68,7 @@ for (const n of nodes) { const ls = (n.log.match(/[^\n]*(fenc|acts as slave|acts
 console.log('stops at', faults.map((f) => `${f.id} ${new Date(f.t).toISOString().slice(11, 23)} for ${f.dur} ms`).join(', '));
 console.log('faults:', log.join(' | ')); console.log(up());
 const lostC = want.filter((id) => !cons.seen.has(id)).length, lostL = want.filter((id) => !lis.seen.has(id)).length;
-const qstate = async () => Object.fromEntries(await Promise.all(nodes.map(async (n) => { const m = await metrics(n); return [n.id, { role: metric(m, 'whisker_role'), depth: metric(m, 'whisker_queue_depth'), inFlight: metric(m, 'whisker_queue_in_flight'), msgs: metric(m, 'whisker_queue_messages'), delivered: metric(m, 'whisker_messages_delivered_total'), acked: metric(m, 'whisker_messages_acked_total'), requeued: metric(m, 'whisker_messages_requeued_total') }]; })));
+const qstate = async () => Object.fromEntries(await Promise.all(nodes.map(async (n) => { const m = await metrics(n); return [n.id, { role: metric(m, 'whisker_role'), depth: metric(m, 'whisker_queue_depth'), inFlight: metric(m, 'whisker_queue_in_flight'), msgs: metric(m, 'whisker_queue_messages'), delivered: metric(m, 'whisker_messages_delivered_total'), acked: metric(m, 'whisker_messages_acked_total'), requeued: metric(m, 'whisker_messages_requeued_total'), dropped: metric(m, 'whisker_messages_dropped_total'), expired: metric(m, 'whisker_messages_expired_total') }]; })));
 if (lostC || lostL) {
   const miss = answers.filter((a) => (a.code === 'OK' || a.stored) && !cons.seen.has(a.id));
   const byK = {}; for (const a of miss) (byK[a.k] ??= []).push(a);

@@ -12,7 +12,7 @@ const up = () => execFileSync('uptime').toString().trim().replace(/.*load/, 'loa
 console.log('start', new Date().toISOString(), up(), { LEASE, PREFETCH, SECONDS, ELECTION });
 const etcd = await startEtcdAt(await port(), await port()); if (ELECTION) await etcd.start();
 const CH = 'jobs/v1/x';
-const nodes = await makeNodes(['a', 'b', 'c'], { ...(ELECTION ? { election: electionBlock(etcd.url, '/atk27c/c9-' + process.pid, LEASE) } : {}), heartbeatTimeout: 2, logLevel: 'info' });
+const nodes = await makeNodes(['a', 'b', 'c'], { ...(ELECTION ? { election: electionBlock(etcd.url, '/atk27c/c9-' + process.pid, LEASE) } : {}), heartbeatTimeout: 2, logLevel: 'info', ...(process.env.MAXQ ? { channels: { 'jobs/v1': { maxItemsInQueue: Number(process.env.MAXQ) } } } : {}) });
 await Promise.all(nodes.map(start));
 const T0 = Date.now(); const ts = () => ((Date.now() - T0) / 1000).toFixed(1);
 const master = async () => { for (const n of nodes) if ((await health(n)).body?.role === 'master') return n; return null; };
@@ -36,7 +36,7 @@ const want = answers.filter((a) => a.code === 'OK');
 const miss = want.filter((a) => !seen.has(a.id));
 const byK = {}; for (const a of miss) (byK[a.k] ??= []).push(a);
 for (const [k, as] of Object.entries(byK)) console.log(`consumer never got producer ${k}: ${as.length}, i ${as[0].i}..${as.at(-1).i} (${as.slice(0, 10).map((a) => a.i).join(',')}), answered t+${as[0].t}..t+${as.at(-1).t}`);
-const q = Object.fromEntries(await Promise.all(nodes.map(async (n) => { const m = await metrics(n); return [n.id, { role: metric(m, 'whisker_role'), depth: metric(m, 'whisker_queue_depth'), inFlight: metric(m, 'whisker_queue_in_flight'), delivered: metric(m, 'whisker_messages_delivered_total'), acked: metric(m, 'whisker_messages_acked_total'), requeued: metric(m, 'whisker_messages_requeued_total'), conns: metric(m, 'whisker_connections') }]; })));
+const q = Object.fromEntries(await Promise.all(nodes.map(async (n) => { const m = await metrics(n); return [n.id, { role: metric(m, 'whisker_role'), depth: metric(m, 'whisker_queue_depth'), inFlight: metric(m, 'whisker_queue_in_flight'), delivered: metric(m, 'whisker_messages_delivered_total'), acked: metric(m, 'whisker_messages_acked_total'), requeued: metric(m, 'whisker_messages_requeued_total'), dropped: metric(m, 'whisker_messages_dropped_total'), expired: metric(m, 'whisker_messages_expired_total'), conns: metric(m, 'whisker_connections') }]; })));
 console.log('handler errors', herr.slice(0, 5), 'client errors', cc.errors.slice(0, 5).map((e) => `${e.code} ${e.message}`), 'held now', held, 'queues', JSON.stringify(q));
 for (const n of nodes) { const ls = (n.log.match(/[^\n]*"level":"(warn|error)"[^\n]*/g) ?? []).filter((l) => !/management HTTP has no token|isMaster in the file/.test(l)).slice(0, 6).map((l) => l.slice(0, 220)); if (ls.length) console.log(n.id, 'warn/error lines:', ls.join(' || ')); }
 console.log(up());
