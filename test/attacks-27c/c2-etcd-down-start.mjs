@@ -1,4 +1,4 @@
-/* eslint-disable no-undef, no-empty -- outsider attack script (issue 27, atk27c) */
+ 
 // Issue 27 item 1 with traffic: three election brokers (isMaster true in each file) started with etcd unreachable, a
 // producer pipelining every 10 ms (sendTimeout 3 s), a consumer (prefetch 10) and a listener connected before; etcd
 // started on that address after DOWN_MS (8000). Docs: operations.md#automatic-failover ("a broker is a slave from its
@@ -30,7 +30,7 @@ const loop = (async () => { let i = 0; while (run) { const j = i++; pending.push
 await sleep(Math.max(0, DOWN_MS - (Date.now() - tStart)));
 const deliveredDown = seenC.size + seenL.size; const answersDown = answers.length; const okDown = answers.filter((a) => a.code === 'OK').length;
 const tUp = Date.now(); await etcd.start();
-const m = await waitFor(async () => { const s = samples.at(-1); return s.t > tUp && s.roles.filter((r) => r === 'master').length === 1; }, 30000, 50);
+await waitFor(async () => { const s = samples.at(-1); return s.t > tUp && s.roles.filter((r) => r === 'master').length === 1; }, 30000, 50);
 await sleep(5000);
 run = false; await loop; await Promise.all(pending);
 const tally = {}; for (const a of answers) { const k = a.code + (a.storedBy ? ':' + a.storedBy : ''); tally[k] = (tally[k] ?? 0) + 1; }

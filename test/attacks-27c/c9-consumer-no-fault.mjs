@@ -1,4 +1,4 @@
-/* eslint-disable no-undef, no-empty -- outsider attack script (issue 27, atk27c) */
+ 
 // c1 without any fault: does a consumer (prefetch 10, done() 20 ms after each delivery) get every OK send of two
 // producers (every 5 ms) on an election cluster a,b,c (leaseTtl LEASE=4, heartbeatTimeout 2)? Prints the consumer's
 // handler errors and the client's error events, per-broker counters, and which sends it never got.
