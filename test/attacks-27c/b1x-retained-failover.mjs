@@ -1,4 +1,3 @@
- 
 // atk27c copy of test/attacks-27b/b1-retained-failover.mjs: the same run, and it names the OK sends the listener never got
 // (producer:index, the send's time t+s and the answer's time) and the faults around them.
 // Issue 27 items 3, 4 and the history order across failovers. Docs: configuration.md#retention ("every send answered OK

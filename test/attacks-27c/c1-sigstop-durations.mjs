@@ -1,4 +1,3 @@
- 
 // The master SIGSTOPped for different durations (STOPS, ms; default 1000,3000,10000) under two producers (every 5 ms),
 // one consumer (prefetch PREFETCH, done() 20 ms after each delivery) and one listener on the same channel.
 // Election cluster a,b,c + etcd, leaseTtl LEASE (default 4 s: fence at 2 s; 1 s is within the fence, 3 s past the

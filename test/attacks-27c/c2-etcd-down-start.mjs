@@ -1,4 +1,3 @@
- 
 // Issue 27 item 1 with traffic: three election brokers (isMaster true in each file) started with etcd unreachable, a
 // producer pipelining every 10 ms (sendTimeout 3 s), a consumer (prefetch 10) and a listener connected before; etcd
 // started on that address after DOWN_MS (8000). Docs: operations.md#automatic-failover ("a broker is a slave from its

@@ -1,4 +1,3 @@
- 
 // Issue 27 item 11: a slave's heap flat under steady traffic with a consumer. Master a + slave b (configured mode),
 // both started with --expose-gc --import test/nemesis/gc-every.mjs (a full GC every 2 s, as the nemesis), dedupeWindow
 // 60 s (as the nemesis). A producer at RATE msg/s (default 500, 1 KB bodies), one consumer acking at once, for MINUTES

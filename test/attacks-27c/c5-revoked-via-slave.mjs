@@ -1,4 +1,3 @@
- 
 // A client whose key was revoked (whisker keys revoke) tries to get in through the slave. Master a + slave b (configured).
 // Docs: operations.md#keys-on-mirrors ("whisker keys revoke NAME on any broker revokes the key there, sends the revocation
 // to every peer ... Every broker that applied it closes the name's connections and refuses the key from then on, so

@@ -1,4 +1,3 @@
- 
 // Issue 27 item 12: done() then disconnect() at once keeps the acks. Master a + slave b (configured mode), N messages
 // (default 400) on jobs/v1/x. CYCLES times: a consumer (same name, same key, prefetch PREFETCH) connects, takes PREFETCH
 // deliveries, calls done() on each of them and disconnect() in the same turn. Then a last consumer drains the queue.

@@ -1,4 +1,3 @@
- 
 // Kitten-MQ style `mq.send(channel, data)` with neither a callback nor await, in a child process (its exit code and
 // stderr observed). Docs: client.md#promises ("A promise nobody awaits never ends the process"; "the failure goes to the
 // client's error event, once: for a send, the error's info.messageId and info.channel say which message"; "without an

@@ -1,4 +1,3 @@
- 
 // c1 without any fault: does a consumer (prefetch 10, done() 20 ms after each delivery) get every OK send of two
 // producers (every 5 ms) on an election cluster a,b,c (leaseTtl LEASE=4, heartbeatTimeout 2)? Prints the consumer's
 // handler errors and the client's error events, per-broker counters, and which sends it never got.
