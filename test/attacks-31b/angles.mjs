@@ -21,6 +21,12 @@ const hostsA = nodes.filter((n) => n.set === 'a').map((n) => n.spec);
 
 const cons = await mkClient('cons', hostsA); const lis = await mkClient('lis', hostsA); const prod = await mkClient('prod', hostsA);
 const tc = tracker(), tl = tracker(), tlate = tracker(); const handlerErrs = [];
+const T0 = Date.now(); const marks = []; const mark = (what) => marks.push(`${what}@${Date.now() - T0}`);
+// record where order breaks happen: time since start, id, seq, the higher seq seen before
+for (const [name, t] of [['consumer', tc], ['listener', tl], ['late', tlate]]) {
+  const add = t.add; t.samples = []; t.breakTimes = [];
+  t.add = (m) => { const before = t.breaks, last = t.last.get(m.id); add(m); if (t.breaks > before) { t.breakTimes.push(Date.now() - T0); if (t.samples.length < 5) t.samples.push(`${name} id ${m.id} seq ${m.seq} after ${last} @${Date.now() - T0}`); } };
+}
 const hc = cons.consume('mv/v1/*', { prefetch: PREFETCH }, (err, m, done) => { if (err) { handlerErrs.push(`consumer ${err.code} ${err.message}`); return; } tc.add(m); setTimeout(() => done(), HANDLER_MS); });
 const hl = lis.listen('mv/v1/*', (err, m) => { if (err) { handlerErrs.push(`listener ${err.code} ${err.message}`); return; } tl.add(m); });
 let late = null, hlate = null;
@@ -54,14 +60,14 @@ console.log(`before move: sent ${sent}, ok ${ok.size}, consumer got ${tc.count} 
 const targets = mode === 'triple' ? ['b', 'a', 'b'] : ['b'];
 const moves = [];
 for (const to of targets) {
-  const p = cliAsync(['move', 'mv/v1', '--to', to, '--timeout', '120', '-c', ma.config]);
+  mark(`move-${to}-start`); const p = cliAsync(['move', 'mv/v1', '--to', to, '--timeout', '120', '-c', ma.config]);
   let reloads = null;
   if (mode === 'reload-all') {
     await sleep(300);
     reloads = await Promise.all(nodes.map((n) => { writeFileSync(n.config, readFileSync(n.config)); return cliAsync(['reload', '-c', n.config]); }));
     console.log('reloads:', reloads.map((r, i) => `${nodes[i].id} exit ${r.code} ${r.out.trim().split('\n')[0]}`).join(' | '));
   }
-  const r = await p; moves.push({ to, code: r.code, ms: r.ms, reloads: reloads?.map((x) => x.code) });
+  const r = await p; mark(`move-${to}-end`); moves.push({ to, code: r.code, ms: r.ms, reloads: reloads?.map((x) => x.code) });
   console.log(`move --to ${to} exit ${r.code} in ${r.ms} ms: ${r.out.trim().split('\n').slice(-2).join(' | ')}`);
 }
 if (mode === 'slow-late') { await lateListen(); console.log('late back'); }
@@ -80,6 +86,10 @@ console.log(st.out.trim());
 const res = { mode, moves, sent, answeredOk: ok.size, sendFailures: fails, maxSendMs, consumer: { got: tc.count, lost: lostC, dups: tc.dups, orderBreaks: tc.breaks, maxGapMs: tc.maxGap() }, listener: { got: tl.count, lost: lostL, dups: tl.dups, orderBreaks: tl.breaks },
   late: mode === 'slow-late' ? { got: tlate.count, lost: lostLate, dups: tlate.dups, orderBreaks: tlate.breaks, leftAfter: lateLeftAt } : undefined, handlerErrs, load: load() };
 console.log(JSON.stringify(res));
+console.log('times elected master per broker:', nodes.map((n) => `${n.id} ${n.log.filter((l) => l.includes('this broker acts as master')).length}`).join(', '));
+const span = (t) => t.breakTimes.length ? `${t.breakTimes.length} breaks from @${t.breakTimes[0]} to @${t.breakTimes[t.breakTimes.length - 1]} ms` : 'no breaks';
+console.log(`marks ${marks.join(' ')}; consumer ${span(tc)}; listener ${span(tl)}; late ${span(tlate)}`);
+for (const t of [tc, tl, tlate]) if (t.samples.length) console.log('samples:', t.samples.join(' | '));
 const broken = [];
 for (const m of moves) if (m.code !== 0) broken.push(`move to ${m.to} exit ${m.code}`);
 if (Object.keys(fails).length) broken.push(`send failures ${JSON.stringify(fails)}`);
