@@ -12,7 +12,7 @@ import { startEtcd, startCluster, mkClient, tracker, sleep, load, cliAsync, wait
 
 const mode = process.argv[2] ?? 'triple';
 const RATE = mode === 'slow-late' ? 300 : 1000, IDS = 10, BEFORE_MS = 4000, AFTER_MS = 3000;
-const PREFETCH = mode === 'slow-late' ? 1 : 10, HANDLER_MS = mode === 'slow-late' ? 50 : 12;
+const PREFETCH = mode === 'slow-late' ? 1 : 10; let HANDLER_MS = mode === 'slow-late' ? 50 : 12; // slow-late: 0 once traffic stops, to drain
 const etcd = await startEtcd(); await etcd.start();
 const nodes = await startCluster(etcd.url, { a: ['a1', 'a2'], b: ['b1', 'b2'] }, () => ({ channels: { 'mv/v1': { set: 'a', prefetch: PREFETCH } } }));
 const ma = await waitMaster(nodes, 'a'); const mb = await waitMaster(nodes, 'b');
@@ -72,7 +72,7 @@ for (const to of targets) {
 }
 if (mode === 'slow-late') { await lateListen(); console.log('late back'); }
 await sleep(AFTER_MS);
-producing = false; await producer;
+producing = false; await producer; if (mode === 'slow-late') HANDLER_MS = 0;
 const endWait = Date.now() + 60000;
 while (pending > 0 && Date.now() < endWait) await sleep(100);
 const done = () => [...ok].every((k) => tc.seen.has(k) && tl.seen.has(k)) && (mode !== 'slow-late' || [...ok].every((k) => tlate.seen.has(k) || !lateWanted(k)));
@@ -86,6 +86,11 @@ console.log(st.out.trim());
 const res = { mode, moves, sent, answeredOk: ok.size, sendFailures: fails, maxSendMs, consumer: { got: tc.count, lost: lostC, dups: tc.dups, orderBreaks: tc.breaks, maxGapMs: tc.maxGap() }, listener: { got: tl.count, lost: lostL, dups: tl.dups, orderBreaks: tl.breaks },
   late: mode === 'slow-late' ? { got: tlate.count, lost: lostLate, dups: tlate.dups, orderBreaks: tlate.breaks, leftAfter: lateLeftAt } : undefined, handlerErrs, load: load() };
 console.log(JSON.stringify(res));
+const roleEvents = [];
+for (const n of nodes) for (const l of n.log) { const m = /"time":"([^"]+)".*"msg":"([^"]*(acts as master|no longer the elected master|acts as slave)[^"]*)"/.exec(l); if (m) roleEvents.push(`${n.id} ${m[3]} @${Date.parse(m[1]) - T0}`); }
+console.log('role events:', roleEvents.join(' | '));
+const { writeFileSync: wf } = await import('node:fs');
+for (const n of nodes) wf(`/tmp/atk31b-${mode}-${n.id}.log`, n.log.join('\n'));
 console.log('times elected master per broker:', nodes.map((n) => `${n.id} ${n.log.filter((l) => l.includes('this broker acts as master')).length}`).join(', '));
 const span = (t) => t.breakTimes.length ? `${t.breakTimes.length} breaks from @${t.breakTimes[0]} to @${t.breakTimes[t.breakTimes.length - 1]} ms` : 'no breaks';
 console.log(`marks ${marks.join(' ')}; consumer ${span(tc)}; listener ${span(tl)}; late ${span(tlate)}`);
