@@ -57,7 +57,9 @@ if (mode === 'stop-new') waitLog(mb, 'taking the queue over', 120000).then(async
   mb.child.kill('SIGSTOP'); stopped = Date.now(); console.log(`SIGSTOP ${mb.id} (b's master) at "taking the queue over"`);
   await sleep(5000); mb.child.kill('SIGCONT'); console.log(`SIGCONT ${mb.id}`); }).catch(() => {});
 console.log(`before move: sent ${sent}, ok ${ok.size}, consumer got ${tc.count} (backlog ~${ok.size - tc.count}), listener ${tl.count}; ${load()}`);
-const targets = mode === 'triple' ? ['b', 'a', 'b'] : ['b'];
+const targets = mode === 'triple' ? ['b', 'a', 'b'] : mode === 'stop-nomove' ? [] : ['b'];
+if (mode === 'stop-nomove') { // control, no move: set a's master SIGSTOPped STOP_MS (default 2500, lease 2 s), then SIGCONT
+  mark('stop-a'); ma.child.kill('SIGSTOP'); stopped = Date.now(); await sleep(Number(process.env.STOP_MS ?? 2500)); ma.child.kill('SIGCONT'); mark('cont-a'); }
 const moves = [];
 for (const to of targets) {
   mark(`move-${to}-start`); const p = cliAsync(['move', 'mv/v1', '--to', to, '--timeout', '120', '-c', ma.config]);
