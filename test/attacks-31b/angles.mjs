@@ -59,7 +59,10 @@ if (mode === 'stop-new') waitLog(mb, 'taking the queue over', 120000).then(async
 console.log(`before move: sent ${sent}, ok ${ok.size}, consumer got ${tc.count} (backlog ~${ok.size - tc.count}), listener ${tl.count}; ${load()}`);
 const targets = mode === 'triple' ? ['b', 'a', 'b'] : mode === 'stop-nomove' ? [] : ['b'];
 if (mode === 'stop-nomove') { // control, no move: set a's master SIGSTOPped STOP_MS (default 2500, lease 2 s), then SIGCONT
-  mark('stop-a'); ma.child.kill('SIGSTOP'); stopped = Date.now(); await sleep(Number(process.env.STOP_MS ?? 2500)); ma.child.kill('SIGCONT'); mark('cont-a'); }
+  mark('stop-a'); ma.child.kill('SIGSTOP'); stopped = Date.now(); await sleep(Number(process.env.STOP_MS ?? 2500)); ma.child.kill('SIGCONT'); mark('cont-a');
+  if (process.env.STOP2_MS) { // then the new master of a SIGSTOPped STOP2_MS (a lease flap of the new master)
+    await sleep(1000); const m2 = nodes.find((n) => n.set === 'a' && n !== ma && n.role === 'master');
+    if (m2) { mark(`stop-${m2.id}`); m2.child.kill('SIGSTOP'); await sleep(Number(process.env.STOP2_MS)); m2.child.kill('SIGCONT'); mark(`cont-${m2.id}`); } else mark('no-new-master'); } }
 const moves = [];
 for (const to of targets) {
   mark(`move-${to}-start`); const p = cliAsync(['move', 'mv/v1', '--to', to, '--timeout', '120', '-c', ma.config]);
