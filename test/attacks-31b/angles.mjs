@@ -14,7 +14,7 @@ const mode = process.argv[2] ?? 'triple';
 const RATE = mode === 'slow-late' ? 300 : 1000, IDS = 10, BEFORE_MS = 4000, AFTER_MS = 3000;
 const PREFETCH = mode === 'slow-late' ? 1 : 10; let HANDLER_MS = mode === 'slow-late' ? 50 : 12; // slow-late: 0 once traffic stops, to drain
 const etcd = await startEtcd(); await etcd.start();
-const nodes = await startCluster(etcd.url, { a: ['a1', 'a2'], b: ['b1', 'b2'] }, () => ({ channels: { 'mv/v1': { set: 'a', prefetch: PREFETCH } } }));
+const nodes = await startCluster(etcd.url, { a: ['a1', 'a2'], b: ['b1', 'b2'] }, () => ({ channels: { 'mv/v1': { set: 'a', prefetch: PREFETCH } } }), Number(process.env.LEASE ?? 2)); // LEASE: leaseTtl s
 const ma = await waitMaster(nodes, 'a'); const mb = await waitMaster(nodes, 'b');
 console.log(`mode ${mode}; masters a=${ma.id} b=${mb.id}; ${load()}`);
 const hostsA = nodes.filter((n) => n.set === 'a').map((n) => n.spec);
