@@ -33,6 +33,8 @@ let late = null, hlate = null;
 const lateListen = async () => { late = await mkClient('late', hostsA); hlate = late.listen('mv/v1/*', (err, m) => { if (err) { handlerErrs.push(`late ${err.code} ${err.message}`); return; } tlate.add(m); }); await hlate.ready; };
 if (mode === 'slow-late') await lateListen();
 await hc.ready; await hl.ready;
+const stale = {}; // protocol.md "Epochs": a deliver from a master of an older epoch is ignored (event `stale`), delivered again later
+for (const [name, c] of [['consumer', cons], ['listener', lis]]) c.on('stale', (...a) => { const k = `${name}:${JSON.stringify(a).slice(0, 60)}`; stale[name] = (stale[name] ?? 0) + 1; if (!stale[k]) { stale[k] = 1; console.log('stale', name, JSON.stringify(a).slice(0, 200), `@${Date.now() - T0}`); } });
 
 const ok = new Set(); const fails = {}; let sent = 0; const seq = new Array(IDS).fill(0); let pending = 0; let maxSendMs = 0; let producing = true;
 const producer = (async () => {
@@ -89,7 +91,7 @@ const lostLate = mode === 'slow-late' ? [...ok].filter((k) => !tlate.seen.has(k)
 const st = await cliAsync(['cluster', 'status', '--placements', '-c', nodes[0].config]);
 console.log(st.out.trim());
 const res = { mode, moves, sent, answeredOk: ok.size, sendFailures: fails, maxSendMs, consumer: { got: tc.count, lost: lostC, dups: tc.dups, orderBreaks: tc.breaks, maxGapMs: tc.maxGap() }, listener: { got: tl.count, lost: lostL, dups: tl.dups, orderBreaks: tl.breaks },
-  late: mode === 'slow-late' ? { got: tlate.count, lost: lostLate, dups: tlate.dups, orderBreaks: tlate.breaks, leftAfter: lateLeftAt } : undefined, handlerErrs, load: load() };
+  late: mode === 'slow-late' ? { got: tlate.count, lost: lostLate, dups: tlate.dups, orderBreaks: tlate.breaks, leftAfter: lateLeftAt } : undefined, handlerErrs, staleEvents: { consumer: stale.consumer ?? 0, listener: stale.listener ?? 0 }, load: load() };
 console.log(JSON.stringify(res));
 const roleEvents = [];
 for (const n of nodes) for (const l of n.log) { const m = /"time":"([^"]+)".*"msg":"([^"]*(acts as master|no longer the elected master|acts as slave)[^"]*)"/.exec(l); if (m) roleEvents.push(`${n.id} ${m[3]} @${Date.parse(m[1]) - T0}`); }
