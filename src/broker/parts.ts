@@ -123,11 +123,12 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
           if (!isMaster) feed.demoted();
           mover?.roleChanged();
           const role = { type: 'role', isMaster, ...(epoch !== undefined ? { epoch } : {}) } as const;
-          for (const session of sessions()) {
-            if (!session.isReady || session.isPeer) continue;
-            if (!isMaster) session.dropDeliveries();
-            session.send(role);
-          }
+          // after the deliveries this broker queued as master: one written after a role frame that
+          // says slave was taken as live (a client ignores only a master's frames of an old epoch:
+          // election-fencing.test.ts, 10-20 delivered twice after SIGCONT). Dropping them instead
+          // left them in flight with no client holding them, delivered again only at the ack
+          // timeout or by a move's new set (move.test.ts: a listener's first receptions late)
+          for (const session of sessions()) if (session.isReady && !session.isPeer) session.sendAfterDeliveries(role);
         },
         followers: () => feed.followers(),
         onStateChange: (state) => {

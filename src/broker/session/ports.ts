@@ -66,6 +66,4 @@ export interface ConnectedSession extends SessionPort {
   readonly key: KeyObject | null;
   readonly node: string;
   close(code?: number, reason?: string): void;
-  /** no longer master: deliveries queued and not written are dropped (before the `role` frame) */
-  dropDeliveries(): void;
 }

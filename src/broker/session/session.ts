@@ -268,19 +268,6 @@ export class Session implements ConnectedSession {
     this.#onClose();
   }
 
-  /**
-   * This broker stopped acting as master: deliveries it queued as master and has not written are
-   * dropped, so none reaches the client after the `role` frame that says slave (a master fenced
-   * as it resumed from a pause flushed them after it: a client takes a slave's deliver as live;
-   * election-fencing.test.ts). The messages stay in the set: the master delivers them.
-   */
-  dropDeliveries(): void {
-    if (this.#deliveries.isEmpty) return;
-    this.#outbound.release(this.#queuedBytes);
-    this.#queuedBytes = 0;
-    this.#deliveries.clear();
-  }
-
   #scheduleFlush(): void {
     if (this.#flushScheduled) return;
     this.#flushScheduled = true;
