@@ -83,7 +83,7 @@ producing = false; await producer; if (mode === 'slow-late') HANDLER_MS = 0;
 const endWait = Date.now() + 60000;
 while (pending > 0 && Date.now() < endWait) await sleep(100);
 const done = () => [...ok].every((k) => tc.seen.has(k) && tl.seen.has(k)) && (mode !== 'slow-late' || [...ok].every((k) => tlate.seen.has(k) || !lateWanted(k)));
-const lateKeys = new Set(); // what late should have: answered after it first subscribed (all of ok here, late subscribed before sends began)
+// what late should have: answered after it first subscribed (all of ok here, late subscribed before sends began)
 const lateWanted = () => true;
 while (!done() && Date.now() < endWait) await sleep(250);
 const lostC = [...ok].filter((k) => !tc.seen.has(k)).length, lostL = [...ok].filter((k) => !tl.seen.has(k)).length;
