@@ -36,6 +36,10 @@ interface HandOver extends Extras {
 }
 
 /**
+ * Why this file is long: a move and its call-off are one state in etcd, each phase (export,
+ * import, return, returned) taken up by whichever master a failover leaves; the hand-over's
+ * encoding sits with them.
+ *
  * `whisker move ep/ver --to SET` (SPEC §13, docs/operations.md#moving-a-queue). The move is the
  * placement's value in etcd, `{ set: from, move: { to, phase, id } }`, so a failover of either
  * set resumes it from there:

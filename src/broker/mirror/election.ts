@@ -30,6 +30,9 @@ interface MasterKey {
  * with its lease, in one transaction that also checks `<prefix>/last` (the last master) did not
  * change since it was read, so only a broker in step with the last master, or the last master
  * itself, can win. The epoch is that transaction's revision. etcd decides; nothing is voted here.
+ *
+ * Why this file is long: the lease, the campaign, the fence (its timer and its judgement before
+ * each client frame) and what etcd's client says of itself are one state machine, read together.
  */
 export class Election {
   readonly #config: ElectionConfig;
