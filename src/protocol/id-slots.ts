@@ -460,6 +460,11 @@ function hashOfWords(kind: number, w0: number, w1: number, w2: number, w3: numbe
   hash = mixWord(hash, w1);
   hash = mixWord(hash, w2);
   hash = mixWord(hash, w3);
+  return finalMix(hash);
+}
+
+/** murmur3's finaliser: every input bit reaches the low bits the table takes */
+function finalMix(hash: number): number {
   hash ^= hash >>> 16;
   hash = Math.imul(hash, 0x85ebca6b);
   hash ^= hash >>> 13;
@@ -483,10 +488,5 @@ function mixWord(hash: number, word: number): number {
 function hashOf(text: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
-  hash ^= hash >>> 16;
-  hash = Math.imul(hash, 0x85ebca6b);
-  hash ^= hash >>> 13;
-  hash = Math.imul(hash, 0xc2b2ae35);
-  hash ^= hash >>> 16;
-  return hash >>> 0;
+  return finalMix(hash);
 }
