@@ -78,6 +78,20 @@ export async function status(node: ElectedNode): Promise<{ role: string; electio
   return JSON.parse(result.stdout) as { role: string; election: { phase: string; epoch: number | null; leader: string | null } | null };
 }
 
+/**
+ * polls `whisker status` until the election's phase is `phase`: a broker frozen past its lease
+ * may find etcd3's circuit breaker open when it goes on (its calls timed out meanwhile) and says
+ * etcd-unreachable for a few seconds before its next round reads the new leader
+ */
+export async function phaseWithin(node: ElectedNode, phase: string, timeoutMs = 15_000): Promise<{ phase: string; epoch: number | null; leader: string | null } | null> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const { election } = await status(node);
+    if (election?.phase === phase || performance.now() > deadline) return election;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
 export async function held(node: ElectedNode): Promise<number> {
   const result = await whisker(['list', '-c', node.configPath, '--json']);
   if (result.code !== 0) throw new Error(`whisker list: ${result.stderr}`);

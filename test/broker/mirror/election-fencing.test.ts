@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import { whisker } from '../../support/broker-process.js';
-import { LEASE_TTL, nextMaster, offsets, status, withTraffic } from '../../support/election-cluster.js';
+import { LEASE_TTL, nextMaster, offsets, phaseWithin, status, withTraffic } from '../../support/election-cluster.js';
 
 /**
  * Fencing and the planned switch (SPEC §9, issue 14), real etcd and real broker processes: a
@@ -29,7 +29,7 @@ describe('fencing (real etcd, real broker processes)', () => {
       `election SIGSTOP ${2 * LEASE_TTL} s: ${sent} sent, lost ${lost}, ${duplicated} delivered twice (${duplicatesBefore} before SIGCONT, window ${traffic.inFlightWindow}), ` +
         `${traffic.stale} frames of the old epoch ignored by clients, stop to first delivery by ${next.serviceId} ${failoverMs.toFixed(0)} ms`,
     );
-    expect((await status(master)).election).toMatchObject({ phase: 'slave', leader: next.serviceId });
+    expect(await phaseWithin(master, 'slave')).toMatchObject({ phase: 'slave', leader: next.serviceId });
     expect(lost).toBe(0);
     // what the frozen master had in flight is delivered again by the new one; nothing after SIGCONT
     expect(duplicated).toBe(duplicatesBefore);
