@@ -135,10 +135,10 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
   send(channel: ChannelString, data: unknown, optionsOrCb?: SendOptions | SendCallback, maybeCb?: SendCallback): Promise<SendInfo> | void {
     const options = typeof optionsOrCb === 'object' && optionsOrCb !== null ? optionsOrCb : {};
     const cb = typeof optionsOrCb === 'function' ? optionsOrCb : maybeCb;
-    if (cb) return this.#send(channel, data, options.signal, cb);
+    if (cb) return this.#send(channel, data, options.signal, (err, result, info) => cb(err ? sendError(err, info) : null, result, info));
     // an unawaited send's failure goes to `error` with its message id, never "unhandled" (SPEC §3)
     return reportedPromise<SendInfo>(
-      (resolve, reject) => this.#send(channel, data, options.signal, (err, _result, info) => (err ? reject(Object.assign(err, { info })) : resolve(info))),
+      (resolve, reject) => this.#send(channel, data, options.signal, (err, _result, info) => (err ? reject(sendError(err, info)) : resolve(info))),
       this.#reportUnobserved,
     );
   }
@@ -175,7 +175,7 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
    */
   publish<T = unknown>(channel: ChannelString, data: Sendable<T>): void {
     this.#send(channel, data, undefined, (err, _result, info) => {
-      if (err) this.#emitError(Object.assign(err, { info }), true);
+      if (err) this.#emitError(sendError(err, info), true);
     });
   }
 
@@ -470,6 +470,17 @@ function subscribedId(via: string): string {
   } catch {
     return via;
   }
+}
+
+/**
+ * A failed send's own error, its `info` attached (`err.info`, docs/client.md#send): sends failed
+ * together (disconnect, every broker refusing the key) were handed one error object, and
+ * `Object.assign(err, { info })` left each with the last one's info
+ */
+function sendError(err: WhiskerError, info: SendInfo): WhiskerError & { info: SendInfo } {
+  const own = new WhiskerError(err.code, err.message, err.details, err.cause === undefined ? undefined : { cause: err.cause });
+  if (err.stack) own.stack = err.stack;
+  return Object.assign(own, { info });
 }
 
 /** `info.touch`, not enumerable: `console.log(info)` and `{ ...info }` show the data only */
