@@ -5,6 +5,7 @@ import { clusterProcesses } from '../../support/cluster-processes.js';
 import { nextMaster } from '../../support/election-cluster.js';
 import { startEtcd } from '../../support/etcd.js';
 import { connect, until } from '../../support/harness.js';
+import { Receptions } from '../../support/receptions.js';
 
 /**
  * A queue moved to set b and, as soon as that move ended, moved back to set a (SPEC §13, issue 31,
@@ -23,27 +24,6 @@ const PREFETCH = 10;
 
 type Body = { id: string; n: number };
 
-interface Seen {
-  counts: Map<string, number>;
-  /** per id, the n of each first reception, in arrival order */
-  order: Map<string, number[]>;
-}
-
-const seen = (): Seen => ({ counts: new Map(), order: new Map(IDS.map((id) => [id, []])) });
-
-function note(into: Seen, body: Body): void {
-  const key = `${body.id}:${body.n}`;
-  const count = into.counts.get(key) ?? 0;
-  into.counts.set(key, count + 1);
-  if (count === 0) into.order.get(body.id)!.push(body.n);
-}
-
-function orderBreaks(into: Seen): string[] {
-  const out: string[] = [];
-  for (const [id, ns] of into.order) for (let k = 1; k < ns.length; k++) if (ns[k]! < ns[k - 1]!) out.push(`${id}@${k}: ${ns.slice(Math.max(0, k - 3), k + 3).join(',')}`);
-  return out;
-}
-
 describe('whisker move there and at once back (real etcd, real broker processes)', () => {
   test('a queue moved to set b and at once back to a under ~1,000 msg/s: 0 lost, order per id kept, no error in the handlers', async () => {
     const etcd = await startEtcd();
@@ -59,18 +39,18 @@ describe('whisker move there and at once back (real etcd, real broker processes)
     const errors: WhiskerError[] = [];
     for (const c of [producer, consumer, listener]) c.on('error', (e) => errors.push(e));
     const handlerErrors: string[] = [];
-    const consumed = seen();
-    const listened = seen();
+    const consumed = new Receptions(IDS);
+    const listened = new Receptions(IDS);
     // slower than the sends (10 at a time, 20 ms each: ~500/s): each set holds a backlog when it hands the queue over
     let ackDelayMs = 20;
     await consumer.consume(`${QUEUE}/*`, { prefetch: PREFETCH }, (err, msg, done) => {
       if (err) return void handlerErrors.push(`consumer ${err.code}: ${err.message}`);
-      note(consumed, msg as Body);
+      consumed.note(msg as Body);
       setTimeout(() => done!(), ackDelayMs);
     }).ready;
     await listener.listen(`${QUEUE}/*`, (err, msg) => {
       if (err) return void handlerErrors.push(`listener ${err.code}: ${err.message}`);
-      note(listened, msg as Body);
+      listened.note(msg as Body);
     }).ready;
 
     const owed: Body[] = [];
@@ -99,14 +79,12 @@ describe('whisker move there and at once back (real etcd, real broker processes)
     await until(() => sent >= after + 500, 30_000, '500 more sent after the moves');
     clearInterval(pacer);
     await Promise.all(sends);
-    const lostOf = (s: Seen) => owed.filter((b) => !s.counts.has(`${b.id}:${b.n}`)).length;
-    await until(() => lostOf(consumed) === 0 && lostOf(listened) === 0, 30_000, 'every stored message consumed and listened').catch(() => undefined);
+    await until(() => consumed.lost(owed) === 0 && listened.lost(owed) === 0, 30_000, 'every stored message consumed and listened').catch(() => undefined);
 
-    const dupes = (s: Seen) => [...s.counts.values()].reduce((sum, n) => sum + n - 1, 0);
     const report = {
       sent, stored: owed.length, failed: failed.length,
-      consumer: { got: consumed.counts.size, lost: lostOf(consumed), duplicates: dupes(consumed), orderBreaks: orderBreaks(consumed) },
-      listener: { got: listened.counts.size, lost: lostOf(listened), duplicates: dupes(listened), orderBreaks: orderBreaks(listened) },
+      consumer: { got: consumed.received, lost: consumed.lost(owed), duplicates: consumed.duplicates(), orderBreaks: consumed.orderBreaks() },
+      listener: { got: listened.received, lost: listened.lost(owed), duplicates: listened.duplicates(), orderBreaks: listened.orderBreaks() },
       handlerErrors: handlerErrors.slice(0, 5),
       clientErrors: errors.slice(0, 5).map((e) => `${e.code}: ${e.message}`),
     };

@@ -5,6 +5,7 @@ import { clusterProcesses } from '../../support/cluster-processes.js';
 import { nextMaster } from '../../support/election-cluster.js';
 import { startEtcd } from '../../support/etcd.js';
 import { connect, until } from '../../support/harness.js';
+import { Receptions } from '../../support/receptions.js';
 
 /**
  * A move called off (SPEC §13, issue 31, test/attacks-31/calledoff-probe.mjs): set a holds more
@@ -24,26 +25,6 @@ const IDS = ['k0', 'k1', 'k2', 'k3'];
 const PREFETCH = 10;
 
 type Body = { id: string; n: number; pad: string };
-
-interface Seen {
-  counts: Map<string, number>;
-  order: Map<string, number[]>;
-}
-
-const seen = (): Seen => ({ counts: new Map(), order: new Map(IDS.map((id) => [id, []])) });
-
-function note(into: Seen, body: Body): void {
-  const key = `${body.id}:${body.n}`;
-  const count = into.counts.get(key) ?? 0;
-  into.counts.set(key, count + 1);
-  if (count === 0) into.order.get(body.id)!.push(body.n);
-}
-
-function orderBreaks(into: Seen): string[] {
-  const out: string[] = [];
-  for (const [id, ns] of into.order) for (let k = 1; k < ns.length; k++) if (ns[k]! < ns[k - 1]!) out.push(`${id}@${k}: ${ns.slice(Math.max(0, k - 3), k + 3).join(',')}`);
-  return out;
-}
 
 async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new'): Promise<void> {
   const etcd = await startEtcd();
@@ -66,18 +47,18 @@ async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new'): Promise<void
   const errors: WhiskerError[] = [];
   for (const c of [producer, consumer, listener]) c.on('error', (e) => errors.push(e));
   const handlerErrors: string[] = [];
-  const consumed = seen();
-  const listened = seen();
+  const consumed = new Receptions(IDS);
+  const listened = new Receptions(IDS);
   // slower than the sends: set a holds a backlog (well over 64 KiB) when the move starts
   let ackDelayMs = 20;
   await consumer.consume(`${QUEUE}/*`, { prefetch: PREFETCH }, (err, msg, done) => {
     if (err) return void handlerErrors.push(`consumer ${err.code}: ${err.message}`);
-    note(consumed, msg as Body);
+    consumed.note(msg as Body);
     setTimeout(() => done!(), ackDelayMs);
   }).ready;
   await listener.listen(`${QUEUE}/*`, (err, msg) => {
     if (err) return void handlerErrors.push(`listener ${err.code}: ${err.message}`);
-    note(listened, msg as Body);
+    listened.note(msg as Body);
   }).ready;
 
   await producer.send(`${WARM}/x`, {});
@@ -118,8 +99,7 @@ async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new'): Promise<void
   await until(() => sent >= sentDuringMove + 500, 30_000, '500 more sent after the call-off');
   clearInterval(pacer);
   await Promise.all(sends);
-  const lostOf = (s: Seen) => owed.filter((b) => !s.counts.has(`${b.id}:${b.n}`)).length;
-  await until(() => lostOf(consumed) === 0 && lostOf(listened) === 0, 30_000, 'every stored message consumed and listened').catch(() => undefined);
+  await until(() => consumed.lost(owed) === 0 && listened.lost(owed) === 0, 30_000, 'every stored message consumed and listened').catch(() => undefined);
 
   // the history on set a: every answered send once, in send order per id (b's records handed back in their place)
   const historyBreaks: string[] = [];
@@ -129,12 +109,11 @@ async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new'): Promise<void
     const want = owed.filter((b) => b.id === id).map((b) => b.n).sort((x, y) => x - y);
     if (JSON.stringify(replayed) !== JSON.stringify(want)) historyBreaks.push(`${id}: ${replayed.length} replayed, ${want.length} answered, first difference at ${replayed.findIndex((n, k) => n !== want[k])}`);
   }
-  const dupes = (s: Seen) => [...s.counts.values()].reduce((sum, n) => sum + n - 1, 0);
   const logs = new Map(all.map((node) => [node.serviceId, node.process!.output().split('\n').filter((line) => /move|hand-over|moved away|acts as master/.test(line))]));
   const report = {
     sent, stored: owed.length, failed: failed.length, phaseAtKill,
-    consumer: { got: consumed.counts.size, lost: lostOf(consumed), duplicates: dupes(consumed), orderBreaks: orderBreaks(consumed).slice(0, 5) },
-    listener: { got: listened.counts.size, lost: lostOf(listened), duplicates: dupes(listened), orderBreaks: orderBreaks(listened).slice(0, 5) },
+    consumer: { got: consumed.received, lost: consumed.lost(owed), duplicates: consumed.duplicates(), orderBreaks: consumed.orderBreaks().slice(0, 5) },
+    listener: { got: listened.received, lost: listened.lost(owed), duplicates: listened.duplicates(), orderBreaks: listened.orderBreaks().slice(0, 5) },
     historyBreaks,
     handlerErrors: handlerErrors.slice(0, 5),
     clientErrors: errors.slice(0, 5).map((e) => `${e.code}: ${e.message}`),

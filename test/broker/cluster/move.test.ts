@@ -5,6 +5,7 @@ import { clusterProcesses } from '../../support/cluster-processes.js';
 import { type ElectedNode, nextMaster, offsets } from '../../support/election-cluster.js';
 import { startEtcd } from '../../support/etcd.js';
 import { connect, until } from '../../support/harness.js';
+import { Receptions } from '../../support/receptions.js';
 
 /**
  * `whisker move ep/ver --to SET` (SPEC §13, issue 31 item 4) with real broker processes on a real
@@ -18,36 +19,6 @@ const IDS = ['k0', 'k1', 'k2', 'k3'];
 const PREFETCH = 10;
 
 type Body = { id: string; n: number };
-
-interface Seen {
-  counts: Map<string, number>;
-  /** per id, the n of each first reception, in arrival order */
-  order: Map<string, number[]>;
-}
-
-function seen(): Seen {
-  return { counts: new Map(), order: new Map(IDS.map((id) => [id, []])) };
-}
-
-function note(into: Seen, body: Body): void {
-  const key = `${body.id}:${body.n}`;
-  const count = into.counts.get(key) ?? 0;
-  into.counts.set(key, count + 1);
-  if (count === 0) into.order.get(body.id)!.push(body.n);
-}
-
-/** where the order per id broke: the n received around each break (a report's help to find the cause) */
-function breakContexts(into: Seen): string[] {
-  const out: string[] = [];
-  for (const [id, ns] of into.order) for (let k = 1; k < ns.length; k++) if (ns[k]! < ns[k - 1]!) out.push(`${id}@${k}: ${ns.slice(Math.max(0, k - 3), k + 3).join(',')}`);
-  return out;
-}
-
-function orderBreaks(into: Seen): number {
-  let breaks = 0;
-  for (const ns of into.order.values()) for (let k = 1; k < ns.length; k++) if (ns[k]! < ns[k - 1]!) breaks++;
-  return breaks;
-}
 
 async function moveUnderTraffic(sets: Record<string, string[]>, kill: 'none' | 'old' | 'new') {
   const killOldMaster = kill === 'old';
@@ -67,29 +38,29 @@ async function moveUnderTraffic(sets: Record<string, string[]>, kill: 'none' | '
   const listener = await connect('move-listener', hosts, { dedupeWindow: 0 });
   const errors: WhiskerError[] = [];
   for (const c of [producer, consumer, listener]) c.on('error', (e) => errors.push(e));
-  const consumed = seen();
-  const listened = seen();
+  const consumed = new Receptions(IDS);
+  const listened = new Receptions(IDS);
   // slower than the sends (10 at a time, 20 ms each: ~500/s): set a holds a backlog when the move
   // starts; 5 ms each once the move is done (the test then only waits for the rest)
   let ackDelayMs = 20;
   await consumer.consume(`${QUEUE}/*`, { prefetch: PREFETCH }, (err, msg, done) => {
     if (err) throw err;
-    note(consumed, msg as Body);
+    consumed.note(msg as Body);
     setTimeout(() => done!(), ackDelayMs);
   }).ready;
   // a second listener name that pauses, leaves before the move and comes back after it: its group
   // (records, no member: kept for it, docs/protocol.md#groups) moves too
   const late = await connect('move-late-listener', hosts, { dedupeWindow: 0 });
-  const lateSeen = seen();
+  const lateSeen = new Receptions(IDS);
   const lateListen = () => late.listen(`${QUEUE}/*`, (err, msg) => {
     if (err) throw err;
-    note(lateSeen, msg as Body);
+    lateSeen.note(msg as Body);
   });
   let lateHandle = lateListen();
   await lateHandle.ready;
   await listener.listen(`${QUEUE}/*`, (err, msg) => {
     if (err) throw err;
-    note(listened, msg as Body);
+    listened.note(msg as Body);
   }).ready;
 
   const owed: Body[] = [];
@@ -148,18 +119,16 @@ async function moveUnderTraffic(sets: Record<string, string[]>, kill: 'none' | '
   await until(() => sent >= after + 1_000, 30_000, '1,000 more sent after the move');
   clearInterval(pacer);
   await Promise.all(sends);
-  const lostOf = (s: Seen) => owed.filter((b) => !s.counts.has(`${b.id}:${b.n}`)).length;
-  await until(() => lostOf(consumed) === 0 && lostOf(listened) === 0 && lostOf(lateSeen) === 0, 40_000, 'every stored message consumed and listened').catch(() => undefined);
+  await until(() => consumed.lost(owed) === 0 && listened.lost(owed) === 0 && lateSeen.lost(owed) === 0, 40_000, 'every stored message consumed and listened').catch(() => undefined);
 
-  const dupes = (s: Seen) => [...s.counts.values()].reduce((sum, n) => sum + n - 1, 0);
   const alive = all.find((n) => n !== masterA && n !== masterB && n.process!.child.exitCode === null) ?? bNodes[0]!;
   const status = JSON.parse((await whisker(['cluster', 'status', '-c', alive.configPath, '--json'])).stdout) as { sets: Array<{ name: string; placements: number }>; moves: unknown[] };
   const report = {
     sent, stored: owed.length, failed: failed.length, moveMs: Math.round(moveMs), phaseAtKill,
-    consumer: { lost: lostOf(consumed), duplicates: dupes(consumed), orderBreaks: orderBreaks(consumed) },
-    listener: { lost: lostOf(listened), duplicates: dupes(listened), orderBreaks: orderBreaks(listened) },
-    lateListener: { lost: lostOf(lateSeen), duplicates: dupes(lateSeen), orderBreaks: orderBreaks(lateSeen) },
-    breaks: [...breakContexts(consumed), ...breakContexts(listened), ...breakContexts(lateSeen)].slice(0, 12),
+    consumer: { lost: consumed.lost(owed), duplicates: consumed.duplicates(), orderBreaks: consumed.orderBreaks().length },
+    listener: { lost: listened.lost(owed), duplicates: listened.duplicates(), orderBreaks: listened.orderBreaks().length },
+    lateListener: { lost: lateSeen.lost(owed), duplicates: lateSeen.duplicates(), orderBreaks: lateSeen.orderBreaks().length },
+    breaks: [...consumed.orderBreaks(), ...listened.orderBreaks(), ...lateSeen.orderBreaks()].slice(0, 12),
     handedOver: bNodes.map((n) => /"messages":(\d+)[^\n]*hand-over taken/.exec(n.process!.output())?.[1]),
     settledIdsHandedOver: bNodes.map((n) => Number(/"recentIds":(\d+)[^\n]*hand-over taken/.exec(n.process!.output())?.[1] ?? -1)),
   };
