@@ -125,7 +125,7 @@ export class Cluster {
     const { placement, raw } = current;
     if (placement.move) return placement.move.to === to ? placement : Promise.reject(new WhiskerError('E_LIMIT', `Queue ${queue} is moving to ${placement.move.to} already`, { queue }));
     if (placement.set === to) return placement;
-    if (!this.#membership.liveSets().some((set) => set.name === to)) throw new WhiskerError('E_NO_PLACEMENT', `Set ${to} has no live broker`, { queue, set: to });
+    if (!this.#membership.liveSets().some((set) => set.name === to)) throw new WhiskerError('E_NO_PLACEMENT', `Set ${to} has no live broker (a set none of whose brokers is up, or a name no broker registered: whisker cluster status lists the sets)`, { queue, set: to });
     const move: Move = { to, phase: 'export', id: randomBytes(8).toString('hex') };
     const next: Placement = { set: placement.set, move };
     if (!(await this.#placements.compareAndPut(queue, raw, next))) return this.startMove(queue, to);
