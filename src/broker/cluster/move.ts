@@ -217,7 +217,7 @@ export class Mover {
       const deadline = Date.now() + APPENDS_WAIT_MS;
       while (Date.now() < deadline && [...router.appendsUnderWay()].some((id) => router.holding(id) === undefined && !router.moving.isAside(id))) await sleep(10);
       if (!router.isMaster || this.#rawOf(queue, placement) !== raw) return;
-      const aside = await router.moving.exportAside(queue);
+      const aside = await router.moving.exportTaken(queue);
       const chunks = encodeChunks(aside.map((message) => ({ message, records: [] })), [], [], []);
       const part = randomBytes(6).toString('hex');
       await cluster.putMoveChunks(queue, move.id, part, chunks);

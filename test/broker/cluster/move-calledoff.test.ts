@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import type { WhiskerError } from '../../../src/protocol/errors.js';
-import { whisker } from '../../support/broker-process.js';
+import { startProcess, whisker } from '../../support/broker-process.js';
 import { clusterProcesses } from '../../support/cluster-processes.js';
 import { nextMaster } from '../../support/election-cluster.js';
 import { startEtcd } from '../../support/etcd.js';
@@ -26,9 +26,9 @@ const PREFETCH = 10;
 
 type Body = { id: string; n: number; pad: string };
 
-async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new'): Promise<void> {
+async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new' | 'restart'): Promise<void> {
   const etcd = await startEtcd();
-  const sets = kill === 'none' ? { a: ['a1'], b: ['b1'] } : kill === 'old' ? { a: ['a1', 'a2'], b: ['b1'] } : { a: ['a1'], b: ['b1', 'b2'] };
+  const sets = kill === 'none' || kill === 'restart' ? { a: ['a1'], b: ['b1'] } : kill === 'old' ? { a: ['a1', 'a2'], b: ['b1'] } : { a: ['a1'], b: ['b1', 'b2'] };
   const nodes = await clusterProcesses(etcd.url, sets, (set) => ({
     // retained on both sets: what b took goes back into a's history, in its place
     channels: { [QUEUE]: { set: 'a', retention: { seconds: 3_600 } }, [WARM]: { set: 'b' } },
@@ -92,6 +92,8 @@ async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new'): Promise<void
     const victim = kill === 'old' ? masterA : masterB;
     victim.process!.child.kill('SIGKILL');
     await victim.process!.exited;
+    // set b's only broker back: it loads what it took from its store into the queue, and must hand that back
+    if (kill === 'restart') victim.process = await startProcess(victim.configPath, { startTimeoutMs: 30_000 });
   }
   const move = await moving;
   const sentDuringMove = sent;
@@ -119,7 +121,7 @@ async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new'): Promise<void
     clientErrors: errors.slice(0, 5).map((e) => `${e.code}: ${e.message}`),
   };
   for (const [id, lines] of logs) console.log(id, lines.filter((line) => /called off|acts as master/.test(line)).join('\n'));
-  console.log(`move called off${kill === 'none' ? '' : ` (${kill} master killed -9)`}: ${JSON.stringify(report)}`);
+  console.log(`move called off${kill === 'none' ? '' : kill === 'restart' ? ' (set b killed -9 and restarted)' : ` (${kill} master killed -9)`}: ${JSON.stringify(report)}`);
   // the move was called off, and set b had answered sends of the queue meanwhile
   expect(move.stdout + move.stderr).toContain('called off');
   if (kill !== 'none') expect(phaseAtKill).toBe('before b wrote them');
@@ -147,4 +149,6 @@ describe('whisker move called off (real etcd, real broker processes)', () => {
   test('the same with set b\'s master killed -9 as it hands back: its slave, elected, hands back what it stored', () => calledOffUnderTraffic('new'), 90_000);
 
   test('the same with set a\'s master killed -9 as set b hands back: its slave, elected, takes it and ends the call-off', () => calledOffUnderTraffic('old'), 90_000);
+
+  test('the same with set b\'s only broker killed -9 as it hands back and restarted: it hands back what it loaded from its store', () => calledOffUnderTraffic('restart'), 90_000);
 });

@@ -17,7 +17,7 @@ import { connect } from '../../support/harness.js';
 const CHANNEL = 'rt/v1/x';
 const PRODUCERS = 3;
 const BURST = 3;
-const ROUNDS = 4;
+const ROUNDS = 3;
 const STOP_MS = 6_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
