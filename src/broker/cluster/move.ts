@@ -29,6 +29,13 @@ interface Extras {
   /** ids settled within the dedupe window, with their acceptance times */
   recent: Array<[messageId: string, acceptedAt: number]>;
   reservations: ReservationRecord[];
+  /**
+   * the queue's recipient groups (consumer groups, listener names), members or not: a group with
+   * nothing unsettled is named by no message, and set b, without it, queued what it took before
+   * the name subscribed there for the other groups only (test/attacks-31c move-b-down: a
+   * listener lost 7,061 sends when set b was restarted mid-move)
+   */
+  groups: string[];
 }
 
 interface HandOver extends Extras {
@@ -176,7 +183,8 @@ export class Mover {
       const history = (await router.history?.exportRecords(queue)) ?? [];
       const recent = router.recentOf(queue);
       const reservations = router.reservations.ofQueue(queue);
-      const chunks = encodeChunks(held, history, recent, reservations);
+      const groups = [...(router.queues.get(queue)?.groupKeys() ?? [])];
+      const chunks = encodeChunks(held, history, recent, reservations, groups);
       const bytes = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
       const max = Math.min(MAX_MOVE_BYTES, router.policy.config.limits.maxMoveBytes);
       if (bytes > max) {
@@ -191,7 +199,7 @@ export class Mover {
       if (!router.isMaster) return;
       const next: Placement = { set: placement.set, move: { to: move.to, phase: 'import', id: move.id, chunks: chunks.length, part } };
       const written = await cluster.compareAndPut(queue, raw, next);
-      this.#log.info('move: hand-over written to etcd', { queue, to: move.to, messages: held.length, history: history.length, recentIds: recent.length, reservations: reservations.length, chunks: chunks.length, bytes, written });
+      this.#log.info('move: hand-over written to etcd', { queue, to: move.to, messages: held.length, history: history.length, recentIds: recent.length, reservations: reservations.length, groups: groups.length, chunks: chunks.length, bytes, written });
     } catch (error) {
       this.#log.warn('move: hand-over not written, trying again', { queue, to: move.to, error: (error as Error).message });
       this.#later(queue);
@@ -218,7 +226,7 @@ export class Mover {
       while (Date.now() < deadline && [...router.appendsUnderWay()].some((id) => router.holding(id) === undefined && !router.moving.isAside(id))) await sleep(10);
       if (!router.isMaster || this.#rawOf(queue, placement) !== raw) return;
       const aside = await router.moving.exportTaken(queue);
-      const chunks = encodeChunks(aside.map((message) => ({ message, records: [] })), [], [], []);
+      const chunks = encodeChunks(aside.map((message) => ({ message, records: [] })), [], [], [], []);
       const part = randomBytes(6).toString('hex');
       await cluster.putMoveChunks(queue, move.id, part, chunks);
       if (!router.isMaster) return;
@@ -252,16 +260,20 @@ export class Mover {
     const move = placement.move!;
     const chunks = await this.#cluster.readMoveChunks(queue, move.id, move.part ?? '', move.chunks ?? 0);
     if (!chunks) throw new Error('hand-over keys missing in etcd');
-    const { items, history, recent, reservations } = decodeChunks(queue, chunks);
+    const { items, history, recent, reservations, groups } = decodeChunks(queue, chunks);
     const router = this.#router;
     // reserved ids first: another name that took one here meanwhile loses it before anything is delivered
     router.importReservations(reservations);
+    // the queue's groups next, held until their members subscribe here: what is queued below goes to them too
+    router.holdGroups(queue, groups);
     // the old set's history goes before the messages handed over and before what was sent here meanwhile
     const written = (await router.history?.adopt(queue, history, new Set(items.map((i) => i.message.messageId)))) ?? 0;
     router.importRecent(queue, recent);
     const queued = await router.moving.importMoved(queue, items);
+    // what a restart during the move loaded into the queue goes to those groups too, as if from aside
+    router.moving.nameHeld(queue, items);
     const aside = router.moving.releaseAside(queue, new Set(recent.map(([messageId]) => messageId)));
-    this.#log.info('move: hand-over taken', { queue, from: placement.set, messages: items.length, queued, sentMeanwhile: aside, history: written, recentIds: recent.length, reservations: reservations.length });
+    this.#log.info('move: hand-over taken', { queue, from: placement.set, messages: items.length, queued, sentMeanwhile: aside, history: written, recentIds: recent.length, reservations: reservations.length, groups: groups.length });
   }
 
   /**
@@ -343,13 +355,15 @@ function sleep(ms: number): Promise<void> {
  * JSON arrays of about CHUNK_BYTES. A row is a message, `[messageId, id, data, created, acceptedAt,
  * from, [[group, nbRequeues, notBefore]]]`, or one of `{"h": [messageId, id, acceptedAt, created,
  * from, data]}` (a retained history record), `{"r": [messageId, acceptedAt]}` (a settled id),
- * `{"v": [channel, owner, since, releaseAt]}` (a reservation). History rows come first, in order.
+ * `{"v": [channel, owner, since, releaseAt]}` (a reservation), `{"g": [group]}` (a recipient group of
+ * the queue). History rows come first, in order.
  */
 function encodeChunks(
   held: ReadonlyArray<{ message: StoredMessage; records: readonly RecoveredRecord[] }>,
   history: readonly ReadRecord[],
   recent: ReadonlyArray<readonly [string, number]>,
   reservations: readonly ReservationRecord[],
+  groups: readonly string[],
 ): string[] {
   const chunks: string[] = [];
   let parts: string[] = [];
@@ -368,6 +382,7 @@ function encodeChunks(
   for (const { message: m, records } of held) add(JSON.stringify([m.messageId, m.id, m.data, m.created, m.acceptedAt, m.from, records.map((r) => [r.group, r.nbRequeues, r.notBefore])]));
   for (const [messageId, acceptedAt] of recent) add(JSON.stringify({ r: [messageId, acceptedAt] }));
   for (const r of reservations) add(JSON.stringify({ v: [r.channel, r.owner, r.since, r.releaseAt] }));
+  for (const group of groups) add(JSON.stringify({ g: [group] }));
   if (parts.length > 0) chunks.push(`[${parts.join(',')}]`);
   return chunks;
 }
@@ -377,11 +392,11 @@ function bad(): never {
 }
 
 function decodeChunks(queue: string, chunks: readonly string[]): HandOver {
-  const out: HandOver = { items: [], history: [], recent: [], reservations: [] };
+  const out: HandOver = { items: [], history: [], recent: [], reservations: [], groups: [] };
   for (const chunk of chunks) {
     for (const row of JSON.parse(chunk) as unknown[]) {
       if (!Array.isArray(row)) {
-        const o = (row ?? {}) as { h?: unknown; r?: unknown; v?: unknown };
+        const o = (row ?? {}) as { h?: unknown; r?: unknown; v?: unknown; g?: unknown };
         if (Array.isArray(o.h) && o.h.length === 6) {
           const [messageId, id, acceptedAt, created, from, data] = o.h as [unknown, unknown, unknown, unknown, unknown, unknown];
           if (typeof messageId !== 'string' || typeof id !== 'string' || typeof acceptedAt !== 'number' || typeof created !== 'number' || typeof from !== 'string') bad();
@@ -394,6 +409,8 @@ function decodeChunks(queue: string, chunks: readonly string[]): HandOver {
           const [channel, owner, since, releaseAt] = o.v as [unknown, unknown, unknown, unknown];
           if (typeof channel !== 'string' || !channel.startsWith(`${queue}/`) || typeof owner !== 'string' || typeof since !== 'number' || (releaseAt !== null && typeof releaseAt !== 'number')) bad();
           out.reservations.push({ channel, owner, since, releaseAt });
+        } else if (Array.isArray(o.g) && o.g.length === 1 && typeof o.g[0] === 'string') {
+          out.groups.push(o.g[0]);
         } else bad();
         continue;
       }

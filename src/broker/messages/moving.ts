@@ -176,6 +176,19 @@ export class Moving {
   }
 
   /**
+   * After a hand-over is queued here, what this broker held of the queue before it (sends it
+   * stored during the move and loaded at a restart: its store kept them, not that they waited
+   * aside) goes to the groups it would have gone to from aside: the hand-over's groups for a
+   * message the hand-over carries, every matching group for the others.
+   */
+  nameHeld(queueName: string, items: ReadonlyArray<{ message: Omit<StoredMessage, 'seq'>; records: readonly RecoveredRecord[] }>): void {
+    const queue = this.#env.existing(queueName);
+    if (!queue) return;
+    const handed = new Map(items.map(({ message, records }) => [message.messageId, records.map((r) => r.group)]));
+    queue.nameGroups((messageId, id) => handed.get(messageId) ?? queue.matchingKeys(id));
+  }
+
+  /**
    * A queue moved away from this set: what it still holds here is the new set's now. Dropped
    * without counting as settled: a move of the queue back here hands the ids over again, and
    * they must be queued then, not taken for copies of messages settled here (issue 31).

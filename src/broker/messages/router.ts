@@ -230,6 +230,18 @@ export class Router {
     }
   }
 
+  /**
+   * A move's hand-over of a queue's recipient groups (SPEC §13): each is held here for
+   * `groupHold`, as a lost connection's is, so what this set queues before its members subscribe
+   * here gets a record in it (a listener name away, or not back on this set yet, gets it later)
+   */
+  holdGroups(queue: string, keys: readonly string[]): void {
+    const holdMs = this.#policy.config.groupHold * 1000;
+    if (holdMs <= 0 || keys.length === 0) return;
+    const into = this.#queue(queue);
+    for (const key of keys) into.holdGroup(key, holdMs);
+  }
+
   /** a move's hand-over of a queue's reservations (owner and hold): they win over what this set gave meanwhile */
   importReservations(records: readonly ReservationRecord[]): void {
     this.#evict(this.#reservations.adopt(records));

@@ -18,6 +18,10 @@ const ADOPT_CHECK = 100;
  * order (row-ring.ts); each group walks them with a cursor. A delivery record object exists only
  * while a message is in flight or requeued in a group (group.ts); bodies are a cache by row
  * (bodies.ts). One timer per queue, never one per message. Listings live in views.ts.
+ *
+ * Why this file is long: every verb that names a row's groups (accept, restore, adoption, a
+ * move's import and the groups it names after a restart) keeps `unassigned` and the groups'
+ * record counts and cursors together; the mechanics are in core.ts.
  */
 export class Queue extends QueueCore {
   readonly #groupsOf = new Map<Subscriber, Set<Group>>();
@@ -245,6 +249,44 @@ export class Queue extends QueueCore {
     this.record(events);
     for (const group of groups) this.pump(group);
     if (this.ownsRow(row) && this.rows.messageId(row) === message.messageId && this.rows.inFlight(row) === 0) this.bodies.trim(row);
+  }
+
+  /**
+   * A move's hand-over taken (SPEC §13): each row held here already gets a record in every
+   * group `groupsOf` names for it that it lacks (the hand-over's groups for a message it carries,
+   * every matching group for one only sent here). They are sends this set stored during the move
+   * and loaded at a restart: none was delivered here (the queue delivers nothing while it moves),
+   * and one adopted by the first group to subscribe after the restart, or by none (the groups the
+   * hand-over made adopt nothing), was lost for the others (test/attacks-31c move-b-down).
+   */
+  nameGroups(groupsOf: (messageId: string, id: string) => readonly string[]): void {
+    const events: StoreEvent[] = [];
+    const touched = new Set<Group>();
+    for (let p = this.ring.next(this.ring.head); p < this.ring.tail; p = this.ring.next(p + 1)) {
+      const row = this.ring.rowAt(p);
+      if (this.rows.inFlight(row) > 0) continue;
+      const named = this.rows.groups(row);
+      const missing = groupsOf(this.rows.messageId(row), this.rows.id(row))
+        .filter((key) => !named.includes(key))
+        .map((key) => this.groupFor(key))
+        .filter((g): g is Group => g !== undefined);
+      if (missing.length === 0) continue;
+      if (named.length === 0) this.unassigned--;
+      this.rows.setGroups(row, [...named, ...missing.map((g) => g.key)]);
+      for (const group of missing) {
+        group.recordCount++;
+        group.rewind(p);
+        touched.add(group);
+      }
+      events.push({ kind: 'assign', messageId: this.rows.messageId(row), groups: missing.map((g) => g.key) });
+    }
+    if (events.length > 0) this.record(events);
+    for (const group of touched) this.pump(group);
+  }
+
+  /** keys of the groups a message of `id` would go to if accepted now */
+  matchingKeys(id: string): string[] {
+    return this.matchingGroups(id).map((g) => g.key);
   }
 
   /** records given back requeued or delayed (a restart, a move) become record objects of the row; returns them */
