@@ -2,7 +2,7 @@
 // item 11 ("a slave's memory is as flat as its master's under steady traffic"), operations.md#the-nemesis (heap check).
 // Master a + slave b (configured mode), both with --expose-gc --import test/nemesis/gc-every.mjs (full GC every 2 s).
 // Channel mix/v1 with retention (maxBytes 1 MiB, so the history is trimmed all along); a producer at RATE msg/s (1 KB)
-// over 10 ids; a consumer of ids 0..9 that nacks every 5th delivery once (handler retry 1 s) and acks the rest; two
+// over 10 ids; a consumer of ids 0..9 that nacks every 5th delivery once (done(false, 1): requeued in 1 s) and acks the rest; two
 // listener names on mix/v1/*. For MINUTES; heap floor of each 10 s window after WARM s, least-squares slope (MiB/min).
 import { makeNodes, start, mkClient, keyPair, sleep, check, finish, metrics, metric, waitFor, health } from './harness.mjs';
 import { execFileSync } from 'node:child_process';
@@ -22,7 +22,7 @@ const IDS = Array.from({ length: 10 }, (_, i) => String(i));
 const acked = new Set(); let nacks = 0; const nacked = new Set();
 const cc = await mkClient(nodes, 'd5-cons', keyPair(), { handlerRetry: { initialSeconds: 1, factor: 1, maxSeconds: 1 } });
 await cc.consume({ endpoint: 'mix', version: 'v1', ids: IDS }, { prefetch: 20 }, (err, msg, done, info) => {
-  if (err) return; if (msg.i % 5 === 0 && !nacked.has(info.messageId)) { nacked.add(info.messageId); nacks++; done(new Error('nack')); } else { acked.add(info.messageId); done(); } }).ready;
+  if (err) return; if (msg.i % 5 === 0 && !nacked.has(info.messageId)) { nacked.add(info.messageId); nacks++; done(false, 1); } else { acked.add(info.messageId); done(); } }).ready;
 const lis = []; for (const k of [0, 1]) { const l = await mkClient(nodes, `d5-l${k}`, keyPair()); l.n = 0; await l.listen('mix/v1/*', (err) => { if (!err) l.n++; }).ready; lis.push(l); }
 const p = await mkClient(nodes, 'd5-p', keyPair(), { sendTimeout: 30000 });
 const body = 'x'.repeat(1000); let sent = 0, ok = 0, bad = 0; let run = true; const ids = [];

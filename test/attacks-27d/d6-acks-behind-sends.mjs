@@ -3,10 +3,10 @@
 // disconnect() is never lost; the close follows once they are written), then closes every socket ..., fails the sends still
 // waiting with E_DISCONNECTED (a send not written yet is not written)"), SPEC §3. Master a + slave b (configured mode).
 // N messages on jobs/v1/x. CYCLES times: a consumer (prefetch PREFETCH) also pipelines BIG sends of 16 KB to another
-// channel in one turn, takes PREFETCH deliveries, acks half with done(), nacks the other half with done(err), and calls
+// channel in one turn, takes PREFETCH deliveries, acks half with done(), nacks the other half with done(false) (client.md: done(ack = true, delaySeconds)), and calls
 // disconnect() in the same turn. Then: acked ones are never delivered again (through a, nor through b promoted after
 // kill -9 of a); nacked ones come back; the consumer's sends end OK or E_DISCONNECTED only.
-import { makeNodes, start, kill9, cli, mkClient, keyPair, sleep, check, finish, waitFor, health, writeConfig } from './harness.mjs';
+import { makeNodes, start, kill9, cli, mkClient, keyPair, sleep, check, finish, waitFor, health, writeConfig, metrics } from './harness.mjs';
 import { execFileSync } from 'node:child_process';
 
 const N = Number(process.env.N ?? 600), PREFETCH = Number(process.env.PREFETCH ?? 40), CYCLES = Number(process.env.CYCLES ?? 5), BIG = Number(process.env.BIG ?? 1500);
@@ -32,7 +32,7 @@ for (let c = 0; c < CYCLES; c++) {
   await Promise.race([full, sleep(10000)]);
   const sends = Array.from({ length: BIG }, (_, j) => cc.send('bulk/v1/y', { c, j, pad }).then(() => 'OK', (e) => e.code));
   closing = true;
-  held.forEach(([i, d], j) => { if (j % 2 === 0) { d(); acked.add(i); } else { d(new Error('nack')); nacked.add(i); } });
+  held.forEach(([i, d], j) => { if (j % 2 === 0) { d(); acked.add(i); } else { d(false); nacked.add(i); } });
   const t0 = Date.now(); await cc.disconnect(); const ms = Date.now() - t0;
   for (const s of await Promise.all(sends)) sendCodes[s] = (sendCodes[s] ?? 0) + 1;
   per.push(`${held.length} held, disconnect ${ms} ms`);
@@ -43,10 +43,11 @@ drain.consume(CH, { prefetch: 50 }, (err, msg, done) => { if (err) return; if (a
 await waitFor(() => count.size >= N && Date.now() - last > 2500, 40000, 200);
 await drain.disconnect();
 const missing = N - count.size;
+const ma = await metrics(a); const bulkStored = Object.entries(ma ?? {}).filter(([k]) => k.startsWith('whisker_messages_received_total') && k.includes('bulk/v1')).reduce((x, [, v]) => x + v, 0);
 const badSend = Object.keys(sendCodes).filter((k) => k !== 'OK' && k !== 'E_DISCONNECTED');
-check('d6.1 done()/done(err) then disconnect() with 1,500 x 16 KB sends queued on the same socket: no acked message delivered again, none missing, sends end OK or E_DISCONNECTED',
+check('d6.1 done()/done(false) then disconnect() with 1,500 x 16 KB sends queued on the same socket: no acked message delivered again, none missing, sends end OK or E_DISCONNECTED',
   ackedAgain.length === 0 && missing === 0 && badSend.length === 0,
-  { cycles: per, acked: acked.size, nacked: nacked.size, ackedDeliveredAgain: ackedAgain.length, ex: ackedAgain.slice(0, 6), missing, consumerSends: sendCodes });
+  { cycles: per, acked: acked.size, nacked: nacked.size, ackedDeliveredAgain: ackedAgain.length, ex: ackedAgain.slice(0, 6), missing, consumerSends: sendCodes, bulkReceivedByMaster: bulkStored });
 await kill9(a); b.config.isMaster = true; writeConfig(b); await cli(b, 'reload');
 await waitFor(async () => (await health(b)).body?.role === 'master', 15000, 200);
 const after = []; const c2 = await mkClient([b], 'd6-cons', key);
