@@ -10,13 +10,14 @@
 import { makeNodes, start, kill9, mkClient, keyPair, sleep, check, finish, waitFor, health } from './harness.mjs';
 import { execFileSync } from 'node:child_process';
 
+const SINGLE = !!process.env.SINGLE; // SINGLE=1: broker a alone (no mirror), phase 1 only: every in-flight send is re-sent to a
 const BURST = Number(process.env.BURST ?? 10), DOWN1 = Number(process.env.DOWN1 ?? 3000), DOWN2 = Number(process.env.DOWN2 ?? 5000);
 const up = () => execFileSync('uptime').toString().trim().replace(/.*load/, 'load');
 console.log('start', new Date().toISOString(), up(), { BURST, DOWN1, DOWN2 });
-const nodes = await makeNodes(['a', 'b'], { logLevel: 'warn', channels: { 'rt/v1': { retention: { seconds: 3600 }, maxItemsInQueue: 200000 } } });
+const nodes = await makeNodes(SINGLE ? ['a'] : ['a', 'b'], { logLevel: 'warn', channels: { 'rt/v1': { retention: { seconds: 3600 }, maxItemsInQueue: 200000 } } });
 const [a, b] = nodes;
 await Promise.all(nodes.map(start));
-await waitFor(async () => (await health(b)).status === 200, 30000, 200);
+if (!SINGLE) await waitFor(async () => (await health(b)).status === 200, 30000, 200);
 const CH = 'rt/v1/x';
 
 function producers(sendTimeout, tag) {
@@ -66,11 +67,12 @@ const t1 = {}; for (const r of p1.res) t1[r.code] = (t1[r.code] ?? 0) + 1;
 const inFlight = p1.res.filter((r) => r.tSend < tKill1 && r.tAns > tUp1 && r.code === 'OK').length;
 const oks1 = p1.res.filter((r) => r.code === 'OK');
 const ra1 = judge(await replayFrom(a), oks1, 'p1');
-const rb1 = judge(await replayFrom(b), oks1, 'p1');
+const rb1 = SINGLE ? { missing: 0, twice: 0, orderBreaks: 0, records: 'no b' } : judge(await replayFrom(b), oks1, 'p1');
 check('d3.1 kill -9 of the master under gapless pipelined sends, restarted within sendTimeout: every OK send in a\'s and b\'s history once, in send order per producer',
   ra1.missing + ra1.twice + ra1.orderBreaks + rb1.missing + rb1.twice + rb1.orderBreaks === 0 && !ra1.error && !rb1.error,
   { answers: t1, sentBeforeKillAnsweredAfterRestart: inFlight, a: ra1, b: rb1 });
 for (const c of p1.clients) await c.disconnect();
+if (SINGLE) { console.log(up()); await finish(0); }
 
 // Phase 2
 const p2 = producers(1500, 'p2');
