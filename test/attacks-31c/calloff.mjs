@@ -15,13 +15,17 @@
 //  calloff-stop-old : calloff, a's master SIGSTOPped 3 s as it logs `move called off: the queue holds more`
 //  calloff-stop-back : calloff, a's master SIGSTOPped 3 s as it logs `the queue is on this set again` (delivering again)
 //  stop-flap      : no move; a's master SIGSTOPped 3 s, then a's next master 3 s, then a's master again 1.2 s
+//  calloff-kill-old-back : calloff, a's master kill -9 as it logs `sends taken meanwhile are back` (before it delivers again)
+//  calloff-b-down : calloff, both brokers of b kill -9 as b's master logs `handing back`, restarted 4 s later
+//  calloff-etcd-stop : calloff, etcd SIGSTOPped 4 s as b's master logs `handing back` (every lease runs out)
+//  stop-both-mid  : no bound; a's and b's masters SIGSTOPped 3 s together as a logs `handing the queue over`
 //  stop-traffic   : no move; a's master SIGSTOPped 3 s (past its lease) under traffic, then SIGCONT
 // Promises: SPEC §13 (nothing lost, order per id kept, duplicates at most what was in flight), operations.md
 // "Moving a queue" (call-off: order per id kept, nothing delivered on b, `whisker move` exit 1 `called off: it
 // stays on a`), "Automatic failover" (a new master delivers within leaseTtl + about 1 s).
 // Usage: nice -n 5 node test/attacks-31c/calloff.mjs MODE
 import { writeFileSync } from 'node:fs';
-import { startEtcd, startCluster, mkClient, tracker, sleep, load, cliAsync, waitMaster, waitLog, kill9 } from '../attacks-31/lib.mjs';
+import { startEtcd, startCluster, startNode, mkClient, tracker, sleep, load, cliAsync, waitMaster, waitLog, kill9 } from '../attacks-31/lib.mjs';
 
 const mode = process.argv[2] ?? 'calloff';
 const calloff = mode.startsWith('calloff');
@@ -79,6 +83,12 @@ if (mode === 'calloff-kill-old') trigger(ma, 'move called off', async () => { ma
 if (mode === 'calloff-late') trigger(mb, 'handing back', async () => { mark('late-back'); await lateListen(); mark('late-ready'); });
 if (mode === 'calloff-stop-old') trigger(ma, 'move called off: the queue holds more', () => stopFor(ma, 3000));
 if (mode === 'calloff-stop-back') trigger(ma, 'the queue is on this set again', () => stopFor(ma, 3000));
+if (mode === 'calloff-kill-old-back') trigger(ma, 'sends taken meanwhile are back', async () => { mark(`kill9-${ma.id}`); await kill9(ma); });
+if (mode === 'calloff-b-down') trigger(mb, 'handing back', async () => { // all of set b killed -9, back 4 s later
+  const bs = nodes.filter((n) => n.set === 'b'); mark('kill9-all-b'); await Promise.all(bs.map(kill9)); await sleep(4000);
+  mark('restart-b'); await Promise.all(bs.map(startNode)); mark('b-started'); });
+if (mode === 'calloff-etcd-stop') trigger(mb, 'handing back', async () => { mark('SIGSTOP-etcd'); etcd.child.kill('SIGSTOP'); await sleep(4000); etcd.child.kill('SIGCONT'); mark('SIGCONT-etcd'); });
+if (mode === 'stop-both-mid') trigger(ma, 'handing the queue over', () => Promise.all([stopFor(ma, 3000), stopFor(mb, 3000)]));
 if (mode === 'stop-old-mid') trigger(ma, 'handing the queue over', () => stopFor(ma, 3000));
 if (mode === 'stop-new-mid') trigger(mb, 'hand-over taken', () => stopFor(mb, 3000));
 if (mode === 'back-mid') trigger(ma, 'handing the queue over', async () => {
@@ -139,10 +149,10 @@ if (/moving mv\/v1/.test(st.out) || !new RegExp(`\\b${expectSet}\\b`).test(place
 if (Object.keys(fails).length) broken.push(`send failures ${JSON.stringify(fails)}`);
 if (lostC || lostL || lostLate) broken.push(`lost consumer ${lostC} listener ${lostL} late ${lostLate}`);
 if (tc.breaks || tl.breaks || tlate.breaks) broken.push(`order breaks consumer ${tc.breaks} listener ${tl.breaks} late ${tlate.breaks}`);
-const events = Math.max(1, moves.length + (mode === 'back-mid' ? 1 : 0) + (/kill|stop/.test(mode) ? (mode === 'stop-flap' ? 3 : 1) : 0));
+const events = Math.max(1, moves.length + (mode === 'back-mid' ? 1 : 0) + (/kill|stop|down/.test(mode) ? (mode === 'stop-flap' ? 3 : mode === 'stop-both-mid' ? 2 : 1) : 0));
 if (tc.dups > PREFETCH * events) broken.push(`consumer duplicates ${tc.dups} > prefetch ${PREFETCH} x ${events}`);
 if (handlerErrs.length) broken.push(`errors reached the handlers: ${handlerErrs.slice(0, 4).join(', ')}`);
-if (/kill|stop|late|back/.test(mode) && !/stop-traffic|stop-flap/.test(mode) && fired === null) broken.push('trigger never fired');
+if (/kill|stop|late|back|down/.test(mode) && !/stop-traffic|stop-flap/.test(mode) && fired === null) broken.push('trigger never fired');
 if (gC[0] > 15000) broken.push(`consumer stalled ${gC[0]} ms from @${gC[1]}`);
 console.log(broken.length ? `BROKEN: ${broken.join('; ')}` : 'HELD');
 for (const n of nodes) { const e = n.log.filter((l) => /"level":"(error|fatal)"/.test(l)); if (e.length) console.log(`${n.id} errors:`, e.slice(0, 3).map((l) => l.slice(0, 300)).join('\n')); }
