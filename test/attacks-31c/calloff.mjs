@@ -18,6 +18,9 @@
 //  calloff-kill-old-back : calloff, a's master kill -9 as it logs `sends taken meanwhile are back` (before it delivers again)
 //  calloff-b-down : calloff, both brokers of b kill -9 as b's master logs `handing back`, restarted 4 s later
 //  calloff-etcd-stop : calloff, etcd SIGSTOPped 4 s as b's master logs `handing back` (every lease runs out)
+//  move-b-down    : no bound; both brokers of b kill -9 as b's master logs `taking the queue over`, restarted 4 s later
+//                   (B_DOWN_AT=TEXT picks another log line of b's master for both b-down modes; KILL_DELAY_MS waits after it)
+//  b-restart-after : control, no bound: the move ends, 1.5 s later both brokers of b kill -9, restarted 4 s later
 //  stop-both-mid  : no bound; a's and b's masters SIGSTOPped 3 s together as a logs `handing the queue over`
 //  stop-traffic   : no move; a's master SIGSTOPped 3 s (past its lease) under traffic, then SIGCONT
 // Promises: SPEC §13 (nothing lost, order per id kept, duplicates at most what was in flight), operations.md
@@ -84,7 +87,8 @@ if (mode === 'calloff-late') trigger(mb, 'handing back', async () => { mark('lat
 if (mode === 'calloff-stop-old') trigger(ma, 'move called off: the queue holds more', () => stopFor(ma, 3000));
 if (mode === 'calloff-stop-back') trigger(ma, 'the queue is on this set again', () => stopFor(ma, 3000));
 if (mode === 'calloff-kill-old-back') trigger(ma, 'sends taken meanwhile are back', async () => { mark(`kill9-${ma.id}`); await kill9(ma); });
-if (mode === 'calloff-b-down') trigger(mb, 'handing back', async () => { // all of set b killed -9, back 4 s later
+if (mode === 'calloff-b-down' || mode === 'move-b-down') trigger(mb, process.env.B_DOWN_AT ?? (calloff ? 'handing back' : 'taking the queue over'), async () => { // all of set b killed -9, back 4 s later
+  await sleep(Number(process.env.KILL_DELAY_MS ?? 0)); // KILL_DELAY_MS: wait this long after the log line (b waits 200 ms before it writes)
   const bs = nodes.filter((n) => n.set === 'b'); mark('kill9-all-b'); await Promise.all(bs.map(kill9)); await sleep(4000);
   mark('restart-b'); await Promise.all(bs.map(startNode)); mark('b-started'); });
 if (mode === 'calloff-etcd-stop') trigger(mb, 'handing back', async () => { mark('SIGSTOP-etcd'); etcd.child.kill('SIGSTOP'); await sleep(4000); etcd.child.kill('SIGCONT'); mark('SIGCONT-etcd'); });
@@ -107,6 +111,9 @@ else {
   await move('b', cfg);
   if (mode === 'calloff-twice') await move('b', cfg);
   if (mode === 'back-mid') { await sleep(200); await move('a', cfg); }
+  if (mode === 'b-restart-after') { // control: the move ended; then both brokers of b kill -9 and restarted 4 s later
+    await sleep(1500); const bs = nodes.filter((n) => n.set === 'b'); mark('kill9-all-b'); await Promise.all(bs.map(kill9)); fired = Date.now() - T0;
+    await sleep(4000); mark('restart-b'); await Promise.all(bs.map(startNode)); mark('b-started'); }
 }
 await sleep(AFTER_MS);
 producing = false; await producer;
@@ -143,13 +150,13 @@ for (const m of moves) {
   if (calloff && !(m.code === 1 && /called off: it stays on a/.test(m.out))) broken.push(`move to ${m.to}: exit ${m.code} "${m.out}" (expected exit 1 "called off: it stays on a")`);
   if (!calloff && m.code !== 0) broken.push(`move to ${m.to} exit ${m.code}`);
 }
-const expectSet = calloff || mode === 'back-mid' || mode.startsWith('stop-traffic') || mode === 'stop-flap' ? 'a' : 'b';
+const expectSet = calloff || (mode === 'move-b-down' && false) || mode === 'back-mid' || mode.startsWith('stop-traffic') || mode === 'stop-flap' ? 'a' : 'b';
 const placed = st.out.split('\n').find((l) => /mv\/v1/.test(l) && !/moving/.test(l)) ?? '';
 if (/moving mv\/v1/.test(st.out) || !new RegExp(`\\b${expectSet}\\b`).test(placed)) broken.push(`placement at the end: "${placed.trim()}" (expected on ${expectSet}, no move under way)`);
 if (Object.keys(fails).length) broken.push(`send failures ${JSON.stringify(fails)}`);
 if (lostC || lostL || lostLate) broken.push(`lost consumer ${lostC} listener ${lostL} late ${lostLate}`);
 if (tc.breaks || tl.breaks || tlate.breaks) broken.push(`order breaks consumer ${tc.breaks} listener ${tl.breaks} late ${tlate.breaks}`);
-const events = Math.max(1, moves.length + (mode === 'back-mid' ? 1 : 0) + (/kill|stop|down/.test(mode) ? (mode === 'stop-flap' ? 3 : mode === 'stop-both-mid' ? 2 : 1) : 0));
+const events = Math.max(1, moves.length + (mode === 'back-mid' ? 1 : 0) + (/kill|stop|down|restart/.test(mode) ? (mode === 'stop-flap' ? 3 : mode === 'stop-both-mid' ? 2 : 1) : 0));
 if (tc.dups > PREFETCH * events) broken.push(`consumer duplicates ${tc.dups} > prefetch ${PREFETCH} x ${events}`);
 if (handlerErrs.length) broken.push(`errors reached the handlers: ${handlerErrs.slice(0, 4).join(', ')}`);
 if (/kill|stop|late|back|down/.test(mode) && !/stop-traffic|stop-flap/.test(mode) && fired === null) broken.push('trigger never fired');
