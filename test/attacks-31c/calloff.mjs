@@ -19,7 +19,8 @@
 //  calloff-b-down : calloff, both brokers of b kill -9 as b's master logs `handing back`, restarted 4 s later
 //  calloff-etcd-stop : calloff, etcd SIGSTOPped 4 s as b's master logs `handing back` (every lease runs out)
 //  move-b-down    : no bound; both brokers of b kill -9 as b's master logs `taking the queue over`, restarted 4 s later
-//                   (B_DOWN_AT=TEXT picks another log line of b's master for both b-down modes; KILL_DELAY_MS waits after it)
+//                   (B_DOWN_AT=TEXT picks another log line of b's master for both b-down modes, B_DOWN_ON=a a line of
+//                   a's master instead; KILL_DELAY_MS waits after it)
 //  b-restart-after : control, no bound: the move ends, 1.5 s later both brokers of b kill -9, restarted 4 s later
 //  stop-both-mid  : no bound; a's and b's masters SIGSTOPped 3 s together as a logs `handing the queue over`
 //  stop-traffic   : no move; a's master SIGSTOPped 3 s (past its lease) under traffic, then SIGCONT
@@ -57,13 +58,14 @@ await hc.ready; await hl.ready;
 const stale = { consumer: 0, listener: 0 };
 for (const [name, c] of [['consumer', cons], ['listener', lis]]) c.on('stale', () => { stale[name]++; });
 
-const ok = new Set(); const fails = {}; let sent = 0; const seq = new Array(IDS).fill(0); let pending = 0; let maxSendMs = 0; let producing = true;
+const sentAt = new Map(); const ok = new Set(); const fails = {}; let sent = 0; const seq = new Array(IDS).fill(0); let pending = 0; let maxSendMs = 0; let producing = true;
 const producer = (async () => {
   const t0 = Date.now();
   while (producing) {
     const due = Math.floor(((Date.now() - t0) / 1000) * RATE);
     while (sent < due && pending < 5000) {
       const id = sent % IDS; const s = seq[id]++; sent++; pending++; const st = Date.now();
+      sentAt.set(`${id}:${s}`, Date.now() - T0);
       prod.send(`mv/v1/${id}`, { id, seq: s }).then(() => ok.add(`${id}:${s}`), (e) => { fails[e.code] = (fails[e.code] ?? 0) + 1; })
         .finally(() => { pending--; maxSendMs = Math.max(maxSendMs, Date.now() - st); });
     }
@@ -87,7 +89,7 @@ if (mode === 'calloff-late') trigger(mb, 'handing back', async () => { mark('lat
 if (mode === 'calloff-stop-old') trigger(ma, 'move called off: the queue holds more', () => stopFor(ma, 3000));
 if (mode === 'calloff-stop-back') trigger(ma, 'the queue is on this set again', () => stopFor(ma, 3000));
 if (mode === 'calloff-kill-old-back') trigger(ma, 'sends taken meanwhile are back', async () => { mark(`kill9-${ma.id}`); await kill9(ma); });
-if (mode === 'calloff-b-down' || mode === 'move-b-down') trigger(mb, process.env.B_DOWN_AT ?? (calloff ? 'handing back' : 'taking the queue over'), async () => { // all of set b killed -9, back 4 s later
+if (mode === 'calloff-b-down' || mode === 'move-b-down') trigger(process.env.B_DOWN_ON === 'a' ? ma : mb, process.env.B_DOWN_AT ?? (calloff ? 'handing back' : 'taking the queue over'), async () => { // all of set b killed -9, back 4 s later
   await sleep(Number(process.env.KILL_DELAY_MS ?? 0)); // KILL_DELAY_MS: wait this long after the log line (b waits 200 ms before it writes)
   const bs = nodes.filter((n) => n.set === 'b'); mark('kill9-all-b'); await Promise.all(bs.map(kill9)); await sleep(4000);
   mark('restart-b'); await Promise.all(bs.map(startNode)); mark('b-started'); });
@@ -125,6 +127,12 @@ while (!done() && Date.now() < endWait) await sleep(250);
 const drainedAt = Date.now() - T0;
 const lostC = [...ok].filter((k) => !tc.seen.has(k)).length, lostL = [...ok].filter((k) => !tl.seen.has(k)).length;
 const lostLate = lateKeys().filter((k) => !tlate.seen.has(k)).length;
+// where the lost ones were sent (ms since start, in 1 s buckets), and the listener's last reception
+for (const [name, t] of [['consumer', tc], ['listener', tl]]) {
+  const miss = [...ok].filter((k) => !t.seen.has(k)); if (!miss.length) continue;
+  const buckets = {}; for (const k of miss) { const b = Math.floor(sentAt.get(k) / 1000); buckets[b] = (buckets[b] ?? 0) + 1; }
+  console.log(`${name} missing by second sent: ${JSON.stringify(buckets)}; first missing ${miss.slice(0, 3).join(' ')}; last reception @${t.times.at(-1)}`);
+}
 const st = await cliAsync(['cluster', 'status', '--placements', '-c', nodes.find((n) => n.child && n.role !== 'dead').config]);
 console.log(st.out.trim().split('\n').filter((l) => /mv\/v1|moving|master/.test(l)).join('\n'));
 
@@ -143,7 +151,7 @@ console.log(JSON.stringify(res));
 console.log('events:', roleEvents.join(' | '));
 console.log(`marks ${marks.join(' ')}`);
 for (const t of [tc, tl, tlate]) if (t.samples.length) console.log('samples:', t.samples.join(' | '));
-for (const n of nodes) writeFileSync(`/tmp/atk31c-${mode}-${n.id}.log`, n.log.join('\n'));
+for (const n of nodes) writeFileSync(`/tmp/atk31c-${mode}-${T0}-${n.id}.log`, n.log.join('\n'));
 
 const broken = [];
 for (const m of moves) {
