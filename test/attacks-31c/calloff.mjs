@@ -23,6 +23,7 @@
 //                   a's master instead; KILL_DELAY_MS waits after it)
 //  b-restart-after : control, no bound: the move ends, 1.5 s later both brokers of b kill -9, restarted 4 s later
 //  stop-both-mid  : no bound; a's and b's masters SIGSTOPped 3 s together as a logs `handing the queue over`
+//  a-restart-nomove : control, no move: both brokers of a kill -9 under traffic, restarted 4 s later
 //  stop-traffic   : no move; a's master SIGSTOPped 3 s (past its lease) under traffic, then SIGCONT
 // Promises: SPEC §13 (nothing lost, order per id kept, duplicates at most what was in flight), operations.md
 // "Moving a queue" (call-off: order per id kept, nothing delivered on b, `whisker move` exit 1 `called off: it
@@ -105,6 +106,9 @@ const moves = [];
 const move = async (to, cfg) => { mark(`move-${to}-start`); const r = await cliAsync(['move', 'mv/v1', '--to', to, '--timeout', '120', '-c', cfg]); mark(`move-${to}-end`);
   moves.push({ to, code: r.code, ms: r.ms, out: r.out.trim().split('\n').slice(-2).join(' | ') }); console.log(`move --to ${to} exit ${r.code} in ${r.ms} ms: ${moves.at(-1).out}`); };
 if (mode === 'stop-traffic') { await stopFor(ma, 3000); }
+else if (mode === 'a-restart-nomove') { // control for b-restart-after, no move: both brokers of a kill -9, restarted 4 s later
+  const as = nodes.filter((n) => n.set === 'a'); mark('kill9-all-a'); await Promise.all(as.map(kill9)); fired = Date.now() - T0;
+  await sleep(4000); mark('restart-a'); await Promise.all(as.map(startNode)); mark('a-started'); }
 else if (mode === 'stop-flap') { // a's master stopped 3 s; the next master of a stopped 3 s; then again 1.2 s (past its fence, within its lease)
   await stopFor(ma, 3000); await sleep(1500);
   for (const ms of [3000, 1200]) { const m = await waitMaster(nodes, 'a'); await stopFor(m, ms); await sleep(2500); } }
@@ -158,7 +162,7 @@ for (const m of moves) {
   if (calloff && !(m.code === 1 && /called off: it stays on a/.test(m.out))) broken.push(`move to ${m.to}: exit ${m.code} "${m.out}" (expected exit 1 "called off: it stays on a")`);
   if (!calloff && m.code !== 0) broken.push(`move to ${m.to} exit ${m.code}`);
 }
-const expectSet = calloff || (mode === 'move-b-down' && false) || mode === 'back-mid' || mode.startsWith('stop-traffic') || mode === 'stop-flap' ? 'a' : 'b';
+const expectSet = calloff || (mode === 'move-b-down' && false) || mode === 'back-mid' || mode.startsWith('stop-traffic') || mode === 'stop-flap' || mode === 'a-restart-nomove' ? 'a' : 'b';
 const placed = st.out.split('\n').find((l) => /mv\/v1/.test(l) && !/moving/.test(l)) ?? '';
 if (/moving mv\/v1/.test(st.out) || !new RegExp(`\\b${expectSet}\\b`).test(placed)) broken.push(`placement at the end: "${placed.trim()}" (expected on ${expectSet}, no move under way)`);
 if (Object.keys(fails).length) broken.push(`send failures ${JSON.stringify(fails)}`);
