@@ -28,6 +28,7 @@
 // Promises: SPEC §13 (nothing lost, order per id kept, duplicates at most what was in flight), operations.md
 // "Moving a queue" (call-off: order per id kept, nothing delivered on b, `whisker move` exit 1 `called off: it
 // stays on a`), "Automatic failover" (a new master delivers within leaseTtl + about 1 s).
+// REPLAY=1 (any mode): the channel retained on both sets, the whole history replayed at the end and checked.
 // Usage: nice -n 5 node test/attacks-31c/calloff.mjs MODE
 import { writeFileSync } from 'node:fs';
 import { startEtcd, startCluster, startNode, mkClient, tracker, sleep, load, cliAsync, waitMaster, waitLog, kill9 } from '../attacks-31/lib.mjs';
@@ -37,7 +38,7 @@ const calloff = mode.startsWith('calloff');
 const RATE = 1000, IDS = 10, BEFORE_MS = 4000, AFTER_MS = 3000, PREFETCH = 10, HANDLER_MS = 12;
 const etcd = await startEtcd(); await etcd.start();
 const nodes = await startCluster(etcd.url, { a: ['a1', 'a2'], b: ['b1', 'b2'] }, (set) => ({
-  channels: { 'mv/v1': { set: 'a', prefetch: PREFETCH } }, ...(calloff && set === 'a' ? { limits: { maxMoveBytes: 16384 } } : {}) }));
+  channels: { 'mv/v1': { set: 'a', prefetch: PREFETCH, ...(process.env.REPLAY ? { retention: { seconds: 3600 } } : {}) } }, ...(calloff && set === 'a' ? { limits: { maxMoveBytes: 16384 } } : {}) }));
 const ma = await waitMaster(nodes, 'a'); const mb = await waitMaster(nodes, 'b');
 console.log(`mode ${mode}; masters a=${ma.id} b=${mb.id}; ${load()}`);
 const hostsA = nodes.filter((n) => n.set === 'a').map((n) => n.spec);
@@ -131,6 +132,16 @@ while (!done() && Date.now() < endWait) await sleep(250);
 const drainedAt = Date.now() - T0;
 const lostC = [...ok].filter((k) => !tc.seen.has(k)).length, lostL = [...ok].filter((k) => !tl.seen.has(k)).length;
 const lostLate = lateKeys().filter((k) => !tlate.seen.has(k)).length;
+// REPLAY=1: the channel retained on both sets; a replay of the whole history at the end must give every answered send
+// once, in seq order per id (operations.md "Retained history moves", the call-off's history written before what a put aside)
+const replayRes = {};
+if (process.env.REPLAY) {
+  const tr = tracker(); const st0 = Date.now();
+  try { replayRes.count = await prod.replay('mv/v1/*', { since: 0 }, (err, m) => { if (err) replayRes.handlerErr = `${err.code}`; else tr.add(m); }).done; } catch (e) { replayRes.err = `${e.code} ${e.message}`; }
+  replayRes.ms = Date.now() - st0; replayRes.unique = tr.count; replayRes.dups = tr.dups; replayRes.breaks = tr.breaks;
+  replayRes.missing = [...ok].filter((k) => !tr.seen.has(k)).length;
+  console.log('replay:', JSON.stringify(replayRes));
+}
 // where the lost ones were sent (ms since start, in 1 s buckets), and the listener's last reception
 for (const [name, t] of [['consumer', tc], ['listener', tl]]) {
   const miss = [...ok].filter((k) => !t.seen.has(k)); if (!miss.length) continue;
@@ -167,6 +178,7 @@ const placed = st.out.split('\n').find((l) => /mv\/v1/.test(l) && !/moving/.test
 if (/moving mv\/v1/.test(st.out) || !new RegExp(`\\b${expectSet}\\b`).test(placed)) broken.push(`placement at the end: "${placed.trim()}" (expected on ${expectSet}, no move under way)`);
 if (Object.keys(fails).length) broken.push(`send failures ${JSON.stringify(fails)}`);
 if (lostC || lostL || lostLate) broken.push(`lost consumer ${lostC} listener ${lostL} late ${lostLate}`);
+if (process.env.REPLAY && (replayRes.err || replayRes.missing || replayRes.dups || replayRes.breaks)) broken.push(`replay ${JSON.stringify(replayRes)}`);
 if (tc.breaks || tl.breaks || tlate.breaks) broken.push(`order breaks consumer ${tc.breaks} listener ${tl.breaks} late ${tlate.breaks}`);
 const events = Math.max(1, moves.length + (mode === 'back-mid' ? 1 : 0) + (/kill|stop|down|restart/.test(mode) ? (mode === 'stop-flap' ? 3 : mode === 'stop-both-mid' ? 2 : 1) : 0));
 if (tc.dups > PREFETCH * events) broken.push(`consumer duplicates ${tc.dups} > prefetch ${PREFETCH} x ${events}`);
