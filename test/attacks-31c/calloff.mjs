@@ -136,10 +136,12 @@ const lostLate = lateKeys().filter((k) => !tlate.seen.has(k)).length;
 // once, in seq order per id (operations.md "Retained history moves", the call-off's history written before what a put aside)
 const replayRes = {};
 if (process.env.REPLAY) {
-  const tr = tracker(); const st0 = Date.now();
+  const tr = tracker(); const st0 = Date.now(); const seenR = new Set(); const dupSent = []; let pos = 0; const dupPos = [];
+  const add0 = tr.add; tr.add = (m) => { const k = `${m.id}:${m.seq}`; pos++; if (seenR.has(k)) { dupSent.push(sentAt.get(k)); dupPos.push(pos); } seenR.add(k); add0(m); };
   try { replayRes.count = await prod.replay('mv/v1/*', { since: 0 }, (err, m) => { if (err) replayRes.handlerErr = `${err.code}`; else tr.add(m); }).done; } catch (e) { replayRes.err = `${e.code} ${e.message}`; }
   replayRes.ms = Date.now() - st0; replayRes.unique = tr.count; replayRes.dups = tr.dups; replayRes.breaks = tr.breaks;
   replayRes.missing = [...ok].filter((k) => !tr.seen.has(k)).length;
+  if (dupSent.length) { replayRes.dupsSentFromMs = Math.min(...dupSent); replayRes.dupsSentToMs = Math.max(...dupSent); replayRes.dupsAtReplayPos = `${dupPos[0]}-${dupPos.at(-1)}`; }
   console.log('replay:', JSON.stringify(replayRes));
 }
 // where the lost ones were sent (ms since start, in 1 s buckets), and the listener's last reception
