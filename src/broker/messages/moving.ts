@@ -21,6 +21,8 @@ export interface MovingEnv {
   made(message: StoredMessage): void;
   readBodies(messageIds: readonly string[]): Promise<unknown[]>;
   nextSeq(): number;
+  /** `count` seqs set apart: returns the one before the first (the next `nextSeq` is past them) */
+  reserveSeqs(count: number): number;
   readonly history: History | undefined;
 }
 
@@ -38,6 +40,14 @@ export class Moving {
   /** per queue being handed over to this set: messages stored meanwhile, queued after the hand-over */
   readonly #aside = new Map<string, StoredMessage[]>();
   readonly #asideIds = new Set<string>();
+  /**
+   * per queue held aside: the seq before a range set apart for the hand-over, stored after what
+   * waits aside yet queued before it. A queue is restored in seq order (store load) and a retry
+   * goes before fresh messages of a higher seq: with seqs taken at import, set b restarted after
+   * a move gave back the sends it took meanwhile before those handed over (atk31c Finding B:
+   * 3,051 and 3,801 order breaks per id).
+   */
+  readonly #importSeqs = new Map<string, { next: number; end: number }>();
 
   constructor(env: MovingEnv) {
     this.#env = env;
@@ -57,7 +67,11 @@ export class Moving {
 
   /** from now on, messages stored for `queue` wait aside (not queued) until `releaseAside` */
   holdAside(queue: string): void {
-    if (!this.#aside.has(queue)) this.#aside.set(queue, []);
+    if (!this.#aside.has(queue)) {
+      this.#aside.set(queue, []);
+      const before = this.#env.reserveSeqs(MOVE_SEQS);
+      this.#importSeqs.set(queue, { next: before + 1, end: before + MOVE_SEQS });
+    }
     // its history too waits: the old set's history is written before it (issue 31)
     this.#env.history?.holdMoving(queue);
   }
@@ -89,6 +103,7 @@ export class Moving {
     const aside = this.#aside.get(queue);
     if (!aside) return 0;
     this.#aside.delete(queue);
+    this.#importSeqs.delete(queue);
     const into = this.#env.queue(queue);
     for (const message of aside) {
       this.#asideIds.delete(message.messageId);
@@ -155,7 +170,7 @@ export class Moving {
       // here, and the old set holding the id unsettled is what counts (issue 31: a queue moved
       // and at once moved back lost what it had handed over)
       if (env.isHeldOrUnderWay(m.messageId)) continue;
-      const message = makeStoredMessage(env.nextSeq(), m);
+      const message = makeStoredMessage(this.#importSeq(queueName), m);
       taken.add(m.messageId);
       toStore.push(message);
       ordered.push({ message, records, stored: true });
@@ -173,6 +188,13 @@ export class Moving {
       count++;
     }
     return count;
+  }
+
+  /** a seq for a message handed over: from the range set apart when the queue was held aside, else the next one */
+  #importSeq(queue: string): number {
+    const range = this.#importSeqs.get(queue);
+    if (!range || range.next > range.end) return this.#env.nextSeq();
+    return range.next++;
   }
 
   /**
@@ -203,3 +225,9 @@ export class Moving {
     return dropped;
   }
 }
+
+/**
+ * seqs set apart for a hand-over: more than a hand-over of limits.maxMoveBytes (64 MiB at most)
+ * can hold; past it, the rest take seqs after what waits aside (their order after a restart)
+ */
+const MOVE_SEQS = 1 << 22;

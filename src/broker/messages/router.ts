@@ -150,6 +150,11 @@ export class Router {
       },
       readBodies: (messageIds) => store.readBodies(messageIds),
       nextSeq: () => this.nextSeq(),
+      reserveSeqs: (count) => {
+        const before = this.#seq;
+        this.#seq += count;
+        return before;
+      },
       history,
     });
   }

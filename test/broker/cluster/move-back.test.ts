@@ -27,7 +27,10 @@ type Body = { id: string; n: number };
 describe('whisker move there and at once back (real etcd, real broker processes)', () => {
   test('a queue moved to set b and at once back to a under ~1,000 msg/s: 0 lost, order per id kept, no error in the handlers', async () => {
     const etcd = await startEtcd();
-    const nodes = await clusterProcesses(etcd.url, { a: ['a1'], b: ['b1'] }, (set) => (set === 'a' ? { channels: { [QUEUE]: { set: 'a' } } } : {}));
+    // retained on both sets: the history moves there and back, each record once (atk31c D: a's
+    // own copy from before the move and the one handed back were both replayed)
+    const retention = { seconds: 3_600 };
+    const nodes = await clusterProcesses(etcd.url, { a: ['a1'], b: ['b1'] }, (set) => ({ channels: { [QUEUE]: set === 'a' ? { set: 'a', retention } : { retention } } }));
     const [a1, b1] = [nodes.get('a')![0]!, nodes.get('b')![0]!];
     await Promise.all([nextMaster([a1]), nextMaster([b1])]);
     await Promise.all([a1, b1].map((n) => n.process!.waitFor(/registered in the cluster/, 0, 15_000)));
@@ -81,8 +84,16 @@ describe('whisker move there and at once back (real etcd, real broker processes)
     await Promise.all(sends);
     await until(() => consumed.lost(owed) === 0 && listened.lost(owed) === 0, 30_000, 'every stored message consumed and listened').catch(() => undefined);
 
+    // the history, on set a again: every answered send once, in send order per id
+    const historyBreaks: string[] = [];
+    for (const id of IDS) {
+      const replayed: number[] = [];
+      for await (const msg of producer.replay<Body>(`${QUEUE}/${id}`, { since: 0 })) replayed.push(msg.data.n);
+      const want = owed.filter((b) => b.id === id).map((b) => b.n).sort((x, y) => x - y);
+      if (JSON.stringify(replayed) !== JSON.stringify(want)) historyBreaks.push(`${id}: ${replayed.length} replayed, ${want.length} answered, first difference at ${replayed.findIndex((n, k) => n !== want[k])}`);
+    }
     const report = {
-      sent, stored: owed.length, failed: failed.length,
+      sent, stored: owed.length, failed: failed.length, historyBreaks,
       consumer: { got: consumed.received, lost: consumed.lost(owed), duplicates: consumed.duplicates(), orderBreaks: consumed.orderBreaks() },
       listener: { got: listened.received, lost: listened.lost(owed), duplicates: listened.duplicates(), orderBreaks: listened.orderBreaks() },
       handlerErrors: handlerErrors.slice(0, 5),
@@ -96,6 +107,7 @@ describe('whisker move there and at once back (real etcd, real broker processes)
     expect(report.listener.lost).toBe(0);
     expect(report.consumer.orderBreaks).toEqual([]);
     expect(report.listener.orderBreaks).toEqual([]);
+    expect(historyBreaks).toEqual([]);
     // at most what was in flight at each of the two moves (the consumer's prefetch; the listener acks at once)
     expect(report.consumer.duplicates).toBeLessThanOrEqual(2 * PREFETCH);
     expect(errors.filter((e) => e.code === 'E_MOVED' || e.code === 'E_PROTOCOL')).toEqual([]);
