@@ -1,3 +1,5 @@
+import type { WhiskerClient } from '../../src/client/client.js';
+
 /** one message of the move tests' traffic: `n` counts up per `id` in send order */
 export interface Numbered {
   id: string;
@@ -45,4 +47,19 @@ export class Receptions {
     for (const [id, ns] of this.order) for (let k = 1; k < ns.length; k++) if (ns[k]! < ns[k - 1]!) out.push(`${id}@${k}: ${ns.slice(Math.max(0, k - 3), k + 3).join(',')}`);
     return out;
   }
+}
+
+/**
+ * A retained queue's history against the sends answered OK: per id, the replay must be every
+ * answered `n` once, in send order. Returns what differs, one line per id (empty: whole).
+ */
+export async function historyBreaks(client: WhiskerClient, queue: `${string}/${string}`, ids: readonly string[], owed: readonly Numbered[]): Promise<string[]> {
+  const breaks: string[] = [];
+  for (const id of ids) {
+    const replayed: number[] = [];
+    for await (const msg of client.replay<Numbered>(`${queue}/${id}`, { since: 0 })) replayed.push(msg.data.n);
+    const want = owed.filter((b) => b.id === id).map((b) => b.n).sort((x, y) => x - y);
+    if (JSON.stringify(replayed) !== JSON.stringify(want)) breaks.push(`${id}: ${replayed.length} replayed, ${want.length} answered, first difference at ${replayed.findIndex((n, k) => n !== want[k])}`);
+  }
+  return breaks;
 }

@@ -5,7 +5,7 @@ import { clusterProcesses } from '../../support/cluster-processes.js';
 import { nextMaster } from '../../support/election-cluster.js';
 import { startEtcd } from '../../support/etcd.js';
 import { connect, until } from '../../support/harness.js';
-import { Receptions } from '../../support/receptions.js';
+import { historyBreaks, Receptions } from '../../support/receptions.js';
 
 /**
  * A queue moved to set b and, as soon as that move ended, moved back to set a (SPEC §13, issue 31,
@@ -85,15 +85,9 @@ describe('whisker move there and at once back (real etcd, real broker processes)
     await until(() => consumed.lost(owed) === 0 && listened.lost(owed) === 0, 30_000, 'every stored message consumed and listened').catch(() => undefined);
 
     // the history, on set a again: every answered send once, in send order per id
-    const historyBreaks: string[] = [];
-    for (const id of IDS) {
-      const replayed: number[] = [];
-      for await (const msg of producer.replay<Body>(`${QUEUE}/${id}`, { since: 0 })) replayed.push(msg.data.n);
-      const want = owed.filter((b) => b.id === id).map((b) => b.n).sort((x, y) => x - y);
-      if (JSON.stringify(replayed) !== JSON.stringify(want)) historyBreaks.push(`${id}: ${replayed.length} replayed, ${want.length} answered, first difference at ${replayed.findIndex((n, k) => n !== want[k])}`);
-    }
+    const breaksInHistory = await historyBreaks(producer, QUEUE, IDS, owed);
     const report = {
-      sent, stored: owed.length, failed: failed.length, historyBreaks,
+      sent, stored: owed.length, failed: failed.length, historyBreaks: breaksInHistory,
       consumer: { got: consumed.received, lost: consumed.lost(owed), duplicates: consumed.duplicates(), orderBreaks: consumed.orderBreaks() },
       listener: { got: listened.received, lost: listened.lost(owed), duplicates: listened.duplicates(), orderBreaks: listened.orderBreaks() },
       handlerErrors: handlerErrors.slice(0, 5),
@@ -107,7 +101,7 @@ describe('whisker move there and at once back (real etcd, real broker processes)
     expect(report.listener.lost).toBe(0);
     expect(report.consumer.orderBreaks).toEqual([]);
     expect(report.listener.orderBreaks).toEqual([]);
-    expect(historyBreaks).toEqual([]);
+    expect(breaksInHistory).toEqual([]);
     // at most what was in flight at each of the two moves (the consumer's prefetch; the listener acks at once)
     expect(report.consumer.duplicates).toBeLessThanOrEqual(2 * PREFETCH);
     expect(errors.filter((e) => e.code === 'E_MOVED' || e.code === 'E_PROTOCOL')).toEqual([]);

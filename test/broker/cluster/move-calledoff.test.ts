@@ -5,7 +5,7 @@ import { clusterProcesses } from '../../support/cluster-processes.js';
 import { nextMaster } from '../../support/election-cluster.js';
 import { startEtcd } from '../../support/etcd.js';
 import { connect, until } from '../../support/harness.js';
-import { Receptions } from '../../support/receptions.js';
+import { historyBreaks, Receptions } from '../../support/receptions.js';
 
 /**
  * A move called off (SPEC §13, issue 31, test/attacks-31/calledoff-probe.mjs): set a holds more
@@ -104,19 +104,13 @@ async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new' | 'restart'): 
   await until(() => consumed.lost(owed) === 0 && listened.lost(owed) === 0, 30_000, 'every stored message consumed and listened').catch(() => undefined);
 
   // the history on set a: every answered send once, in send order per id (b's records handed back in their place)
-  const historyBreaks: string[] = [];
-  for (const id of IDS) {
-    const replayed: number[] = [];
-    for await (const msg of producer.replay<Body>(`${QUEUE}/${id}`, { since: 0 })) replayed.push(msg.data.n);
-    const want = owed.filter((b) => b.id === id).map((b) => b.n).sort((x, y) => x - y);
-    if (JSON.stringify(replayed) !== JSON.stringify(want)) historyBreaks.push(`${id}: ${replayed.length} replayed, ${want.length} answered, first difference at ${replayed.findIndex((n, k) => n !== want[k])}`);
-  }
+  const breaksInHistory = await historyBreaks(producer, QUEUE, IDS, owed);
   const logs = new Map(all.map((node) => [node.serviceId, node.process!.output().split('\n').filter((line) => /move|hand-over|moved away|acts as master/.test(line))]));
   const report = {
     sent, stored: owed.length, failed: failed.length, phaseAtKill,
     consumer: { got: consumed.received, lost: consumed.lost(owed), duplicates: consumed.duplicates(), orderBreaks: consumed.orderBreaks().slice(0, 5) },
     listener: { got: listened.received, lost: listened.lost(owed), duplicates: listened.duplicates(), orderBreaks: listened.orderBreaks().slice(0, 5) },
-    historyBreaks,
+    historyBreaks: breaksInHistory,
     handlerErrors: handlerErrors.slice(0, 5),
     clientErrors: errors.slice(0, 5).map((e) => `${e.code}: ${e.message}`),
   };
@@ -131,7 +125,7 @@ async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new' | 'restart'): 
   expect(report.listener.lost).toBe(0);
   expect(report.consumer.orderBreaks).toEqual([]);
   expect(report.listener.orderBreaks).toEqual([]);
-  expect(historyBreaks).toEqual([]);
+  expect(breaksInHistory).toEqual([]);
   // at most what was in flight when the move froze the queue (the consumer's prefetch; the listener acks at once)
   expect(report.consumer.duplicates).toBeLessThanOrEqual(kill === 'old' ? 2 * PREFETCH : PREFETCH);
   expect(errors.filter((e) => e.code === 'E_MOVED' || e.code === 'E_PROTOCOL')).toEqual([]);
