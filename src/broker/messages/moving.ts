@@ -115,7 +115,7 @@ export class Moving {
   }
 
   /** the messages held aside for `queue`, bodies included, in the order stored (a move called off hands them back) */
-  async exportAside(queue: string): Promise<StoredMessage[]> {
+  async #exportAside(queue: string): Promise<StoredMessage[]> {
     const aside = this.#aside.get(queue) ?? [];
     const lacking = aside.filter((m) => m.data === undefined);
     const bodies = lacking.length > 0 ? await this.#env.readBodies(lacking.map((m) => m.messageId)) : [];
@@ -132,7 +132,7 @@ export class Moving {
    */
   async exportTaken(queue: string): Promise<StoredMessage[]> {
     const loaded = (await this.exportQueue(queue)).map((h) => h.message);
-    const aside = await this.exportAside(queue);
+    const aside = await this.#exportAside(queue);
     const seen = new Set<string>();
     return [...loaded, ...aside].filter((m) => !seen.has(m.messageId) && seen.add(m.messageId));
   }
