@@ -17,6 +17,7 @@ import { Mover } from './cluster/move.js';
 import { StatsSampler } from './cluster/stats.js';
 import type { BrokerOptions } from './embedded.js';
 import { History } from './history/history.js';
+import { AsideFile } from './messages/aside-file.js';
 import { Lifecycle } from './lifecycle.js';
 import { Intake } from './messages/intake.js';
 import { Router } from './messages/router.js';
@@ -66,7 +67,9 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
   const history: History = new History(join(config.dataDirectory, 'history'), (queue: string) => router.policy.retention(queue), log, now);
   const reservationFile = new ReservationFile(join(config.dataDirectory, 'reservations.json'), log);
   const groupsFile = heldGroupsFile(join(config.dataDirectory, 'groups.json'), log);
-  const router: Router = new Router({ policy, store: hooks.wrapStore ? hooks.wrapStore(store) : store, log, now, lifecycle, history, reservationFile, groupsFile });
+  // a cluster's broker keeps the queues waiting aside for a move's hand-over across a restart
+  const asideFile = config.cluster ? new AsideFile(join(config.dataDirectory, 'aside.json'), log) : undefined;
+  const router: Router = new Router({ policy, store: hooks.wrapStore ? hooks.wrapStore(store) : store, log, now, lifecycle, history, reservationFile, groupsFile, asideFile });
   let server: SocketServer | undefined;
   let peers: Peers | undefined;
   let replica: Replica | undefined;

@@ -110,6 +110,11 @@ export class Cluster {
     return placement && routeOf(placement);
   }
 
+  /** resolves once the placement map was read from etcd (the placement of every queue is known then) */
+  placementsRead(): Promise<void> {
+    return this.#placements.whenLoaded();
+  }
+
   /** told every change of a placement's value (src/broker/cluster/move.ts follows moves by it) */
   onPlacementChange(listener: (queue: string, placement: Placement | undefined) => void): void {
     this.#moveListener = listener;

@@ -94,6 +94,31 @@ export class Mover {
     this.#router = router;
     this.#log = log;
     cluster.onPlacementChange((queue, placement) => this.#changed(queue, placement));
+    void cluster.placementsRead().then(() => this.#settleRestored());
+  }
+
+  /**
+   * Once the placements are read at start: a queue this broker kept aside across a restart
+   * (messages/aside-file.ts) whose move ended meanwhile. A move still under way to this set (or
+   * called off, back to it) took it up already (`#changed`, during the read); for the others,
+   * what waited aside follows what the queue holds here, or goes with the queue to its set.
+   */
+  #settleRestored(): void {
+    if (this.#closed) return;
+    const me = this.#cluster.set;
+    const moving = this.#router.moving;
+    for (const queue of moving.unclaimed()) {
+      const placement = this.#cluster.placement(queue);
+      const move = placement?.move;
+      if (move && (move.to === me || (placement.set === me && isReturn(move)))) continue;
+      moving.releaseAside(queue);
+      if (placement && placement.set !== me) {
+        const dropped = moving.dropMoved(queue);
+        this.#log.info('queue moved away while this broker was down: what it held of it here is the other set\'s', { queue, to: placement.set, dropped });
+      } else if (!move) {
+        moving.freeze(queue, false);
+      }
+    }
   }
 
   close(): void {

@@ -87,6 +87,11 @@ export class Placements {
     return this.#loaded;
   }
 
+  /** resolves once the map was read (every placement then known) */
+  whenLoaded(): Promise<void> {
+    return this.#whenLoaded;
+  }
+
   get size(): number {
     return this.#map.size;
   }

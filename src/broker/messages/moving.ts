@@ -1,6 +1,7 @@
 import type { History } from '../history/history.js';
 import type { Queue } from '../queue/queue.js';
 import { makeStoredMessage, type RecoveredRecord, type StoredMessage } from '../store/store.js';
+import type { AsideFile, AsideQueue } from './aside-file.js';
 
 /** what the router lends a move: its queues, its message index and its appends (it owns them) */
 export interface MovingEnv {
@@ -24,6 +25,8 @@ export interface MovingEnv {
   /** `count` seqs set apart: returns the one before the first (the next `nextSeq` is past them) */
   reserveSeqs(count: number): number;
   readonly history: History | undefined;
+  /** the queues waiting aside, durable (a cluster's broker only) */
+  readonly file?: AsideFile | null;
 }
 
 /**
@@ -47,10 +50,52 @@ export class Moving {
    * a move gave back the sends it took meanwhile before those handed over (atk31c Finding B:
    * 3,051 and 3,801 order breaks per id).
    */
-  readonly #importSeqs = new Map<string, { next: number; end: number }>();
+  readonly #importSeqs = new Map<string, { next: number; end: number; before: number }>();
+  /** queues the aside file held at start that no move under way has claimed yet (`unclaimed`) */
+  readonly #restored = new Set<string>();
 
   constructor(env: MovingEnv) {
     this.#env = env;
+  }
+
+  /**
+   * At start, before the store is loaded: the queues that waited aside when the broker stopped
+   * wait aside again, frozen, with the seqs set apart then (aside-file.ts). Returns their names:
+   * what the store holds of them goes aside (`restoreAside`), not into the queue.
+   */
+  restoreQueues(): ReadonlySet<string> {
+    for (const { queue, before } of this.#env.file?.load() ?? []) {
+      this.#aside.set(queue, []);
+      this.#importSeqs.set(queue, { next: before + 1, end: before + MOVE_SEQS, before });
+      this.#restored.add(queue);
+      this.#frozen.add(queue);
+      this.#env.history?.holdMoving(queue);
+    }
+    return this.#restored;
+  }
+
+  /** a message the store held of a queue waiting aside (in seq order): aside again; a hand-over's own seqs are past it */
+  restoreAside(message: StoredMessage): void {
+    const range = this.#importSeqs.get(message.queue);
+    if (range && message.seq >= range.next && message.seq <= range.end) range.next = message.seq + 1;
+    this.putAside(message);
+  }
+
+  /** the last seq set apart at start (the router's next seq is past it) */
+  reservedUpTo(): number {
+    let end = 0;
+    for (const range of this.#importSeqs.values()) end = Math.max(end, range.end);
+    return end;
+  }
+
+  /** queues restored aside that no move under way claimed (cluster/move.ts settles them once the placements are read) */
+  unclaimed(): string[] {
+    return [...this.#restored];
+  }
+
+  /** a move under way takes up a queue restored aside */
+  #claim(queue: string): void {
+    this.#restored.delete(queue);
   }
 
   isFrozen(queue: string): boolean {
@@ -67,10 +112,13 @@ export class Moving {
 
   /** from now on, messages stored for `queue` wait aside (not queued) until `releaseAside` */
   holdAside(queue: string): void {
+    this.#claim(queue);
     if (!this.#aside.has(queue)) {
       this.#aside.set(queue, []);
       const before = this.#env.reserveSeqs(MOVE_SEQS);
-      this.#importSeqs.set(queue, { next: before + 1, end: before + MOVE_SEQS });
+      this.#importSeqs.set(queue, { next: before + 1, end: before + MOVE_SEQS, before });
+      // on disk before a send is put aside: a restart keeps them aside too
+      this.#save();
     }
     // its history too waits: the old set's history is written before it (issue 31)
     this.#env.history?.holdMoving(queue);
@@ -104,6 +152,8 @@ export class Moving {
     if (!aside) return 0;
     this.#aside.delete(queue);
     this.#importSeqs.delete(queue);
+    this.#restored.delete(queue);
+    this.#save();
     const into = this.#env.queue(queue);
     for (const message of aside) {
       this.#asideIds.delete(message.messageId);
@@ -188,6 +238,10 @@ export class Moving {
       count++;
     }
     return count;
+  }
+
+  #save(): void {
+    this.#env.file?.save([...this.#importSeqs].map(([queue, { before }]): AsideQueue => ({ queue, before })));
   }
 
   /** a seq for a message handed over: from the range set apart when the queue was held aside, else the next one */

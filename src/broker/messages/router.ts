@@ -17,6 +17,7 @@ import { Reservations } from './reservations.js';
 import { Refusals } from '../access/refusals.js';
 import type { ReservationFile, ReservationRecord } from '../store/reservation-file.js';
 import type { JsonTableFile } from '../store/json-table-file.js';
+import type { AsideFile } from './aside-file.js';
 import type { HeldGroup } from './held-groups.js';
 
 /** what the mirrors learn of this broker's messages (src/broker/mirror/, docs/protocol.md#peers) */
@@ -41,6 +42,8 @@ export interface RouterOptions {
   readonly reservationFile?: ReservationFile;
   /** where the queues' recipient groups are kept, for a restart to hold them again (held-groups.ts); none: a restart forgets them */
   readonly groupsFile?: JsonTableFile<HeldGroup>;
+  /** the queues whose sends wait aside for a move's hand-over (a cluster's broker) */
+  readonly asideFile?: AsideFile;
 }
 
 /**
@@ -156,6 +159,7 @@ export class Router {
         return before;
       },
       history,
+      file: options.asideFile ?? null,
     });
   }
 
@@ -397,9 +401,13 @@ export class Router {
   async restore(): Promise<number> {
     const { messages, recent } = await this.#store.load();
     for (const { messageId, acceptedAt } of recent) this.#dedupe.addAt(messageId, acceptedAt);
+    // a queue moving here when the broker stopped: what it took meanwhile waits aside again, behind the hand-over
+    const aside = this.#moving.restoreQueues();
+    this.#seq = Math.max(this.#seq, this.#moving.reservedUpTo());
     for (const item of messages) {
       this.#seq = Math.max(this.#seq, item.message.seq);
-      this.#queue(item.message.queue).restore(item);
+      if (aside.has(item.message.queue)) this.#moving.restoreAside(item.message);
+      else this.#queue(item.message.queue).restore(item);
     }
     // the groups it had before are held again (held-groups.ts): they take what is accepted before their members are back
     const holdMs = this.#policy.config.groupHold * 1000;

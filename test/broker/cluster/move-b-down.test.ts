@@ -7,7 +7,7 @@ import { clusterProcesses } from '../../support/cluster-processes.js';
 import { nextMaster } from '../../support/election-cluster.js';
 import { startEtcd } from '../../support/etcd.js';
 import { clientConfig, connect, until } from '../../support/harness.js';
-import { Receptions } from '../../support/receptions.js';
+import { historyBreaks, Receptions } from '../../support/receptions.js';
 
 /**
  * A listener name away from set b when it takes a moved queue over (SPEC §13, issue 31, outside
@@ -21,6 +21,12 @@ import { Receptions } from '../../support/receptions.js';
  * group alone, and the listener never got any of it (atk31c: 7,061 and 8,656 lost when both
  * brokers of b were killed and the listener came back to b after the producer; here every send
  * from its leaving to its return).
+ *
+ * Order per id too (atk31d): a second listener name away since before the first send has all it
+ * is owed handed over as messages; what set b loaded at its restart must come after them, in
+ * deliveries and in the retained channel's replay. Before aside.json (messages/aside-file.ts) the
+ * restart queued and wrote them first: that listener's order broke at every id (170,171,172,0,1,2)
+ * and the replay began with the ~470 reloaded records.
  */
 const QUEUE = 'mbd/v1';
 /** a queue on set b that the producer used before: its link to set b is up when the move starts */
@@ -35,12 +41,15 @@ afterAll(() => {
   for (const child of children) child.kill('SIGKILL');
 });
 
-/** a process listening on the queue as LISTENER: killed -9, its connection is lost (its group held), not closed */
-async function listenerProcess(hosts: string[]): Promise<ChildProcess> {
+/** a listener name away from the start: what waits for it on set a is handed over as messages */
+const LATE = 'mbd-late';
+
+/** a process listening on the queue as `name`: killed -9, its connection is lost (its group held), not closed */
+async function awayProcess(hosts: string[], name: string): Promise<ChildProcess> {
   const script = `
     const { client } = await import(${JSON.stringify(join(root, 'dist/index.js'))});
     const c = client(); c.on('error', () => {});
-    await c.connect(${JSON.stringify(clientConfig(LISTENER, hosts))});
+    await c.connect(${JSON.stringify(clientConfig(name, hosts))});
     await c.listen('${QUEUE}/*', () => {}).ready;
     process.stdout.write('ready\\n');
     setInterval(() => {}, 1000);`;
@@ -60,7 +69,7 @@ async function listenerProcess(hosts: string[]): Promise<ChildProcess> {
 describe('whisker move with set b killed -9 mid-move (real etcd, real broker processes)', () => {
   test('set b restarted mid-move with sends it took aside: a listener name away at the hand-over gets every send since it left, the consumer every send', async () => {
     const etcd = await startEtcd();
-    const nodes = await clusterProcesses(etcd.url, { a: ['a1'], b: ['b1'] }, () => ({ channels: { [QUEUE]: { set: 'a' }, [WARM]: { set: 'b' } } }));
+    const nodes = await clusterProcesses(etcd.url, { a: ['a1'], b: ['b1'] }, () => ({ channels: { [QUEUE]: { set: 'a', retention: { seconds: 3_600 } }, [WARM]: { set: 'b' } } }));
     const [a1, b1] = [nodes.get('a')![0]!, nodes.get('b')![0]!];
     await Promise.all([nextMaster([a1]), nextMaster([b1])]);
     await Promise.all([a1, b1].map((n) => n.process!.waitFor(/registered in the cluster/, 0, 15_000)));
@@ -77,7 +86,12 @@ describe('whisker move with set b killed -9 mid-move (real etcd, real broker pro
       consumed.note(msg as Body);
       done!();
     }).ready;
-    const away = await listenerProcess(hosts);
+    const away = await awayProcess(hosts, LISTENER);
+    // a listener away before any send: all it is owed waits on set a and is handed over as
+    // messages, and what set b takes meanwhile (and loads at its restart) must come after them
+    const late = await awayProcess(hosts, LATE);
+    late.kill('SIGKILL');
+    await new Promise((resolve) => late.once('exit', resolve));
     await producer.send(`${WARM}/x`, {});
 
     const owed: Body[] = [];
@@ -127,20 +141,29 @@ describe('whisker move with set b killed -9 mid-move (real etcd, real broker pro
       if (err) return void handlerErrors.push(`listener ${err.code}: ${err.message}`);
       listened.note(msg as Body);
     }).ready;
+    const lateListened = new Receptions(IDS);
+    const lateListener = await connect(LATE, hosts, { dedupeWindow: 0 });
+    lateListener.on('error', (e) => errors.push(e));
+    await lateListener.listen(`${QUEUE}/*`, (err, msg) => {
+      if (err) return void handlerErrors.push(`late listener ${err.code}: ${err.message}`);
+      lateListened.note(msg as Body);
+    }).ready;
     const back = sent;
     await until(() => sent >= back + 300, 30_000, '300 more sent after the listener came back');
     clearInterval(pacer);
     await Promise.all(sends);
     const sinceLeft = owed.filter((b) => b.n >= Math.floor(leftAt / IDS.length));
-    await until(() => consumed.lost(owed) === 0 && listened.lost(sinceLeft) === 0, 20_000, 'every send consumed, and listened since the listener left').catch(() => undefined);
+    await until(() => consumed.lost(owed) === 0 && lateListened.lost(owed) === 0 && listened.lost(sinceLeft) === 0, 20_000, 'every send consumed, and listened since the listener left').catch(() => undefined);
 
     const b1Log = b1.process!.output();
     const report = {
       sent, stored: owed.length, failed: failed.length, sinceLeft: sinceLeft.length,
       restoredOnB: Number(/"restored":(\d+)/.exec(b1Log)?.[1] ?? -1),
       handOver: /[^\n]*hand-over taken[^\n]*/.exec(b1Log)?.[0].replace(/.*"queue"/, '"queue"'),
-      consumer: { lost: consumed.lost(owed), duplicates: consumed.duplicates() },
-      listener: { got: listened.received, lost: listened.lost(sinceLeft), duplicates: listened.duplicates(), orderBreaks: listened.orderBreaks().slice(0, 5) },
+      consumer: { lost: consumed.lost(owed), duplicates: consumed.duplicates(), orderBreaks: consumed.orderBreaks().length, firstBreaks: consumed.orderBreaks().slice(0, 3) },
+      late: { lost: lateListened.lost(owed), orderBreaks: lateListened.orderBreaks().length, firstBreaks: lateListened.orderBreaks().slice(0, 3) },
+      historyBreaks: await historyBreaks(producer, QUEUE, IDS, owed),
+      listener: { got: listened.received, lost: listened.lost(sinceLeft), duplicates: listened.duplicates(), orderBreaks: listened.orderBreaks().length, firstBreaks: listened.orderBreaks().slice(0, 3) },
       handlerErrors: handlerErrors.slice(0, 5),
     };
     console.log(`move, set b killed -9 mid-move and restarted, a listener away: ${JSON.stringify(report)}`);
@@ -149,7 +172,13 @@ describe('whisker move with set b killed -9 mid-move (real etcd, real broker pro
     expect(handlerErrors).toEqual([]);
     expect(report.consumer.lost).toBe(0);
     expect(report.listener.lost).toBe(0);
+    // what set b loaded at its restart waits behind the hand-over: order per id holds, delivered and replayed
+    expect(report.consumer.orderBreaks).toBe(0);
+    expect(report.listener.orderBreaks).toBe(0);
+    expect(report.late.lost).toBe(0);
+    expect(report.late.orderBreaks).toBe(0);
+    expect(report.historyBreaks).toEqual([]);
     expect(errors.filter((e) => e.code === 'E_MOVED' || e.code === 'E_PROTOCOL')).toEqual([]);
-    await Promise.all([producer.disconnect(), consumer.disconnect(), listener.disconnect()]);
+    await Promise.all([producer.disconnect(), consumer.disconnect(), listener.disconnect(), lateListener.disconnect()]);
   }, 60_000);
 });
