@@ -61,7 +61,7 @@ export class Moving {
   /**
    * At start, before the store is loaded: the queues that waited aside when the broker stopped
    * wait aside again, frozen, with the seqs set apart then (aside-file.ts). Returns their names:
-   * what the store holds of them goes aside (`restoreAside`), not into the queue.
+   * what the store holds of them put aside then goes aside again (`restoreAside`).
    */
   restoreQueues(): ReadonlySet<string> {
     for (const { queue, before } of this.#env.file?.load() ?? []) {
@@ -74,11 +74,20 @@ export class Moving {
     return this.#restored;
   }
 
-  /** a message the store held of a queue waiting aside (in seq order): aside again; a hand-over's own seqs are past it */
-  restoreAside(message: StoredMessage): void {
+  /**
+   * A message the store held of a queue waiting aside (the store gives them in seq order): aside
+   * again if it was stored after the range set apart (put aside then), else false and the queue
+   * takes it: what the queue held before the move (a call-off's old set) or a hand-over already
+   * taken into the range (the next hand-over seq is past it).
+   */
+  restoreAside(message: StoredMessage): boolean {
     const range = this.#importSeqs.get(message.queue);
-    if (range && message.seq >= range.next && message.seq <= range.end) range.next = message.seq + 1;
-    this.putAside(message);
+    if (!range) return false;
+    if (message.seq <= range.end) {
+      if (message.seq >= range.next) range.next = message.seq + 1;
+      return false;
+    }
+    return this.putAside(message);
   }
 
   /** the last seq set apart at start (the router's next seq is past it) */

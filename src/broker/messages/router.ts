@@ -406,8 +406,7 @@ export class Router {
     this.#seq = Math.max(this.#seq, this.#moving.reservedUpTo());
     for (const item of messages) {
       this.#seq = Math.max(this.#seq, item.message.seq);
-      if (aside.has(item.message.queue)) this.#moving.restoreAside(item.message);
-      else this.#queue(item.message.queue).restore(item);
+      if (!aside.has(item.message.queue) || !this.#moving.restoreAside(item.message)) this.#queue(item.message.queue).restore(item);
     }
     // the groups it had before are held again (held-groups.ts): they take what is accepted before their members are back
     const holdMs = this.#policy.config.groupHold * 1000;

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { WhiskerError } from '../../../src/protocol/errors.js';
 import { startProcess, whisker } from '../../support/broker-process.js';
@@ -26,9 +28,18 @@ const PREFETCH = 10;
 
 type Body = { id: string; n: number; pad: string };
 
-async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new' | 'restart'): Promise<void> {
+/** a file's text, empty while it does not exist */
+function readText(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new' | 'restart' | 'restart-old'): Promise<void> {
   const etcd = await startEtcd();
-  const sets = kill === 'none' || kill === 'restart' ? { a: ['a1'], b: ['b1'] } : kill === 'old' ? { a: ['a1', 'a2'], b: ['b1'] } : { a: ['a1'], b: ['b1', 'b2'] };
+  const sets = kill === 'none' || kill === 'restart' || kill === 'restart-old' ? { a: ['a1'], b: ['b1'] } : kill === 'old' ? { a: ['a1', 'a2'], b: ['b1'] } : { a: ['a1'], b: ['b1', 'b2'] };
   const nodes = await clusterProcesses(etcd.url, sets, (set) => ({
     // retained on both sets: what b took goes back into a's history, in its place
     channels: { [QUEUE]: { set: 'a', retention: { seconds: 3_600 } }, [WARM]: { set: 'b' } },
@@ -82,18 +93,22 @@ async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new' | 'restart'): 
 
   const from = new Map(all.map((n) => [n, n.process!.output().length]));
   // asked of a broker the test does not kill
-  const asked = kill === 'old' ? bNodes[0]! : aNodes.find((n) => n !== masterA) ?? masterA;
+  const asked = kill === 'old' || kill === 'restart-old' ? bNodes[0]! : aNodes.find((n) => n !== masterA) ?? masterA;
   const moving = whisker(['move', QUEUE, '--to', 'b', '-c', asked.configPath, '--timeout', '60'], { timeoutMs: 80_000 });
   // as set b's master starts to hand back what it took: the old set's master (waiting for it) or b's master (writing it) dies
   let phaseAtKill = '';
   if (kill !== 'none') {
     await masterB.process!.waitFor(/handing back the sends taken meanwhile/, from.get(masterB), 20_000);
+    // set a keeps its queue waiting aside for what b hands back (on disk): killed then, not before
+    if (kill === 'restart-old') await until(() => readText(join(masterA.dir, 'data', 'aside.json')).includes(QUEUE), 5_000, 'set a waits for the hand-back (aside.json)');
     phaseAtKill = /sends taken meanwhile written/.test(masterB.process!.output().slice(from.get(masterB))) ? 'after b wrote them' : 'before b wrote them';
-    const victim = kill === 'old' ? masterA : masterB;
+    const victim = kill === 'old' || kill === 'restart-old' ? masterA : masterB;
     victim.process!.child.kill('SIGKILL');
     await victim.process!.exited;
     // set b's only broker back: it loads what it took from its store into the queue, and must hand that back
-    if (kill === 'restart') victim.process = await startProcess(victim.configPath, { startTimeoutMs: 30_000 });
+    // set a's only broker back (restart-old): what it held in the queue before the move goes first,
+    // then what b hands back, then what it put aside after the call-off (aside.json keeps those aside)
+    if (kill === 'restart' || kill === 'restart-old') victim.process = await startProcess(victim.configPath, { startTimeoutMs: 30_000 });
   }
   const move = await moving;
   const sentDuringMove = sent;
@@ -115,7 +130,7 @@ async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new' | 'restart'): 
     clientErrors: errors.slice(0, 5).map((e) => `${e.code}: ${e.message}`),
   };
   for (const [id, lines] of logs) console.log(id, lines.filter((line) => /called off|acts as master/.test(line)).join('\n'));
-  console.log(`move called off${kill === 'none' ? '' : kill === 'restart' ? ' (set b killed -9 and restarted)' : ` (${kill} master killed -9)`}: ${JSON.stringify(report)}`);
+  console.log(`move called off${kill === 'none' ? '' : kill === 'restart' ? ' (set b killed -9 and restarted)' : kill === 'restart-old' ? ' (set a killed -9 and restarted)' : ` (${kill} master killed -9)`}: ${JSON.stringify(report)}`);
   // the move was called off, and set b had answered sends of the queue meanwhile
   expect(move.stdout + move.stderr).toContain('called off');
   if (kill !== 'none') expect(phaseAtKill).toBe('before b wrote them');
@@ -127,9 +142,9 @@ async function calledOffUnderTraffic(kill: 'none' | 'old' | 'new' | 'restart'): 
   expect(report.listener.orderBreaks).toEqual([]);
   expect(breaksInHistory).toEqual([]);
   // at most what was in flight when the move froze the queue (the consumer's prefetch; the listener acks at once)
-  expect(report.consumer.duplicates).toBeLessThanOrEqual(kill === 'old' ? 2 * PREFETCH : PREFETCH);
+  expect(report.consumer.duplicates).toBeLessThanOrEqual(kill === 'old' || kill === 'restart-old' ? 2 * PREFETCH : PREFETCH);
   expect(errors.filter((e) => e.code === 'E_MOVED' || e.code === 'E_PROTOCOL')).toEqual([]);
-  expect(logs.get(masterA.serviceId)!.some((line) => line.includes('move called off: the queue holds more'))).toBe(true);
+  if (kill !== 'restart-old') expect(logs.get(masterA.serviceId)!.some((line) => line.includes('move called off: the queue holds more'))).toBe(true);
   expect([...logs.values()].flat().some((line) => line.includes('move called off: the queue is on this set again'))).toBe(true);
   // set b had taken sends of the queue (answered them) before it handed them back: the case this is about
   const handedBack = bNodes.flatMap((n) => logs.get(n.serviceId)!).filter((line) => line.includes('sends taken meanwhile written')).map((line) => Number(/"messages":(\d+)/.exec(line)?.[1] ?? 0));
@@ -145,4 +160,6 @@ describe('whisker move called off (real etcd, real broker processes)', () => {
   test('the same with set a\'s master killed -9 as set b hands back: its slave, elected, takes it and ends the call-off', () => calledOffUnderTraffic('old'), 90_000);
 
   test('the same with set b\'s only broker killed -9 as it hands back and restarted: it hands back what it loaded from its store', () => calledOffUnderTraffic('restart'), 90_000);
+
+  test('the same with set a\'s only broker killed -9 as set b hands back and restarted: what it put aside after the call-off stays behind what b hands back', () => calledOffUnderTraffic('restart-old'), 90_000);
 });
