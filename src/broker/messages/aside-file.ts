@@ -43,7 +43,9 @@ export class AsideFile {
     try {
       const parsed = JSON.parse(text) as { version?: unknown; aside?: unknown };
       if (parsed.version !== VERSION || !Array.isArray(parsed.aside)) throw new Error(`not version ${VERSION}`);
-      return parsed.aside.filter(isAsideQueue);
+      const rows = parsed.aside.filter(isAsideQueue);
+      if (rows.length < parsed.aside.length) this.#log.error('aside file: rows not understood are left out (their queues are restored as any other)', { path: this.#path, rows: parsed.aside.length, kept: rows.length });
+      return rows;
     } catch (error) {
       this.#log.error('aside file unreadable: no queue waits aside', { path: this.#path, error: (error as Error).message });
       return [];
@@ -77,5 +79,6 @@ export class AsideFile {
 function isAsideQueue(value: unknown): value is AsideQueue {
   if (typeof value !== 'object' || value === null) return false;
   const row = value as Record<string, unknown>;
-  return typeof row.queue === 'string' && typeof row.before === 'number' && Number.isSafeInteger(row.before) && row.before >= 0;
+  // a range past `before` must stay exact in a double (seqs are stored as one)
+  return typeof row.queue === 'string' && typeof row.before === 'number' && Number.isSafeInteger(row.before) && row.before >= 0 && row.before < 2 ** 50;
 }
