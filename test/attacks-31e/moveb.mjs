@@ -5,8 +5,9 @@
 // clients given set a's brokers only. Env: A=2 B=1 brokers per set; REPLAY=1 retention on both sets and a whole replay at the end;
 // KILL_DELAY_MS after the trigger; DOWN_MS down time (4000); KILL2=1 kill b's broker(s) a second time 1.5 s after the move ended.
 // MODE:
-//  kill-b-start  : b's broker(s) kill -9 KILL_DELAY_MS (default 300) after `whisker move` starts (b puts sends aside), restarted
-//  kill-b-import : b's broker(s) kill -9 as b's master logs `taking the queue over` (+KILL_DELAY_MS), restarted
+//  kill-b-start  : b's broker(s) kill -9 KILL_DELAY_MS (default 300) after b's master logs `taking the queue over` (it puts
+//                  sends aside), restarted DOWN_MS later (also aside-* and nocluster)
+//  kill-b-import : b's broker(s) kill -9 as a's master logs `hand-over written` (+KILL_DELAY_MS; b reads it), restarted
 //  kill-b-taken  : b's broker(s) kill -9 as b's master logs `hand-over taken` (+KILL_DELAY_MS), restarted
 //  kill-b-moved  : b's broker(s) kill -9 as `whisker move` prints `moved` (+KILL_DELAY_MS), restarted
 //  b-slave       : B=2: b's slave kill -9 300 ms into the move, kept down until the move ended, restarted; 4 s later
@@ -15,7 +16,7 @@
 //                  (+KILL_DELAY_MS, default 150: a has put sends aside), restarted DOWN_MS later
 //  calloff-b-start: called off; b's broker(s) kill -9 as a's master logs `move called off` (+KILL_DELAY_MS), restarted
 //  aside-CORRUPT : kill-b-start, and while b's broker is down its aside.json is CORRUPT = garbage | empty | drop-queue |
-//                  bad-seq | delete; then restarted (if it does not start in 30 s: the original file put back, started again)
+//                  bad-seq (before: 123456789) | version (99) | delete; then restarted (if it does not start in 30 s: the original file put back, started again)
 //  nocluster     : kill-b-start, b's broker restarted WITHOUT its cluster block (election kept); 10 s later with it again
 // Checks: every answered send consumed and listened (waits 75 s), first receptions in seq order per id, consumer
 // duplicates <= prefetch per fault, no err in handlers, replay whole/once/in order, placement on the expected set at the end.
@@ -75,6 +76,7 @@ const downUp = async (list, label, between) => { faults++; fired ??= Date.now() 
   for (const n of list) if (existsSync(asideOf(n))) note(`${n.id} aside.json before kill: ${readFileSync(asideOf(n), 'utf8').slice(0, 300)}`);
   mark(`kill9-${label}`); await Promise.all(list.map(kill9));
   for (const n of list) note(`${n.id} aside.json after kill: ${existsSync(asideOf(n)) ? readFileSync(asideOf(n), 'utf8').slice(0, 400) : '(none)'}`);
+  for (const n of list) n.prev = [...(n.prev ?? []), ...n.log, `--- kill -9 @${Date.now() - T0}`];
   if (between) await between(); await sleep(DOWN_MS); mark(`restart-${label}`);
   await Promise.all(list.map((n) => startNode(n).catch((e) => note(`${n.id} restart: ${e.message}; last log: ${n.log.slice(-3).join(' || ').slice(0, 600)}`)))); mark(`started-${label}`); };
 const trigger = (node, text, fn) => waitLog(node, text, 120000).then(async () => { await sleep(Number(process.env.KILL_DELAY_MS ?? (calloff ? 150 : 0))); await fn(); }).catch((e) => note(`trigger: ${e.message}`));
@@ -89,7 +91,8 @@ async function doCorrupt() {
   else if (corrupt === 'empty') writeFileSync(f, '');
   else if (corrupt === 'delete') { if (orig) unlinkSync(f); }
   else if (orig && corrupt === 'drop-queue') writeFileSync(f, orig.replace(/mv\/v1/g, 'zz/v9'));
-  else if (orig && corrupt === 'bad-seq') writeFileSync(f, orig.replace(/(\d{2,})/g, (d) => String(Number(d) * 1000 + 7)));
+  else if (orig && corrupt === 'bad-seq') writeFileSync(f, orig.replace(/"before":\d+/g, '"before":123456789'));
+  else if (orig && corrupt === 'version') writeFileSync(f, orig.replace(/"version":\d+/, '"version":99'));
   note(`aside.json written as ${corrupt}: ${existsSync(f) ? readFileSync(f, 'utf8').slice(0, 300) : '(deleted)'}`);
   sideTask = (async () => { await sleep(DOWN_MS + 32000); if (n.child && n.log.some((l) => l.includes('broker started'))) return;
     note(`${n.id} did not start with a ${corrupt} aside.json: ${n.log.filter((l) => /error|fatal|aside|ERR/i.test(l)).slice(-4).join(' || ').slice(0, 800)}`);
@@ -108,13 +111,13 @@ const move = async (to, cfg) => { mark(`move-${to}-start`); const r = await cliA
   moves.push({ to, code: r.code, ms: r.ms, out: r.out.trim().split('\n').slice(-2).join(' | ') }); console.log(`move --to ${to} exit ${r.code} in ${r.ms} ms: ${moves.at(-1).out}`); };
 const cfgMove = as.find((n) => n !== ma)?.config ?? ma.config;
 let mv;
-if (mode === 'kill-b-start' || corrupt || mode === 'nocluster') { mv = move('b', cfgMove); await sleep(Number(process.env.KILL_DELAY_MS ?? 300)); await bDownMid(); }
-else if (mode === 'kill-b-import') { trigger(mb, 'taking the queue over', bDownMid); mv = move('b', cfgMove); }
+if (mode === 'kill-b-start' || corrupt || mode === 'nocluster') { const t = waitLog(mb, 'taking the queue over', 120000); mv = move('b', cfgMove); await t; await sleep(Number(process.env.KILL_DELAY_MS ?? 300)); await bDownMid(); }
+else if (mode === 'kill-b-import') { trigger(ma, 'hand-over written', bDownMid); mv = move('b', cfgMove); }
 else if (mode === 'kill-b-taken') { trigger(mb, 'hand-over taken', bDownMid); mv = move('b', cfgMove); }
 else if (mode === 'kill-b-moved') { mv = move('b', cfgMove); await mv; await sleep(Number(process.env.KILL_DELAY_MS ?? 0)); await bDownMid(); }
-else if (mode === 'b-slave') { mv = move('b', cfgMove); await sleep(300); const sl = bs.find((n) => n !== mb); faults++; fired = Date.now() - T0; mark(`kill9-${sl.id}`); await kill9(sl);
-  await mv; mark('move-ended'); await sleep(500); mark(`restart-${sl.id}`); await startNode(sl); mark(`started-${sl.id}`); await sleep(4000);
-  const m = await waitMaster(nodes, 'b'); faults++; mark(`kill9-${m.id}`); await kill9(m); await sleep(DOWN_MS); mark(`restart-${m.id}`); await startNode(m); mark(`started-${m.id}`); }
+else if (mode === 'b-slave') { mv = move('b', cfgMove); await waitLog(mb, 'taking the queue over', 120000); await sleep(300); const sl = bs.find((n) => n !== mb); faults++; fired = Date.now() - T0; mark(`kill9-${sl.id}`); await kill9(sl);
+  await mv; mark('move-ended'); await sleep(500); mark(`restart-${sl.id}`); sl.prev = [...sl.log, '--- kill -9']; await startNode(sl); mark(`started-${sl.id}`); await sleep(4000);
+  const m = await waitMaster(nodes, 'b'); faults++; mark(`kill9-${m.id}`); await kill9(m); await sleep(DOWN_MS); mark(`restart-${m.id}`); m.prev = [...(m.prev ?? []), ...m.log, '--- kill -9']; await startNode(m); mark(`started-${m.id}`); }
 else if (mode === 'calloff-a-down') { trigger(mb, 'handing back', () => downUp(as, 'a')); mv = move('b', cfgMove); }
 else if (mode === 'calloff-b-start') { trigger(ma, 'move called off', () => downUp(bs, 'b')); mv = move('b', cfgMove); }
 else throw new Error(`unknown mode ${mode}`);
@@ -147,7 +150,7 @@ const live = nodes.find((n) => n.child && n.role !== 'dead' && n.set === 'a') ??
 const st = await cliAsync(['cluster', 'status', '--placements', '-c', live.config]);
 console.log(st.out.trim().split('\n').filter((l) => /mv\/v1|moving|master/.test(l)).join('\n'));
 const roleEvents = [];
-for (const n of nodes) for (const l of n.log) { const m = /"time":"([^"]+)".*"msg":"([^"]*(acts as master|acts as slave|called off|handing|hand-over|taken meanwhile|is on this set again|handed back|queue moved away|aside|store replayed|restored|error)[^"]*)"(.*)/i.exec(l); if (m) roleEvents.push(`${n.id} ${m[2].slice(0, 70)} ${(m[4].match(/"(messages|restored|sentMeanwhile|dropped|aside|history)":\d+/g) ?? []).join(',')} @${Date.parse(m[1]) - T0}`); }
+for (const n of nodes) for (const l of [...(n.prev ?? []), ...n.log]) { const m = /"time":"([^"]+)".*"msg":"([^"]*(acts as master|acts as slave|called off|handing|hand-over|taken meanwhile|is on this set again|handed back|queue moved away|aside|store replayed|restored|error)[^"]*)"(.*)/i.exec(l); if (m) roleEvents.push(`${n.id} ${m[2].slice(0, 70)} ${(l.match(/"(messages|restored|queued|sentMeanwhile|dropped|aside|history)":\d+/g) ?? []).join(',')} @${Date.parse(m[1]) - T0}`); }
 const res = { mode, NA, NB, moves, fired, faults, sent, answeredOk: ok.size, sendFailures: fails, maxSendMs, drainedAt,
   consumer: { got: tc.count, lost: lostC, dups: tc.dups, orderBreaks: tc.breaks }, listener: { got: tl.count, lost: lostL, dups: tl.dups, orderBreaks: tl.breaks },
   handlerErrs: handlerErrs.slice(0, 6), clientErrors: { cons: cons.errors.slice(0, 5), lis: lis.errors.slice(0, 5), prod: prod.errors.slice(0, 5) }, load: load() };
@@ -155,7 +158,7 @@ console.log(JSON.stringify(res));
 console.log('events:', roleEvents.join(' | '));
 console.log(`marks ${marks.join(' ')}`);
 for (const t of [tc, tl]) if (t.samples.length) console.log('samples:', t.samples.join(' | '));
-for (const n of nodes) writeFileSync(`/tmp/atk31e-${mode}-${T0}-${n.id}.log`, n.log.join('\n'));
+for (const n of nodes) writeFileSync(`/tmp/atk31e-${mode}-${T0}-${n.id}.log`, [...(n.prev ?? []), ...n.log].join('\n'));
 const broken = [];
 for (const m of moves) {
   if (calloff && !(m.code === 1 && /called off: it stays on a/.test(m.out))) broken.push(`move: exit ${m.code} "${m.out}" (expected exit 1 "called off: it stays on a")`);
