@@ -12,6 +12,7 @@
 //  kill-b-moved  : b's broker(s) kill -9 as `whisker move` prints `moved` (+KILL_DELAY_MS), restarted
 //  b-slave       : B=2: b's slave kill -9 300 ms into the move, kept down until the move ended, restarted; 4 s later
 //                  b's master kill -9 (its slave elected), restarted 4 s later
+//  slave-nomove  : control for b-slave without a move: a's slave kill -9, restarted 1.4 s later; 4 s later a's master kill -9
 //  calloff-a-down: limits.maxMoveBytes 16 KiB on a: called off; every broker of a kill -9 as b's master logs `handing back`
 //                  (+KILL_DELAY_MS, default 150: a has put sends aside), restarted DOWN_MS later
 //  calloff-b-start: called off; b's broker(s) kill -9 as a's master logs `move called off` (+KILL_DELAY_MS), restarted
@@ -118,6 +119,10 @@ else if (mode === 'kill-b-moved') { mv = move('b', cfgMove); await mv; await sle
 else if (mode === 'b-slave') { mv = move('b', cfgMove); await waitLog(mb, 'taking the queue over', 120000); await sleep(300); const sl = bs.find((n) => n !== mb); faults++; fired = Date.now() - T0; mark(`kill9-${sl.id}`); await kill9(sl);
   await mv; mark('move-ended'); await sleep(500); mark(`restart-${sl.id}`); sl.prev = [...sl.log, '--- kill -9']; await startNode(sl); mark(`started-${sl.id}`); await sleep(4000);
   const m = await waitMaster(nodes, 'b'); faults++; mark(`kill9-${m.id}`); await kill9(m); await sleep(DOWN_MS); mark(`restart-${m.id}`); m.prev = [...(m.prev ?? []), ...m.log, '--- kill -9']; await startNode(m); mark(`started-${m.id}`); }
+else if (mode === 'slave-nomove') { // control for b-slave, no move: a's slave kill -9, down ~1.4 s, restarted; 4 s later a's master kill -9
+  const sl = as.find((n) => n !== ma); faults++; fired = Date.now() - T0; mark(`kill9-${sl.id}`); await kill9(sl); await sleep(1400);
+  mark(`restart-${sl.id}`); sl.prev = [...sl.log, '--- kill -9']; await startNode(sl); mark(`started-${sl.id}`); await sleep(4000);
+  const m = await waitMaster(nodes, 'a'); faults++; mark(`kill9-${m.id}`); await kill9(m); await sleep(DOWN_MS); mark(`restart-${m.id}`); m.prev = [...(m.prev ?? []), ...m.log, '--- kill -9']; await startNode(m); mark(`started-${m.id}`); }
 else if (mode === 'calloff-a-down') { trigger(mb, 'handing back', () => downUp(as, 'a')); mv = move('b', cfgMove); }
 else if (mode === 'calloff-b-start') { trigger(ma, 'move called off', () => downUp(bs, 'b')); mv = move('b', cfgMove); }
 else throw new Error(`unknown mode ${mode}`);
@@ -164,7 +169,7 @@ for (const m of moves) {
   if (calloff && !(m.code === 1 && /called off: it stays on a/.test(m.out))) broken.push(`move: exit ${m.code} "${m.out}" (expected exit 1 "called off: it stays on a")`);
   if (!calloff && m.code !== 0) broken.push(`move exit ${m.code} "${m.out}"`);
 }
-const expectSet = calloff ? 'a' : 'b';
+const expectSet = calloff || mode === 'slave-nomove' ? 'a' : 'b';
 const placed = st.out.split('\n').find((l) => /mv\/v1/.test(l) && !/moving/.test(l)) ?? '';
 if (/moving mv\/v1/.test(st.out) || !new RegExp(`\\b${expectSet}\\b`).test(placed)) broken.push(`placement at the end: "${placed.trim()}" (expected on ${expectSet}, no move under way)`);
 if (lostC || lostL) broken.push(`lost consumer ${lostC} listener ${lostL}`);
