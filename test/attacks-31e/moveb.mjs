@@ -19,6 +19,7 @@
 //  aside-CORRUPT : kill-b-start, and while b's broker is down its aside.json is CORRUPT = garbage | empty | drop-queue |
 //                  bad-seq (before: 123456789) | version (99) | delete; then restarted (if it does not start in 30 s: the original file put back, started again)
 //  nocluster     : kill-b-start, b's broker restarted WITHOUT its cluster block (election kept); 10 s later with it again
+//  nocluster2    : the same, the channel's `set` pin removed too (else the config is refused: the pin needs the cluster block)
 // Checks: every answered send consumed and listened (waits 75 s), first receptions in seq order per id, consumer
 // duplicates <= prefetch per fault, no err in handlers, replay whole/once/in order, placement on the expected set at the end.
 // Usage: nice -n 5 node test/attacks-31e/moveb.mjs MODE
@@ -84,7 +85,7 @@ const trigger = (node, text, fn) => waitLog(node, text, 120000).then(async () =>
 
 let sideTask = Promise.resolve();
 const corrupt = mode.startsWith('aside-') ? mode.slice(6) : null;
-const bDownMid = async () => { await downUp(bs, 'b', corrupt ? doCorrupt : mode === 'nocluster' ? noCluster : null); };
+const bDownMid = async () => { await downUp(bs, 'b', corrupt ? doCorrupt : mode.startsWith('nocluster') ? noCluster : null); };
 async function doCorrupt() {
   const n = bs[0]; const f = asideOf(n); const orig = existsSync(f) ? readFileSync(f, 'utf8') : null; note(`aside.json of ${n.id}: ${orig?.slice(0, 400)}`);
   if (orig) copyFileSync(f, f + '.orig');
@@ -100,7 +101,7 @@ async function doCorrupt() {
     if (existsSync(f + '.orig')) copyFileSync(f + '.orig', f); mark('restart-with-orig'); await startNode(n).catch((e) => note(`${n.id} again: ${e.message}`)); mark('started-with-orig'); })();
 }
 async function noCluster() {
-  for (const n of bs) { const c = cfgOf(n); writeFileSync(n.config + '.cluster', JSON.stringify(c)); delete c.cluster; writeFileSync(n.config, JSON.stringify(c, null, 2)); }
+  for (const n of bs) { const c = cfgOf(n); writeFileSync(n.config + '.cluster', JSON.stringify(c)); delete c.cluster; if (mode === 'nocluster2') delete c.channels['mv/v1'].set; writeFileSync(n.config, JSON.stringify(c, null, 2)); }
   sideTask = (async () => { await sleep(DOWN_MS + 12000); for (const n of bs) note(`${n.id} without cluster block, log: ${n.log.filter((l) => /error|warn|aside|mv\/v1|master/i.test(l)).slice(-6).join(' || ').slice(0, 900)}`);
     note(`during no-cluster: consumer ${tc.count}, listener ${tl.count}, breaks ${tc.breaks}/${tl.breaks}`);
     await Promise.all(bs.map(kill9)); for (const n of bs) copyFileSync(n.config + '.cluster', n.config); mark('restart-b-with-cluster');
@@ -112,7 +113,7 @@ const move = async (to, cfg) => { mark(`move-${to}-start`); const r = await cliA
   moves.push({ to, code: r.code, ms: r.ms, out: r.out.trim().split('\n').slice(-2).join(' | ') }); console.log(`move --to ${to} exit ${r.code} in ${r.ms} ms: ${moves.at(-1).out}`); };
 const cfgMove = as.find((n) => n !== ma)?.config ?? ma.config;
 let mv;
-if (mode === 'kill-b-start' || corrupt || mode === 'nocluster') { const t = waitLog(mb, 'taking the queue over', 120000); mv = move('b', cfgMove); await t; await sleep(Number(process.env.KILL_DELAY_MS ?? 300)); await bDownMid(); }
+if (mode === 'kill-b-start' || corrupt || (mode === 'nocluster' || mode === 'nocluster2')) { const t = waitLog(mb, 'taking the queue over', 120000); mv = move('b', cfgMove); await t; await sleep(Number(process.env.KILL_DELAY_MS ?? 300)); await bDownMid(); }
 else if (mode === 'kill-b-import') { trigger(ma, 'hand-over written', bDownMid); mv = move('b', cfgMove); }
 else if (mode === 'kill-b-taken') { trigger(mb, 'hand-over taken', bDownMid); mv = move('b', cfgMove); }
 else if (mode === 'kill-b-moved') { mv = move('b', cfgMove); await mv; await sleep(Number(process.env.KILL_DELAY_MS ?? 0)); await bDownMid(); }
@@ -128,7 +129,7 @@ else if (mode === 'calloff-b-start') { trigger(ma, 'move called off', () => down
 else throw new Error(`unknown mode ${mode}`);
 await mv; await sideTask;
 if (process.env.KILL2) { await sleep(1500); await downUp(bs, 'b-again'); }
-if (corrupt || mode === 'nocluster') { // wait for the placement to settle, the move may still be under way
+if (corrupt || (mode === 'nocluster' || mode === 'nocluster2')) { // wait for the placement to settle, the move may still be under way
   for (let i = 0; i < 60; i++) { const s = await cliAsync(['cluster', 'status', '--placements', '-c', ma.config]); if (!/moving mv\/v1/.test(s.out)) break; await sleep(1000); } }
 await sleep(AFTER_MS);
 producing = false; await producer;
