@@ -2,8 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { IdList, IdSlots } from '../../src/protocol/id-slots.js';
 
 /** the same operations on IdSlots and on a Map: every answer must agree */
-function check(ops: Array<{ add: boolean; key: number }>): void {
-  const slots = new IdSlots();
+function check(ops: Array<{ add: boolean; key: number }>, slots = new IdSlots()): void {
   const model = new Map<string, number>();
   const inUse = new Set<number>();
   for (const { add, key } of ops) {
@@ -36,6 +35,16 @@ describe('IdSlots', () => {
       const next = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32;
       const ops = Array.from({ length: 8000 }, () => ({ add: next() < 0.6, key: Math.floor(next() * 5000) }));
       check(ops);
+    }
+  });
+
+  test('past the slot numbers that leave room for a tag in a table entry, the tables made after have none: every id still found', () => {
+    for (let seed = 1; seed <= 5; seed++) {
+      let x = seed;
+      const next = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32;
+      // slots reach 300 while a resize is under way and after; the rest as above
+      const ops = Array.from({ length: 8000 }, () => ({ add: next() < 0.6, key: Math.floor(next() * 5000) }));
+      check(ops, new IdSlots(300));
     }
   });
 
@@ -81,6 +90,9 @@ describe('IdSlots', () => {
       '\u00ff'.repeat(17),
       'message \u2603',
       'a much longer id than sixteen characters',
+      // a code unit whose low byte is a hex digit ('0') is not one
+      '0123456789abcdef0123456789abcde\u0130',
+      '0123456789abcdef0123456789abcdeg',
     ];
     const slots = new IdSlots();
     const placed = ids.map((id) => slots.add(id));
