@@ -112,9 +112,25 @@ export class IdSlots {
     return slot;
   }
 
+  /** as `hold`, but -1 when `holder` holds the id already (one find where `find` then `hold` took two) */
+  holdNew(id: string, holder: number): number {
+    const kind = encode(id);
+    const hash = kind === OTHER ? hashOf(id) : hashOfScratch(kind);
+    let slot = this.#find(kind, hash, id);
+    if (slot < 0) slot = this.#add(kind, hash, id);
+    else if ((this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & holder) !== 0) return -1;
+    this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! |= holder;
+    return slot;
+  }
+
   /** `holder` holds the slot */
   holds(slot: number, holder: number): boolean {
     return slot < this.#length && (this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & holder) !== 0;
+  }
+
+  /** a holder other than `holder` holds the slot */
+  heldByOther(slot: number, holder: number): boolean {
+    return slot < this.#length && (this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & ~holder) !== 0;
   }
 
   /** `holder` lets the slot go; freed when no holder is left */

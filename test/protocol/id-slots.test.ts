@@ -160,7 +160,7 @@ describe('IdList', () => {
 });
 
 describe('IdSlots with two holders', () => {
-  test('agrees with a Map of holders over random holds and releases of ids of every shape, through resizes', () => {
+  test('agrees with a Map of holders over random holds (hold, holdNew) and releases of ids of every shape, through resizes', () => {
     const shape = (k: number) => [k.toString(16).padStart(32, '0'), `m-${k}`, `00000000-0000-4000-8000-${k.toString(16).padStart(12, '0')}`, `a long id of more than sixteen characters ${k}`][k % 4]!;
     for (let seed = 1; seed <= 5; seed++) {
       let x = seed;
@@ -178,7 +178,13 @@ describe('IdSlots with two holders', () => {
         const found = slots.find(id);
         expect(found).toBe(known?.slot ?? -1);
         if (next() < 0.55) {
-          const slot = slots.hold(id, holder);
+          // holdNew: as hold, but -1 for an id the holder holds already
+          const asNew = next() < 0.5;
+          const slot = asNew ? slots.holdNew(id, holder) : slots.hold(id, holder);
+          if (asNew && known && (known.holders & holder) !== 0) {
+            expect(slot).toBe(-1);
+            continue;
+          }
           if (known) expect(slot).toBe(known.slot);
           // a slot is never handed to two ids at once
           else expect(used.has(slot)).toBe(false);

@@ -41,7 +41,7 @@ export class Queue extends QueueCore {
     // while older waiting messages are being adopted, a new one queues behind them (order per id)
     const groups = this.adoptAt !== null ? [] : this.matchingGroups(message.id);
     const row = this.addRow(message, groups);
-    if (groups.length > 0) this.record([{ kind: 'assign', messageId: message.messageId, groups: groups.map((g) => g.key) }]);
+    if (groups.length > 0) this.record([{ kind: 'assign', messageId: message.messageId, groups: groups.map((g) => g.key), slot: this.rows.storeSlot(row) }]);
     for (const group of groups) this.pump(group);
     // far from delivery (not handed out at once, the window full): its body stays on disk only
     if (this.ownsRow(row) && this.rows.messageId(row) === message.messageId && this.rows.inFlight(row) === 0) this.bodies.trim(row);
@@ -349,7 +349,7 @@ export class Queue extends QueueCore {
       group.rewind(position);
       touched.add(group);
     }
-    events.push({ kind: 'assign', messageId: this.rows.messageId(row), groups: keys });
+    events.push({ kind: 'assign', messageId: this.rows.messageId(row), groups: keys, slot: this.rows.storeSlot(row) });
     return true;
   }
 
