@@ -152,6 +152,15 @@ export class IdSlots {
     this.#shared.set(slot, value);
   }
 
+  /** the slot holds this id (no string made, no probe) */
+  holdsId(slot: number, id: string): boolean {
+    if (!this.has(slot)) return false;
+    const kind = encode(id);
+    const page = slot >>> PAGE_BITS;
+    const at = slot & PAGE_MASK;
+    return this.#kind[page]![at] === kind && this.#same(slot, page, at, kind, id);
+  }
+
   /** the id in a slot, a string made from its bytes; undefined: the slot is free */
   idAt(slot: number): string | undefined {
     const kind = slot < this.#length ? this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! : FREE;

@@ -100,10 +100,13 @@ describe('IdSlots', () => {
       expect(slots.idAt(placed[i]!)).toBe(id);
       expect(slots.find(id)).toBe(placed[i]);
       expect(slots.has(placed[i]!)).toBe(true);
+      expect(slots.holdsId(placed[i]!, id)).toBe(true);
+      expect(slots.holdsId(placed[i]!, ids[(i + 1) % ids.length]!)).toBe(false);
     });
     // a free slot taken by an id of another shape forgets the old one
     slots.remove(placed[9]!);
     expect(slots.has(placed[9]!)).toBe(false);
+    expect(slots.holdsId(placed[9]!, ids[9]!)).toBe(false);
     expect(slots.idAt(placed[9]!)).toBeUndefined();
     expect(slots.add('short')).toBe(placed[9]);
     expect(slots.find(ids[9]!)).toBe(-1);

@@ -193,9 +193,10 @@ export abstract class QueueCore extends QueueViews {
       if (left.length > 0) this.rows.setGroups(row, left);
     });
     group.recordCount--;
-    this.record([{ kind: 'settle', messageId: this.rows.messageId(row), group: key, outcome, slot: this.rows.storeSlot(row) }]);
+    const messageId = this.rows.messageId(row);
+    this.record([{ kind: 'settle', messageId, group: key, outcome, slot: this.rows.storeSlot(row) }]);
     this.dropGroupIfEmpty(group);
-    if (left.length === 0) this.#forget(row);
+    if (left.length === 0) this.#forget(row, messageId);
   }
 
   #dropRecord(record: DeliveryRecord): void {
@@ -230,10 +231,10 @@ export abstract class QueueCore extends QueueViews {
     return waited;
   }
 
-  #forget(row: number): void {
+  /** `messageId`: the row's, when the caller made it already (a string made from the id map's bytes) */
+  #forget(row: number, messageId = this.rows.messageId(row)): void {
     if (this.rows.isWaiting(row)) this.#depth--;
     if (this.rows.groups(row).length === 0) this.unassigned--;
-    const messageId = this.rows.messageId(row);
     const acceptedAt = this.rows.acceptedAt(row);
     // before the row lets its slot go: then the store's index may be the only holder
     const slot = this.rows.storeSlot(row);

@@ -62,6 +62,11 @@ export class MessageRows {
     return this.#slots.heldByOther(row, ROWS) ? row : undefined;
   }
 
+  /** the row is this message's (no string made) */
+  isRowOf(row: number, messageId: string): boolean {
+    return this.#slots.holds(row, ROWS) && this.#slots.holdsId(row, messageId);
+  }
+
   /** the caller knows the message has no row yet (`find`) */
   add(message: StoredMessage, groups: readonly string[]): number {
     const row = this.#slots.hold(message.messageId, ROWS);
