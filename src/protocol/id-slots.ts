@@ -4,7 +4,8 @@ import { DeltaPages } from './paged.js';
  * Message ids and the slot number each has in its owner's columns (the store's live index, the
  * router's rows, the dedupe window): open addressing over an Int32Array, 4 bytes a table entry
  * kept 1/4 to 3/4 full (an id's hash is made again from its cells when an entry moves, not kept
- * per slot), where a Map costs about 40 bytes a key
+ * per slot; 7 bits of it share the entry with the slot number, so a probe reads another id's
+ * cells only when its tag matches), where a Map costs about 40 bytes a key
  * (bounded memory, SPEC §7: a million waiting messages are a million ids). Slots freed are used
  * again first, so the slots in use stay dense and the owner's columns grow only with the live
  * count. A full table is not rebuilt in one go (28 ms at a million ids): a bigger one takes the
@@ -200,7 +201,8 @@ export class IdSlots {
     this.#moveSome();
     // at most 3/4 full (GONE marks count): a probe stays short with linear probing
     if ((this.#used + 1) * 4 > this.#table.length * 3) this.#startResize(this.#tagMask);
-    // a slot number that leaves no room for a tag: from now on, tables without
+    // a slot number that leaves no room for a tag: from now on, tables without (once in a
+    // lifetime, at 16.7 million ids: a resize under way then finishes in this turn)
     if (slot >= this.#taggedSlots && this.#tagMask !== 0) this.#startResize(0);
     this.#place(this.#table, this.#tagMask, slot, hash);
     this.#used++;
