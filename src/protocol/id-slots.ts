@@ -4,7 +4,8 @@ import { DeltaPages } from './paged.js';
  * Message ids and the slot number each has in its owner's columns (the store's live index, the
  * router's rows, the dedupe window): open addressing over an Int32Array, 4 bytes a table entry
  * kept 1/4 to 3/4 full (an id's hash is made again from its cells when an entry moves, not kept
- * per slot), where a Map costs about 40 bytes a key
+ * per slot; 7 bits of it share the entry with the slot number, so a probe reads another id's
+ * cells only when its tag matches), where a Map costs about 40 bytes a key
  * (bounded memory, SPEC §7: a million waiting messages are a million ids). Slots freed are used
  * again first, so the slots in use stay dense and the owner's columns grow only with the live
  * count. A full table is not rebuilt in one go (28 ms at a million ids): a bigger one takes the
@@ -42,16 +43,29 @@ export class IdSlots {
   readonly #cells: Uint32Array[] = [new Uint32Array(FIRST_PAGE * WORDS)];
   /** ids that do not fit a cell, by slot */
   readonly #others = new Map<number, string>();
-  /** id -> slot + 1: linear probing; EMPTY (0) ends a probe, GONE does not */
+  /**
+   * id -> slot + 1 in the low bits, and in the bits `#tagMask` selects 7 bits of the id's hash
+   * (TAG_MASK; none past `#taggedSlots`): a probe passes an entry of another id by its tag, without
+   * reading that id's cells. Linear probing; EMPTY (0) ends a probe, GONE does not
+   */
   #table = new Int32Array(1024);
-  /** the table being emptied into `#table` (entries not moved yet), null when none */
+  #tagMask = TAG_MASK;
+  /** the table being emptied into `#table` (entries not moved yet), null when none, and its tag bits */
   #old: Int32Array | null = null;
+  #oldTagMask = TAG_MASK;
+  /** slot numbers from this one on do not fit beside a tag: tables made after one is used have no tags */
+  readonly #taggedSlots: number;
   #oldCursor = 0;
   /** `#table` entries not EMPTY (slots and GONE marks) */
   #used = 0;
   #live = 0;
   /** the free slot to use first, NONE when none; each free slot's first cell word names the next */
   #free = NONE;
+
+  /** `taggedSlots`: only tests give it, to reach tables without tags without 16 million ids */
+  constructor(taggedSlots = TAGGED_SLOTS) {
+    this.#taggedSlots = Math.min(taggedSlots, TAGGED_SLOTS);
+  }
 
   /** ids with a slot */
   get size(): number {
@@ -66,9 +80,13 @@ export class IdSlots {
   /** the slot of an id, -1 when it has none */
   find(id: string): number {
     const kind = encode(id);
-    const hash = kind === OTHER ? hashOf(id) : hashOfScratch(kind);
-    const slot = this.#probe(this.#table, hash, kind, id);
-    return slot >= 0 || this.#old === null ? slot : this.#probe(this.#old, hash, kind, id);
+    return this.#find(kind, kind === OTHER ? hashOf(id) : hashOfScratch(kind), id);
+  }
+
+  /** `kind` and SCRATCH: the id as `encode` left it */
+  #find(kind: number, hash: number, id: string): number {
+    const slot = this.#probe(this.#table, this.#tagMask, hash, kind, id);
+    return slot >= 0 || this.#old === null ? slot : this.#probe(this.#old, this.#oldTagMask, hash, kind, id);
   }
 
   /** the slot holds an id (no string made) */
@@ -87,8 +105,21 @@ export class IdSlots {
 
   /** the slot of an id for `holder` (a bit), made if the id has none */
   hold(id: string, holder: number): number {
-    let slot = this.find(id);
-    if (slot < 0) slot = this.add(id);
+    const kind = encode(id);
+    const hash = kind === OTHER ? hashOf(id) : hashOfScratch(kind);
+    let slot = this.#find(kind, hash, id);
+    if (slot < 0) slot = this.#add(kind, hash, id);
+    this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! |= holder;
+    return slot;
+  }
+
+  /** as `hold`, but -1 when `holder` holds the id already (one find where `find` then `hold` took two) */
+  holdNew(id: string, holder: number): number {
+    const kind = encode(id);
+    const hash = kind === OTHER ? hashOf(id) : hashOfScratch(kind);
+    let slot = this.#find(kind, hash, id);
+    if (slot < 0) slot = this.#add(kind, hash, id);
+    else if ((this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & holder) !== 0) return -1;
     this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! |= holder;
     return slot;
   }
@@ -96,6 +127,11 @@ export class IdSlots {
   /** `holder` holds the slot */
   holds(slot: number, holder: number): boolean {
     return slot < this.#length && (this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & holder) !== 0;
+  }
+
+  /** a holder other than `holder` holds the slot */
+  heldByOther(slot: number, holder: number): boolean {
+    return slot < this.#length && (this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & ~holder) !== 0;
   }
 
   /** `holder` lets the slot go; freed when no holder is left */
@@ -117,6 +153,15 @@ export class IdSlots {
     this.#shared.set(slot, value);
   }
 
+  /** the slot holds this id (no string made, no probe) */
+  holdsId(slot: number, id: string): boolean {
+    if (!this.has(slot)) return false;
+    const kind = encode(id);
+    const page = slot >>> PAGE_BITS;
+    const at = slot & PAGE_MASK;
+    return this.#kind[page]![at] === kind && this.#same(slot, page, at, kind, id);
+  }
+
   /** the id in a slot, a string made from its bytes; undefined: the slot is free */
   idAt(slot: number): string | undefined {
     const kind = slot < this.#length ? this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! : FREE;
@@ -127,6 +172,12 @@ export class IdSlots {
 
   /** the caller knows the id has no slot (`find`); a freed slot is used again first */
   add(id: string): number {
+    const kind = encode(id);
+    return this.#add(kind, kind === OTHER ? hashOf(id) : hashOfScratch(kind), id);
+  }
+
+  /** `kind` and SCRATCH: the id as `encode` left it */
+  #add(kind: number, hash: number, id: string): number {
     let slot = this.#free;
     if (slot !== NONE) {
       this.#free = this.#cells[slot >>> PAGE_BITS]![(slot & PAGE_MASK) * WORDS]!;
@@ -136,21 +187,31 @@ export class IdSlots {
     }
     const page = slot >>> PAGE_BITS;
     const at = slot & PAGE_MASK;
-    const kind = encode(id);
     this.#kind[page]![at] = kind;
     if (kind === OTHER) this.#others.set(slot, id);
-    else this.#cells[page]!.set(SCRATCH, at * WORDS);
+    else {
+      const cells = this.#cells[page]!;
+      const w = at * WORDS;
+      cells[w] = SCRATCH[0]!;
+      cells[w + 1] = SCRATCH[1]!;
+      cells[w + 2] = SCRATCH[2]!;
+      cells[w + 3] = SCRATCH[3]!;
+    }
     this.#live++;
     this.#moveSome();
     // at most 3/4 full (GONE marks count): a probe stays short with linear probing
-    if ((this.#used + 1) * 4 > this.#table.length * 3) this.#startResize();
-    this.#place(this.#table, slot);
+    if ((this.#used + 1) * 4 > this.#table.length * 3) this.#startResize(this.#tagMask);
+    // a slot number that leaves no room for a tag: from now on, tables without (once in a
+    // lifetime, at 16.7 million ids: a resize under way then finishes in this turn)
+    if (slot >= this.#taggedSlots && this.#tagMask !== 0) this.#startResize(0);
+    this.#place(this.#table, this.#tagMask, slot, hash);
     this.#used++;
     return slot;
   }
 
   remove(slot: number): void {
-    if (!this.#unplace(this.#table, slot)) this.#unplace(this.#old!, slot);
+    const hash = this.#hashOfSlot(slot);
+    if (!this.#unplace(this.#table, this.#tagMask, slot, hash)) this.#unplace(this.#old!, this.#oldTagMask, slot, hash);
     const page = slot >>> PAGE_BITS;
     const at = slot & PAGE_MASK;
     if (this.#kind[page]![at] === OTHER) this.#others.delete(slot);
@@ -164,14 +225,17 @@ export class IdSlots {
     this.#moveSome();
   }
 
-  /** `kind` and SCRATCH: the id as `encode` left it */
-  #probe(table: Int32Array, hash: number, kind: number, id: string): number {
+  /** `kind` and SCRATCH: the id as `encode` left it; `tagMask`: the table's tag bits */
+  #probe(table: Int32Array, tagMask: number, hash: number, kind: number, id: string): number {
     const mask = table.length - 1;
+    const tag = tagOf(hash) & tagMask;
+    const slotMask = ~tagMask;
     for (let i = hash & mask; ; i = (i + 1) & mask) {
       const entry = table[i]!;
       if (entry === EMPTY) return -1;
-      if (entry <= 0) continue;
-      const slot = entry - 1;
+      // GONE, or another id's entry told by its tag
+      if (entry <= 0 || (entry & tagMask) !== tag) continue;
+      const slot = (entry & slotMask) - 1;
       const page = slot >>> PAGE_BITS;
       const at = slot & PAGE_MASK;
       if (this.#kind[page]![at] === kind && this.#same(slot, page, at, kind, id)) return slot;
@@ -213,35 +277,38 @@ export class IdSlots {
   }
 
   /** into the first entry that is not a slot (EMPTY or GONE); the caller counts `#used` for EMPTY */
-  #place(table: Int32Array, slot: number): void {
+  #place(table: Int32Array, tagMask: number, slot: number, hash: number): void {
     const mask = table.length - 1;
-    let i = this.#hashOfSlot(slot) & mask;
+    let i = hash & mask;
     while (table[i]! > 0) i = (i + 1) & mask;
     if (table[i] === GONE) this.#used--; // a GONE mark reused: not a new entry
-    table[i] = slot + 1;
+    table[i] = (tagOf(hash) & tagMask) | (slot + 1);
   }
 
   /** false when the slot is not in this table */
-  #unplace(table: Int32Array, slot: number): boolean {
+  #unplace(table: Int32Array, tagMask: number, slot: number, hash: number): boolean {
     const mask = table.length - 1;
-    for (let i = this.#hashOfSlot(slot) & mask; ; i = (i + 1) & mask) {
+    const wanted = (tagOf(hash) & tagMask) | (slot + 1);
+    for (let i = hash & mask; ; i = (i + 1) & mask) {
       const entry = table[i]!;
       if (entry === EMPTY) return false;
-      if (entry === slot + 1) {
+      if (entry === wanted) {
         table[i] = GONE;
         return true;
       }
     }
   }
 
-  /** a table at most half full of the live slots, at least as large; the old one is emptied bit by bit */
-  #startResize(): void {
+  /** a table at most half full of the live slots, at least as large, with `tagMask`'s tags; the old one is emptied bit by bit */
+  #startResize(tagMask: number): void {
     while (this.#old !== null) this.#moveSome();
     let size = this.#table.length;
     while (this.#live * 2 > size) size *= 2;
     this.#old = this.#table;
+    this.#oldTagMask = this.#tagMask;
     this.#oldCursor = 0;
     this.#table = new Int32Array(size);
+    this.#tagMask = tagMask;
     this.#used = 0;
   }
 
@@ -250,12 +317,14 @@ export class IdSlots {
     const old = this.#old;
     if (old === null) return;
     const end = Math.min(old.length, this.#oldCursor + MOVE_STEP);
+    const slotMask = ~this.#oldTagMask;
     for (let i = this.#oldCursor; i < end; i++) {
       const entry = old[i]!;
       if (entry <= 0) continue;
       // GONE, not EMPTY: a probe in the old table for an entry not moved yet must go past it
       old[i] = GONE;
-      this.#place(this.#table, entry - 1);
+      const slot = (entry & slotMask) - 1;
+      this.#place(this.#table, this.#tagMask, slot, this.#hashOfSlot(slot));
       this.#used++;
     }
     this.#oldCursor = end;
@@ -393,11 +462,13 @@ const SCRATCH = new Uint32Array(SCRATCH_BYTES.buffer);
 
 /** packs an id into SCRATCH, returns its kind (one kind per string: equal ids have equal cells) */
 function encode(id: string): number {
-  SCRATCH.fill(0);
   const length = id.length;
+  // what clients make (message-ids.ts): four words straight from the characters
+  if (length === CELL * 2 && LITTLE_ENDIAN && packHexWords(id)) return HEX + CELL;
+  clearScratch();
   if (length <= CELL * 2 && length % 2 === 0 && length > 0 && packHex(id, 0, length, 0)) return HEX + length / 2;
   if (length === 36 && isUuid(id)) return UUID;
-  SCRATCH.fill(0);
+  clearScratch();
   if (length > CELL) return OTHER;
   for (let i = 0; i < length; i++) {
     const c = id.charCodeAt(i);
@@ -410,7 +481,7 @@ function encode(id: string): number {
 /** a UUID's 32 digits, lowercase, dashes at 8, 13, 18 and 23 */
 function isUuid(id: string): boolean {
   if (id.charCodeAt(8) !== DASH || id.charCodeAt(13) !== DASH || id.charCodeAt(18) !== DASH || id.charCodeAt(23) !== DASH) return false;
-  SCRATCH.fill(0);
+  clearScratch();
   return packHex(id, 0, 8, 0) && packHex(id, 9, 13, 4) && packHex(id, 14, 18, 6) && packHex(id, 19, 23, 8) && packHex(id, 24, 36, 10);
 }
 
@@ -425,11 +496,37 @@ function packHex(id: string, from: number, to: number, at: number): boolean {
   return true;
 }
 
+/** a character's value as a lowercase hex digit, -1 when it is not one: a look-up, not branches a random id mispredicts (3x slower) */
 function digit(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48;
-  if (c >= 97 && c <= 102) return c - 87;
-  return -1;
+  return DIGITS[c]!;
 }
+
+/** by UTF-16 code unit (charCodeAt is below 2^16) */
+const DIGITS = new Int8Array(0x10000).fill(-1);
+for (let c = 0; c < 16; c++) DIGITS[c.toString(16).charCodeAt(0)] = c;
+
+function clearScratch(): void {
+  SCRATCH[0] = 0;
+  SCRATCH[1] = 0;
+  SCRATCH[2] = 0;
+  SCRATCH[3] = 0;
+}
+
+/** 32 lowercase hex characters into SCRATCH's four words, the bytes as packHex puts them (little-endian); false when not hex */
+function packHexWords(id: string): boolean {
+  for (let w = 0, i = 0; w < WORDS; w++, i += 8) {
+    const b0 = (digit(id.charCodeAt(i)) << 4) | digit(id.charCodeAt(i + 1));
+    const b1 = (digit(id.charCodeAt(i + 2)) << 4) | digit(id.charCodeAt(i + 3));
+    const b2 = (digit(id.charCodeAt(i + 4)) << 4) | digit(id.charCodeAt(i + 5));
+    const b3 = (digit(id.charCodeAt(i + 6)) << 4) | digit(id.charCodeAt(i + 7));
+    // a -1 digit makes its byte negative or past 0xff
+    if (((b0 | b1 | b2 | b3) & ~0xff) !== 0) return false;
+    SCRATCH[w] = b0 | (b1 << 8) | (b2 << 16) | (b3 << 24);
+  }
+  return true;
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 const DASH = 45;
 /** slots a page of the columns holds; the first page starts at FIRST_PAGE and doubles up to it */
@@ -439,6 +536,14 @@ const PAGE_MASK = PAGE - 1;
 const FIRST_PAGE = 1024;
 /** no free slot */
 const NONE = 0xffffffff;
+/** a table entry's tag bits (bits 24-30: slot + 1 in the 24 below, the sign bit clear) and the slots that fit below them */
+const TAG_MASK = 0x7f000000;
+const TAGGED_SLOTS = 0x00ffffff - 1;
+
+/** a hash's tag, in place for TAG_MASK: bits the table's index does not take (25-31, tables below 2^25 entries) */
+function tagOf(hash: number): number {
+  return hash >>> 1;
+}
 const EMPTY = 0;
 const GONE = -1;
 /** old table entries moved per change while a resize runs */

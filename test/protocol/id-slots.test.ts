@@ -2,8 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { IdList, IdSlots } from '../../src/protocol/id-slots.js';
 
 /** the same operations on IdSlots and on a Map: every answer must agree */
-function check(ops: Array<{ add: boolean; key: number }>): void {
-  const slots = new IdSlots();
+function check(ops: Array<{ add: boolean; key: number }>, slots = new IdSlots()): void {
   const model = new Map<string, number>();
   const inUse = new Set<number>();
   for (const { add, key } of ops) {
@@ -36,6 +35,16 @@ describe('IdSlots', () => {
       const next = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32;
       const ops = Array.from({ length: 8000 }, () => ({ add: next() < 0.6, key: Math.floor(next() * 5000) }));
       check(ops);
+    }
+  });
+
+  test('past the slot numbers that leave room for a tag in a table entry, the tables made after have none: every id still found', () => {
+    for (let seed = 1; seed <= 5; seed++) {
+      let x = seed;
+      const next = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32;
+      // slots reach 300 while a resize is under way and after; the rest as above
+      const ops = Array.from({ length: 8000 }, () => ({ add: next() < 0.6, key: Math.floor(next() * 5000) }));
+      check(ops, new IdSlots(300));
     }
   });
 
@@ -81,6 +90,9 @@ describe('IdSlots', () => {
       '\u00ff'.repeat(17),
       'message \u2603',
       'a much longer id than sixteen characters',
+      // a code unit whose low byte is a hex digit ('0') is not one
+      '0123456789abcdef0123456789abcde\u0130',
+      '0123456789abcdef0123456789abcdeg',
     ];
     const slots = new IdSlots();
     const placed = ids.map((id) => slots.add(id));
@@ -88,10 +100,13 @@ describe('IdSlots', () => {
       expect(slots.idAt(placed[i]!)).toBe(id);
       expect(slots.find(id)).toBe(placed[i]);
       expect(slots.has(placed[i]!)).toBe(true);
+      expect(slots.holdsId(placed[i]!, id)).toBe(true);
+      expect(slots.holdsId(placed[i]!, ids[(i + 1) % ids.length]!)).toBe(false);
     });
     // a free slot taken by an id of another shape forgets the old one
     slots.remove(placed[9]!);
     expect(slots.has(placed[9]!)).toBe(false);
+    expect(slots.holdsId(placed[9]!, ids[9]!)).toBe(false);
     expect(slots.idAt(placed[9]!)).toBeUndefined();
     expect(slots.add('short')).toBe(placed[9]);
     expect(slots.find(ids[9]!)).toBe(-1);
@@ -148,7 +163,7 @@ describe('IdList', () => {
 });
 
 describe('IdSlots with two holders', () => {
-  test('agrees with a Map of holders over random holds and releases of ids of every shape, through resizes', () => {
+  test('agrees with a Map of holders over random holds (hold, holdNew) and releases of ids of every shape, through resizes', () => {
     const shape = (k: number) => [k.toString(16).padStart(32, '0'), `m-${k}`, `00000000-0000-4000-8000-${k.toString(16).padStart(12, '0')}`, `a long id of more than sixteen characters ${k}`][k % 4]!;
     for (let seed = 1; seed <= 5; seed++) {
       let x = seed;
@@ -166,7 +181,13 @@ describe('IdSlots with two holders', () => {
         const found = slots.find(id);
         expect(found).toBe(known?.slot ?? -1);
         if (next() < 0.55) {
-          const slot = slots.hold(id, holder);
+          // holdNew: as hold, but -1 for an id the holder holds already
+          const asNew = next() < 0.5;
+          const slot = asNew ? slots.holdNew(id, holder) : slots.hold(id, holder);
+          if (asNew && known && (known.holders & holder) !== 0) {
+            expect(slot).toBe(-1);
+            continue;
+          }
           if (known) expect(slot).toBe(known.slot);
           // a slot is never handed to two ids at once
           else expect(used.has(slot)).toBe(false);

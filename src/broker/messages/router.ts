@@ -520,8 +520,7 @@ export class Router {
   ack(subscription: Subscription, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
     if (!subscription.ids.has(via)) return;
     const queue = this.#queues.get(subscription.queue);
-    if (queue?.has(messageId)) queue.ack(subscription, messageId, via, ok, delaySeconds);
-    else this.whenStored(messageId, () => this.#queues.get(subscription.queue)?.ack(subscription, messageId, via, ok, delaySeconds));
+    if (!queue?.ack(subscription, messageId, via, ok, delaySeconds)) this.whenStored(messageId, () => this.#queues.get(subscription.queue)?.ack(subscription, messageId, via, ok, delaySeconds));
   }
 
   /** a client extends the ack deadline of a delivery (docs/protocol.md#touch); a slave has none to extend */

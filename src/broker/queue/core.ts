@@ -193,9 +193,10 @@ export abstract class QueueCore extends QueueViews {
       if (left.length > 0) this.rows.setGroups(row, left);
     });
     group.recordCount--;
-    this.record([{ kind: 'settle', messageId: this.rows.messageId(row), group: key, outcome }]);
+    const messageId = this.rows.messageId(row);
+    this.record([{ kind: 'settle', messageId, group: key, outcome, slot: this.rows.storeSlot(row) }]);
     this.dropGroupIfEmpty(group);
-    if (left.length === 0) this.#forget(row);
+    if (left.length === 0) this.#forget(row, messageId);
   }
 
   #dropRecord(record: DeliveryRecord): void {
@@ -230,18 +231,20 @@ export abstract class QueueCore extends QueueViews {
     return waited;
   }
 
-  #forget(row: number): void {
+  /** `messageId`: the row's, when the caller made it already (a string made from the id map's bytes) */
+  #forget(row: number, messageId = this.rows.messageId(row)): void {
     if (this.rows.isWaiting(row)) this.#depth--;
     if (this.rows.groups(row).length === 0) this.unassigned--;
-    const messageId = this.rows.messageId(row);
     const acceptedAt = this.rows.acceptedAt(row);
+    // before the row lets its slot go: then the store's index may be the only holder
+    const slot = this.rows.storeSlot(row);
     this.ring.remove(row);
     this.idLeft(this.rows.id(row));
     this.bodies.forgotten(row);
     this.records.delete(row);
     this.rows.free(row);
     this.env.forgotten?.(messageId, acceptedAt);
-    this.record([{ kind: 'remove', messageId }]);
+    this.record([{ kind: 'remove', messageId, slot }]);
   }
 
   #endFlight(record: DeliveryRecord): void {
@@ -271,7 +274,7 @@ export abstract class QueueCore extends QueueViews {
       this.counters.requeued++;
       record.nbRequeues = nbDeliveries;
       record.notBefore = delayMs > 0 ? now + delayMs : 0;
-      this.record([{ kind: 'requeue', messageId: this.rows.messageId(row), group: group.key, nbRequeues: nbDeliveries, notBefore: record.notBefore }]);
+      this.record([{ kind: 'requeue', messageId: this.rows.messageId(row), group: group.key, nbRequeues: nbDeliveries, notBefore: record.notBefore, slot: this.rows.storeSlot(row) }]);
       if (delayMs > 0) return this.delay(record);
       group.pushRetry(record);
     }
@@ -403,7 +406,7 @@ export abstract class QueueCore extends QueueViews {
     this.timer.armAt(record.deadline);
     this.counters.delivered++;
     const messageId = this.rows.messageId(row);
-    this.record([{ kind: 'deliver', messageId, group: group.key, nbRequeues: record.nbRequeues }]);
+    this.record([{ kind: 'deliver', messageId, group: group.key, nbRequeues: record.nbRequeues, slot: this.rows.storeSlot(row) }]);
     const delivery = { sub: 0, messageId, channel: `${this.name}/${this.rows.id(row)}`, data: body.data, created: this.rows.created(row), nbRequeues: record.nbRequeues, from: this.rows.from(row), via: group.pattern };
     subscriber.deliver(delivery, body.json);
   }

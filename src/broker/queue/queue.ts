@@ -41,10 +41,10 @@ export class Queue extends QueueCore {
     // while older waiting messages are being adopted, a new one queues behind them (order per id)
     const groups = this.adoptAt !== null ? [] : this.matchingGroups(message.id);
     const row = this.addRow(message, groups);
-    if (groups.length > 0) this.record([{ kind: 'assign', messageId: message.messageId, groups: groups.map((g) => g.key) }]);
+    if (groups.length > 0) this.record([{ kind: 'assign', messageId: message.messageId, groups: groups.map((g) => g.key), slot: this.rows.storeSlot(row) }]);
     for (const group of groups) this.pump(group);
     // far from delivery (not handed out at once, the window full): its body stays on disk only
-    if (this.ownsRow(row) && this.rows.messageId(row) === message.messageId && this.rows.inFlight(row) === 0) this.bodies.trim(row);
+    if (this.rows.isRowOf(row, message.messageId) && this.ownsRow(row) && this.rows.inFlight(row) === 0) this.bodies.trim(row);
   }
 
   /** rebuilds state from the store on start, before any subscriber exists */
@@ -138,15 +138,22 @@ export class Queue extends QueueCore {
     }, holdMs + 10).unref();
   }
 
-  /** on the master to the delivery it answers, on a slave to the record it holds (acks go to every broker, docs/protocol.md#ack) */
-  ack(subscriber: Subscriber, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
-    if (this.delivering) this.ackDelivery(subscriber, messageId, via, ok, delaySeconds);
-    else this.ackReplayed(subscriber, messageId, via, ok, delaySeconds);
+  /**
+   * On the master to the delivery it answers, on a slave to the record it holds (acks go to every
+   * broker, docs/protocol.md#ack); false when the queue does not hold the message (one find for
+   * both: the router waits for its append then, `whenStored`)
+   */
+  ack(subscriber: Subscriber, messageId: string, via: string, ok: boolean, delaySeconds: number): boolean {
+    const row = this.own(messageId);
+    if (row < 0) return false;
+    if (this.delivering) this.#ackDelivery(subscriber, row, via, ok, delaySeconds);
+    else this.#ackReplayed(subscriber, row, via, ok, delaySeconds);
+    return true;
   }
 
   /** master: an ack counts only from the connection the message was delivered to */
-  ackDelivery(subscriber: Subscriber, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
-    const record = this.#deliveryTo(subscriber, messageId, via);
+  #ackDelivery(subscriber: Subscriber, row: number, via: string, ok: boolean, delaySeconds: number): void {
+    const record = this.#deliveryAt(subscriber, row, via);
     if (!record) return;
     this.#answer(record, ok, delaySeconds);
     this.resume(subscriber);
@@ -157,10 +164,9 @@ export class Queue extends QueueCore {
    * here, this broker delivered it itself (it was master): only that delivery answers, after a
    * demotion too (docs/operations.md#automatic-failover)
    */
-  ackReplayed(subscriber: Subscriber, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
-    const row = this.own(messageId);
+  #ackReplayed(subscriber: Subscriber, row: number, via: string, ok: boolean, delaySeconds: number): void {
     const key = groupKey(subscriber.mode, subscriber.clientName, via);
-    if (row < 0 || !this.rows.groups(row).includes(key)) return;
+    if (!this.rows.groups(row).includes(key)) return;
     const record = this.recordOf(row, key) ?? this.materialize(row, this.groups.get(key)!);
     if (record.state === 'inflight' && record.deliveredTo !== subscriber) return;
     this.#answer(record, ok, delaySeconds);
@@ -174,7 +180,11 @@ export class Queue extends QueueCore {
 
   #deliveryTo(subscriber: Subscriber, messageId: string, via: string): DeliveryRecord | undefined {
     const row = this.own(messageId);
-    const record = row < 0 ? undefined : this.recordOf(row, groupKey(subscriber.mode, subscriber.clientName, via));
+    return row < 0 ? undefined : this.#deliveryAt(subscriber, row, via);
+  }
+
+  #deliveryAt(subscriber: Subscriber, row: number, via: string): DeliveryRecord | undefined {
+    const record = this.recordOf(row, groupKey(subscriber.mode, subscriber.clientName, via));
     return record?.state === 'inflight' && record.deliveredTo === subscriber ? record : undefined;
   }
 
@@ -248,7 +258,7 @@ export class Queue extends QueueCore {
     for (const r of this.#requeued(row, records)) events.push({ kind: 'requeue', messageId: message.messageId, group: r.group, nbRequeues: r.nbRequeues, notBefore: r.notBefore });
     this.record(events);
     for (const group of groups) this.pump(group);
-    if (this.ownsRow(row) && this.rows.messageId(row) === message.messageId && this.rows.inFlight(row) === 0) this.bodies.trim(row);
+    if (this.rows.isRowOf(row, message.messageId) && this.ownsRow(row) && this.rows.inFlight(row) === 0) this.bodies.trim(row);
   }
 
   /**
@@ -349,7 +359,7 @@ export class Queue extends QueueCore {
       group.rewind(position);
       touched.add(group);
     }
-    events.push({ kind: 'assign', messageId: this.rows.messageId(row), groups: keys });
+    events.push({ kind: 'assign', messageId: this.rows.messageId(row), groups: keys, slot: this.rows.storeSlot(row) });
     return true;
   }
 

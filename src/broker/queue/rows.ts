@@ -53,6 +53,20 @@ export class MessageRows {
     return slot >= 0 && this.#slots.holds(slot, ROWS) ? slot : -1;
   }
 
+  /**
+   * The row's slot for a StoreEvent (`slot`) when the store's index holds it too, undefined when
+   * not: then the index would not hold it for this id when the event is applied (the slot may be
+   * freed and taken by another id in between).
+   */
+  storeSlot(row: number): number | undefined {
+    return this.#slots.heldByOther(row, ROWS) ? row : undefined;
+  }
+
+  /** the row is this message's (no string made) */
+  isRowOf(row: number, messageId: string): boolean {
+    return this.#slots.holds(row, ROWS) && this.#slots.holdsId(row, messageId);
+  }
+
   /** the caller knows the message has no row yet (`find`) */
   add(message: StoredMessage, groups: readonly string[]): number {
     const row = this.#slots.hold(message.messageId, ROWS);

@@ -135,16 +135,16 @@ export class Pending {
 export function toRecord(event: StoreEvent): LogRecord {
   switch (event.kind) {
     case 'assign':
-      return { k: 'a', id: event.messageId, g: event.groups };
+      return { k: 'a', id: event.messageId, g: event.groups, slot: event.slot };
     case 'settle':
-      return { k: 's', id: event.messageId, g: event.group, o: event.outcome };
+      return { k: 's', id: event.messageId, g: event.group, o: event.outcome, slot: event.slot };
     case 'deliver':
       // after a crash the delivery that was cut short counts: it comes back with nbRequeues + 1
-      return { k: 'r', id: event.messageId, g: event.group, n: event.nbRequeues + 1, nb: 0 };
+      return { k: 'r', id: event.messageId, g: event.group, n: event.nbRequeues + 1, nb: 0, slot: event.slot };
     case 'requeue':
-      return { k: 'r', id: event.messageId, g: event.group, n: event.nbRequeues, nb: event.notBefore };
+      return { k: 'r', id: event.messageId, g: event.group, n: event.nbRequeues, nb: event.notBefore, slot: event.slot };
     case 'remove':
-      return { k: 'x', id: event.messageId };
+      return { k: 'x', id: event.messageId, slot: event.slot };
     default: {
       const never: never = event;
       throw new Error(`unknown store event ${JSON.stringify(never)}`);

@@ -233,6 +233,15 @@ export class LiveIndex {
     return slot >= 0 && this.#slots.holds(slot, STORE) ? slot : -1;
   }
 
+  /**
+   * A record's slot: the one it carries (StoreEvent `slot`: the index held it for this id when it
+   * was recorded, and lets it go only with the id's removal, recorded after), else found by id
+   */
+  #slotOf(record: { readonly id: string; readonly slot?: number | undefined }): number {
+    const slot = record.slot;
+    return slot !== undefined && this.#slots.holds(slot, STORE) ? slot : this.#find(record.id);
+  }
+
   /** what a snapshot written now would take, give or take the record tuples */
   estimateSnapshotBytes(): number {
     this.#prune();
@@ -245,16 +254,17 @@ export class LiveIndex {
         return;
       case 'm': {
         const { m } = record;
-        if (this.#find(m.messageId) < 0) {
+        const slot = this.#slots.holdNew(m.messageId, STORE);
+        if (slot >= 0) {
           if (place.replayed) this.#keepReplayedBody(m, bytes);
-          this.#add(m, record.r ?? NO_RECORDS, bytes, place);
+          this.#add(slot, m, record.r ?? NO_RECORDS, bytes, place);
           this.#liveBytes += bytes;
         }
         // a live id is known by its slot; it joins the recent ids when removed ('x')
         return;
       }
       case 'a': {
-        const slot = this.#find(record.id);
+        const slot = this.#slotOf(record);
         if (slot < 0) return;
         const records = this.#records.get(slot)!;
         this.#beforeChange(slot);
@@ -269,7 +279,7 @@ export class LiveIndex {
         return;
       }
       case 's': {
-        const slot = this.#find(record.id);
+        const slot = this.#slotOf(record);
         if (slot < 0) return;
         const records = this.#records.get(slot)!;
         if (!records.some((r) => r[0] === record.g)) return;
@@ -278,14 +288,14 @@ export class LiveIndex {
         return;
       }
       case 'r': {
-        const slot = this.#find(record.id);
+        const slot = this.#slotOf(record);
         if (slot < 0) return;
         this.#beforeChange(slot);
         this.#records.set(slot, this.#records.get(slot)!.map((r): RecordTuple => (r[0] === record.g ? [r[0], record.n, record.nb] : r)));
         return;
       }
       case 'x': {
-        const slot = this.#find(record.id);
+        const slot = this.#slotOf(record);
         if (slot < 0) return;
         this.#beforeChange(slot);
         // within the dedupe window of its acceptance, a copy is still not queued again (SPEC §7)
@@ -332,8 +342,8 @@ export class LiveIndex {
     }
   }
 
-  #add(message: StoredMessage, records: readonly RecordTuple[], bytes: number, place: RecordPlace): void {
-    const slot = this.#slots.hold(message.messageId, STORE);
+  /** `slot`: the message's, just held */
+  #add(slot: number, message: StoredMessage, records: readonly RecordTuple[], bytes: number, place: RecordPlace): void {
     this.#count++;
     if (slot >= this.#bytes.capacity) for (const column of [this.#bytes, this.#segment, this.#offset, this.#records]) column.ensure(slot);
     // a slot made or taken again (a capture that saw it free, or the rows' only)
