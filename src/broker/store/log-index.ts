@@ -235,11 +235,14 @@ export class LiveIndex {
 
   /**
    * A record's slot: the one it carries (StoreEvent `slot`: the index held it for this id when it
-   * was recorded, and lets it go only with the id's removal, recorded after), else found by id
+   * was recorded, and lets it go only with the id's removal, recorded after), else found by id.
+   * The carried slot is trusted only while it still holds this id (an encode and a 16-byte
+   * compare, no probe): an event recorded after its id's removal, its slot since taken by
+   * another message, must not change that one.
    */
   #slotOf(record: { readonly id: string; readonly slot?: number | undefined }): number {
     const slot = record.slot;
-    return slot !== undefined && this.#slots.holds(slot, STORE) ? slot : this.#find(record.id);
+    return slot !== undefined && this.#slots.holds(slot, STORE) && this.#slots.holdsId(slot, record.id) ? slot : this.#find(record.id);
   }
 
   /** what a snapshot written now would take, give or take the record tuples */
