@@ -15,6 +15,8 @@
 //  slave-nomove  : control for b-slave without a move: a's slave kill -9, restarted 1.4 s later; 4 s later a's master kill -9
 //  calloff-a-down: limits.maxMoveBytes 16 KiB on a: called off; every broker of a kill -9 as b's master logs `handing back`
 //                  (+KILL_DELAY_MS, default 150: a has put sends aside), restarted DOWN_MS later
+//  a-down-nomove : (atk31f) control without a move: every a broker kill -9 1.5 s after the 4 s warm-up, restarted DOWN_MS later;
+//                  once the slave is in step, +1 s, a's master kill -9 (the slave elected), restarted
 //  calloff-b-start: called off; b's broker(s) kill -9 as a's master logs `move called off` (+KILL_DELAY_MS), restarted
 //  aside-CORRUPT : kill-b-start, and while b's broker is down its aside.json is CORRUPT = garbage | empty | drop-queue |
 //                  bad-seq (before: 123456789) | version (99) | delete; then restarted (if it does not start in 30 s: the original file put back, started again)
@@ -108,6 +110,17 @@ async function noCluster() {
     await Promise.all(bs.map((n) => startNode(n).catch((e) => note(`${n.id}: ${e.message}`)))); mark('b-with-cluster-started'); })();
 }
 
+// A_FAILOVER=1 (calloff-a-down, A=2, atk31f): once a restarted set a logs the queue is on a again, +1 s, a's master kill -9 (the slave,
+// restarted during the call-off too, is elected and delivers from its own queue), restarted DOWN_MS later. Waits for the slave's
+// `in step with the master` first (a slave not in step does not stand: runs afail-1..3 re-elected the killed master)
+async function aFailover() {
+  for (let i = 0; i < 200 && calloff && !as.some((n) => n.log.some((l) => l.includes('the queue is on this set again'))); i++) await sleep(100);
+  let m = await waitMaster(nodes, 'a'); const sl = as.find((n) => n !== m); // the slave must be in step, else it does not stand
+  for (let i = 0; i < 300 && !sl.log.some((l) => l.includes('in step with the master')); i++) await sleep(100);
+  mark(`slave-${sl.id}-in-step:${sl.log.some((l) => l.includes('in step with the master'))}`);
+  await sleep(1000); m = await waitMaster(nodes, 'a'); faults++; mark(`kill9-master-${m.id}`); await kill9(m);
+  m.prev = [...(m.prev ?? []), ...m.log, `--- kill -9 @${Date.now() - T0}`]; await sleep(DOWN_MS); mark(`restart-${m.id}`); await startNode(m); mark(`started-${m.id}`);
+}
 const moves = [];
 const move = async (to, cfg) => { mark(`move-${to}-start`); const r = await cliAsync(['move', 'mv/v1', '--to', to, '--timeout', '120', '-c', cfg]); mark(`move-${to}-end`);
   moves.push({ to, code: r.code, ms: r.ms, out: r.out.trim().split('\n').slice(-2).join(' | ') }); console.log(`move --to ${to} exit ${r.code} in ${r.ms} ms: ${moves.at(-1).out}`); };
@@ -124,8 +137,10 @@ else if (mode === 'slave-nomove') { // control for b-slave, no move: a's slave k
   const sl = as.find((n) => n !== ma); faults++; fired = Date.now() - T0; mark(`kill9-${sl.id}`); await kill9(sl); await sleep(1400);
   mark(`restart-${sl.id}`); sl.prev = [...sl.log, '--- kill -9']; await startNode(sl); mark(`started-${sl.id}`); await sleep(4000);
   const m = await waitMaster(nodes, 'a'); faults++; mark(`kill9-${m.id}`); await kill9(m); await sleep(DOWN_MS); mark(`restart-${m.id}`); m.prev = [...(m.prev ?? []), ...m.log, '--- kill -9']; await startNode(m); mark(`started-${m.id}`); }
-else if (mode === 'calloff-a-down') { trigger(mb, 'handing back', () => downUp(as, 'a')); mv = move('b', cfgMove); }
+else if (mode === 'calloff-a-down') { trigger(mb, 'handing back', async () => { await downUp(as, 'a'); if (process.env.A_FAILOVER) await aFailover(); }); mv = move('b', cfgMove); }
 else if (mode === 'calloff-b-start') { trigger(ma, 'move called off', () => downUp(bs, 'b')); mv = move('b', cfgMove); }
+else if (mode === 'a-down-nomove') { // control for calloff-a-down A_FAILOVER=1 without a move: every a broker kill -9 at once, restarted; slave in step, +1 s, master kill -9
+  mv = (async () => { await sleep(1500); await downUp(as, 'a'); await aFailover(); })(); }
 else throw new Error(`unknown mode ${mode}`);
 await mv; await sideTask;
 if (process.env.KILL2) { await sleep(1500); await downUp(bs, 'b-again'); }
@@ -170,7 +185,7 @@ for (const m of moves) {
   if (calloff && !(m.code === 1 && /called off: it stays on a/.test(m.out))) broken.push(`move: exit ${m.code} "${m.out}" (expected exit 1 "called off: it stays on a")`);
   if (!calloff && m.code !== 0) broken.push(`move exit ${m.code} "${m.out}"`);
 }
-const expectSet = calloff || mode === 'slave-nomove' ? 'a' : 'b';
+const expectSet = calloff || mode === 'slave-nomove' || mode === 'a-down-nomove' ? 'a' : 'b';
 const placed = st.out.split('\n').find((l) => /mv\/v1/.test(l) && !/moving/.test(l)) ?? '';
 if (/moving mv\/v1/.test(st.out) || !new RegExp(`\\b${expectSet}\\b`).test(placed)) broken.push(`placement at the end: "${placed.trim()}" (expected on ${expectSet}, no move under way)`);
 if (lostC || lostL) broken.push(`lost consumer ${lostC} listener ${lostL}`);
