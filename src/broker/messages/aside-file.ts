@@ -1,6 +1,7 @@
-import { closeSync, fdatasyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, openSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from '../../runtime/logger.js';
+import { JsonTableFile } from '../store/json-table-file.js';
 
 /** a queue moving to this set whose sends wait aside (moving.ts), as `<dataDirectory>/aside.json` lists it */
 export interface AsideQueue {
@@ -19,37 +20,26 @@ const VERSION = 1;
  * the older messages handed over, and its history wrote them first (atk31d: 1,461-2,214 order
  * breaks per id for a consumer, 4,256-4,365 records out of order in a replay).
  *
- * Written at once (fsynced, renamed, directory fsynced) when a queue starts or stops waiting
- * aside, before any send is put aside: once per move, a few milliseconds.
+ * Read as JsonTableFile reads the other small tables (a row it cannot follow is left out);
+ * written at once, not after the turn as those are (fsynced, renamed, directory fsynced), when a
+ * queue starts or stops waiting aside, before any send is put aside: once per move, a few
+ * milliseconds.
  */
 export class AsideFile {
   readonly #path: string;
   readonly #log: Logger;
+  /** the reading side: the same `{ version, aside: [...] }` shape as the other small tables */
+  readonly #table: JsonTableFile<AsideQueue>;
 
   constructor(path: string, log: Logger) {
     this.#path = path;
     this.#log = log;
+    this.#table = new JsonTableFile(path, log, 'aside', isAsideQueue);
   }
 
   /** what the file holds; nothing when it is missing or unreadable (logged) */
   load(): AsideQueue[] {
-    let text: string;
-    try {
-      text = readFileSync(this.#path, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.#log.error('aside file unreadable: no queue waits aside', { path: this.#path, error: (error as Error).message });
-      return [];
-    }
-    try {
-      const parsed = JSON.parse(text) as { version?: unknown; aside?: unknown };
-      if (parsed.version !== VERSION || !Array.isArray(parsed.aside)) throw new Error(`not version ${VERSION}`);
-      const rows = parsed.aside.filter(isAsideQueue);
-      if (rows.length < parsed.aside.length) this.#log.error('aside file: rows not understood are left out (their queues are restored as any other)', { path: this.#path, rows: parsed.aside.length, kept: rows.length });
-      return rows;
-    } catch (error) {
-      this.#log.error('aside file unreadable: no queue waits aside', { path: this.#path, error: (error as Error).message });
-      return [];
-    }
+    return this.#table.load();
   }
 
   /** the whole table, on disk when it returns (a failed write is logged: a restart may queue those sends early) */
