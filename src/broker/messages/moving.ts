@@ -60,10 +60,10 @@ export class Moving {
 
   /**
    * At start, before the store is loaded: the queues that waited aside when the broker stopped
-   * wait aside again, frozen, with the seqs set apart then (aside-file.ts). Returns their names:
-   * what the store holds of them put aside then goes aside again (`restoreAside`).
+   * wait aside again, frozen, with the seqs set apart then (aside-file.ts); what the store holds
+   * of them put aside then goes aside again (`restoreAside`).
    */
-  restoreQueues(): ReadonlySet<string> {
+  restoreQueues(): void {
     for (const { queue, before } of this.#env.file?.load() ?? []) {
       this.#aside.set(queue, []);
       this.#importSeqs.set(queue, { next: before + 1, end: before + MOVE_SEQS, before });
@@ -71,11 +71,10 @@ export class Moving {
       this.#frozen.add(queue);
       this.#env.history?.holdMoving(queue);
     }
-    return this.#restored;
   }
 
   /**
-   * A message the store held of a queue waiting aside (the store gives them in seq order): aside
+   * A message the store held (in seq order), if its queue waits aside: aside
    * again if it was stored after the range set apart (put aside then), else false and the queue
    * takes it: what the queue held before the move (a call-off's old set) or a hand-over already
    * taken into the range (the next hand-over seq is past it).
@@ -102,11 +101,6 @@ export class Moving {
     return [...this.#restored];
   }
 
-  /** a move under way takes up a queue restored aside */
-  #claim(queue: string): void {
-    this.#restored.delete(queue);
-  }
-
   isFrozen(queue: string): boolean {
     return this.#frozen.has(queue);
   }
@@ -121,7 +115,8 @@ export class Moving {
 
   /** from now on, messages stored for `queue` wait aside (not queued) until `releaseAside` */
   holdAside(queue: string): void {
-    this.#claim(queue);
+    // a move under way takes up a queue restored aside
+    this.#restored.delete(queue);
     if (!this.#aside.has(queue)) {
       this.#aside.set(queue, []);
       const before = this.#env.reserveSeqs(MOVE_SEQS);

@@ -402,11 +402,11 @@ export class Router {
     const { messages, recent } = await this.#store.load();
     for (const { messageId, acceptedAt } of recent) this.#dedupe.addAt(messageId, acceptedAt);
     // a queue moving here when the broker stopped: what it took meanwhile waits aside again, behind the hand-over
-    const aside = this.#moving.restoreQueues();
+    this.#moving.restoreQueues();
     this.#seq = Math.max(this.#seq, this.#moving.reservedUpTo());
     for (const item of messages) {
       this.#seq = Math.max(this.#seq, item.message.seq);
-      if (!aside.has(item.message.queue) || !this.#moving.restoreAside(item.message)) this.#queue(item.message.queue).restore(item);
+      if (!this.#moving.restoreAside(item.message)) this.#queue(item.message.queue).restore(item);
     }
     // the groups it had before are held again (held-groups.ts): they take what is accepted before their members are back
     const holdMs = this.#policy.config.groupHold * 1000;
