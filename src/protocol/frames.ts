@@ -105,7 +105,8 @@ export interface FollowHistory {
 /** the follower wrote `history` frame `n` */
 export type HistoryAckFrame = { type: 'historyAck'; n: number };
 /** a follower hands its master the recent messages that the master's sync did not name */
-export type OfferFrame = { type: 'offer'; messages: PeerMessage[] };
+/** `last`: the follower's offer after its sync (or a resumed feed) ends here: a master elected again holds clients' sends until then (issue 27, B3) */
+export type OfferFrame = { type: 'offer'; messages: PeerMessage[]; last?: true };
 /** a client name and the public key (SPKI PEM) it is bound to, or was until revoked */
 export interface KeyBinding {
   name: string;
@@ -409,7 +410,7 @@ export function decodeClientFrame(text: string): ClientFrame {
     case 'historyAck':
       return { type, n: int(frame, 'n') };
     case 'offer':
-      return { type, messages: peerMessages(frame) };
+      return frame.last === true ? { type, messages: peerMessages(frame), last: true } : { type, messages: peerMessages(frame) };
     case 'keys':
       return { type, req: int(frame, 'req'), bound: keyBindings(frame, 'bound'), revoked: keyBindings(frame, 'revoked') };
     default:

@@ -18,6 +18,7 @@ import { Refusals } from '../access/refusals.js';
 import type { ReservationFile, ReservationRecord } from '../store/reservation-file.js';
 import type { JsonTableFile } from '../store/json-table-file.js';
 import type { AsideFile } from './aside-file.js';
+import { CatchUpHold } from './catch-up-hold.js';
 import type { HeldGroup } from './held-groups.js';
 
 /** what the mirrors learn of this broker's messages (src/broker/mirror/, docs/protocol.md#peers) */
@@ -93,6 +94,8 @@ export class Router {
   #seq = 0;
   /** queues moving from or to this set: frozen, sends held aside, hand-overs (SPEC §13, cluster/move.ts) */
   readonly #moving: Moving;
+  /** clients' copies stored while this mirror catches up, queued after what the catch-up brings (catch-up-hold.ts) */
+  readonly #catchUp = new CatchUpHold();
   /** soft-stop waits for deliveries in flight to end: resolved when none is left */
   #idleWaiters: Array<() => void> = [];
 
@@ -143,7 +146,7 @@ export class Router {
       existing: (name) => this.#queues.get(name),
       deliveringChanged: (name) => this.#queues.get(name)?.setDelivering(this.#delivers(name)),
       isHeld: (messageId) => this.#rows.find(messageId) >= 0,
-      isHeldOrUnderWay: (messageId) => this.#rows.find(messageId) >= 0 || this.#appends.of(messageId) !== undefined,
+      isHeldOrUnderWay: (messageId) => this.#rows.find(messageId) >= 0 || this.#appends.of(messageId) !== undefined || this.#catchUp.has(messageId),
       notSettled: (messageIds) => {
         for (const messageId of messageIds) if (this.#rows.find(messageId) < 0) this.#dedupe.delete(messageId);
       },
@@ -289,7 +292,7 @@ export class Router {
 
   /** held, or settled within the dedupe window: a copy of it is not queued again (SPEC §7) */
   isKnown(messageId: string): boolean {
-    return this.#rows.find(messageId) >= 0 || this.#dedupe.has(messageId) || this.#moving.isAside(messageId);
+    return this.#rows.find(messageId) >= 0 || this.#dedupe.has(messageId) || this.#moving.isAside(messageId) || this.#catchUp.has(messageId);
   }
 
   /** settled here within the dedupe window and not held: a copy of it handed back by a move called off is not queued */
@@ -387,15 +390,91 @@ export class Router {
         finished.push(message.messageId);
         continue;
       }
+      // a mirror catching up: after what its catch-up brings (its followers hear of it then)
+      const held = fromClient && this.#catchUp.hold(message);
       // a mirror may not hear it from the client (not reconnected yet): it hears it from us
-      if (this.#isMaster) this.#hooks?.made(message);
-      else if (fromClient) this.#hooks?.storedFromClient(message);
+      if (this.#isMaster) {
+        if (!held) this.#hooks?.made(message);
+      } else if (fromClient) {
+        this.#hooks?.storedFromClient(message);
+      }
       for (const tap of this.#taps) tap(message);
       // a move hands this queue over to this set: it is queued after the hand-over (SPEC §13)
-      if (!this.#moving.putAside(message)) this.#queue(message.queue).accept(message);
+      if (!held && !this.#moving.putAside(message)) this.#queue(message.queue).accept(message);
       this.#appends.admitted(message.messageId);
     }
     this.recordRemoved(finished);
+    if (this.#catchUp.full) this.endCatchUp(`${this.#catchUp.size} clients' messages held: the bound (they are queued where they arrived)`);
+  }
+
+  // ---- a mirror catching up (catch-up-hold.ts) --------------------------------------------
+
+  /**
+   * This mirror is not in step with a master (it just started, or was fenced): from now on its
+   * clients' copies wait out of the queues until `endCatchUp`, what the catch-up brings (a
+   * sync's messages, peers' offers) takes seqs before theirs (`catchUpSeq`)
+   */
+  beginCatchUp(): void {
+    this.#catchUp.begin((count) => {
+      const before = this.#seq;
+      this.#seq += count;
+      return before;
+    }, this.now());
+    if (this.#isMaster) this.#historyRole(true);
+  }
+
+  get catchingUp(): boolean {
+    return this.#catchUp.active;
+  }
+
+  /** a seq for a message a master's sync or a peer's offer brings */
+  catchUpSeq(): number {
+    return this.#catchUp.seq() ?? this.nextSeq();
+  }
+
+  /** a client's copy held until the catch-up ends, if it is one */
+  heldForCatchUp(messageId: string): StoredMessage | undefined {
+    return this.#catchUp.message(messageId);
+  }
+
+  /** the master settled a held copy for `group`: applied when it is queued; false if it is not held */
+  settleHeld(messageId: string, group: string): boolean {
+    if (!this.#catchUp.has(messageId)) return false;
+    this.#catchUp.settle(messageId, group);
+    return true;
+  }
+
+  /**
+   * The catch-up is done: the copies held enter their queues in the order they arrived (a move's
+   * aside first), what the master settled of them meanwhile settled; one settled for good (the
+   * feed's `removed`) or handed back meanwhile is not queued. Returns how many were queued.
+   */
+  endCatchUp(reason: string): number {
+    if (!this.#catchUp.active) return 0;
+    const heldMs = this.#catchUp.heldForMs(this.now());
+    const released = this.#catchUp.end();
+    const finished: string[] = [];
+    let queued = 0;
+    for (const { message, settled } of released) {
+      if (this.#rows.find(message.messageId) >= 0) continue;
+      if (this.#dedupe.has(message.messageId)) {
+        this.#dedupe.addAt(message.messageId, message.acceptedAt, this.#queueTag(message.queue));
+        finished.push(message.messageId);
+        continue;
+      }
+      // a master's followers hear of it now, in this order: their histories place it there
+      if (this.#isMaster) this.#hooks?.made(message);
+      if (this.#moving.putAside(message)) continue;
+      const queue = this.#queue(message.queue);
+      queue.accept(message);
+      for (const group of settled) queue.settleFromPeer(message.messageId, group);
+      queued++;
+    }
+    this.recordRemoved(finished);
+    // a master's history no longer waits for offers: what it holds is written where it arrived
+    if (this.#isMaster) this.#historyRole(true);
+    if (released.length > 0) this.log.info("clients' messages held while catching up are queued", { reason, messages: released.length, queued, heldMs });
+    return queued;
   }
 
   async restore(): Promise<number> {
@@ -422,11 +501,15 @@ export class Router {
     return messages.length;
   }
 
-  /** a master's history takes its own writes in line; a slave's wait aside for its master's catch-up */
+  /**
+   * A master's history takes its own writes in line; a slave's wait aside for its master's
+   * catch-up. A master still catching up places its clients' copies after its peers' offers
+   * (the offers name them in their order, as a master's feed does a slave's: History.place)
+   */
   #historyRole(isMaster: boolean): void {
     const history = this.#history;
     if (!history) return;
-    (isMaster ? history.inStep() : history.outOfStep()).catch((error: unknown) => this.log.error('history could not follow the role', { isMaster, error: (error as Error).message }));
+    (isMaster ? history.inStep(this.#catchUp.active) : history.outOfStep()).catch((error: unknown) => this.log.error('history could not follow the role', { isMaster, error: (error as Error).message }));
   }
 
   /** every message the log holds is in its channel's history too, whatever stopped the broker (issue 27) */

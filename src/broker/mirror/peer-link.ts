@@ -120,6 +120,8 @@ export class PeerLink implements KeyLink {
         if (error) deps.log.warn('peer refused our link', { peer: target.spec, code: error.code, reason: error.message });
         else if (this.#linked) deps.log.warn('link to peer lost: its role is unknown until it is back', { peer: target.spec });
         this.#linked = false;
+        // a master elected while catching up does not wait for this peer's offer (mirror/promotion-gate.ts)
+        peers.linkDown(this.serviceId);
         this.#peerTakesKeys = false;
         this.#peerResumes = false;
         this.view = null;
@@ -276,8 +278,22 @@ export class PeerLink implements KeyLink {
       if (follow !== this.#follows || !this.#following) return;
       this.#resumes++;
       this.#deps.replica.resumeInStep(this.serviceId, this.view?.epoch);
+      // clients' copies held since this broker was fenced or started: after the feed kept for it
+      this.#deps.replica.endCatchUp('in step with the master again (its feed resumed)');
       this.#peers.inStep(this.view?.epoch);
       log.info('in step with the master again: re-elected, it resumed its feed (no sync)', { master: this.target.serviceId, epoch: this.view?.epoch });
+      // what clients gave us alone while it was fenced (sends answered E_NO_MASTER) goes to it
+      // now, not at the routine offer 2 s on: its clients' copies wait for it (issue 27, B3)
+      return this.#deps.replica.takeUnconfirmed(0).then(
+        (messages) => {
+          if (messages.length > 0) this.#offer(messages, 'only this broker got from clients while it was fenced');
+          this.#offerEnded();
+        },
+        (error: unknown) => {
+          log.error('could not read what to offer the master', { master: this.target.serviceId, error: (error as Error).message });
+          this.#offerEnded();
+        },
+      );
     });
   }
 
@@ -366,6 +382,8 @@ export class PeerLink implements KeyLink {
       if (frame.done && sync !== null && sync === this.#sync && this.#following) {
         this.#sync = null;
         sync.catchingUp = false;
+        // clients' copies held since we fell out of step: queued after what the sync brought (issue 27, B3)
+        replica.endCatchUp('in step with the master');
         // our own history writes since we fell out of step go after the master's catch-up
         await replica.historyInStep();
         // tracking first: a client message stored while the offer reads bodies is not missed
@@ -496,6 +514,12 @@ export class PeerLink implements KeyLink {
     }
     if (older > 0) log.warn('holding messages the master did not name, older than the dedupe window: kept here, delivered if this broker is promoted', { master: this.target.serviceId, messages: older });
     if (messages.length > 0) this.#offer(messages, 'only this broker stored');
+    this.#offerEnded();
+  }
+
+  /** our offer after a sync (or a resumed feed) ends here: a master catching up waits for it (mirror/promotion-gate.ts) */
+  #offerEnded(): void {
+    if (this.#connection.isReady) this.#connection.send({ type: 'offer', messages: [], last: true });
   }
 
   /** hands the master messages, in frames its limit takes */

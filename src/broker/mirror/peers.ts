@@ -2,6 +2,7 @@ import { type HostTarget, parseHost } from '../../link/hosts.js';
 import type { PeerStateFrame } from '../../protocol/frames.js';
 import type { Lifecycle } from '../lifecycle.js';
 import { PeerLink } from './peer-link.js';
+import { PromotionGate } from './promotion-gate.js';
 import type { ElectedRole, FollowerState, LinkDeps, LinkOwner, MasterConflict, PeersOptions, PeerStatus, PeerView } from './types.js';
 
 export type { MasterConflict, PeerStatus } from './types.js';
@@ -28,6 +29,8 @@ export class Peers implements LinkOwner {
   #election: ElectedRole | null = null;
   #inStepEpoch: number | null = null;
   #toldEpoch: number | undefined;
+  /** master while catching up: clients' copies wait for the peers' offers (issue 27, B3) */
+  readonly #gate: PromotionGate;
 
   readonly #deps: LinkDeps;
 
@@ -35,6 +38,7 @@ export class Peers implements LinkOwner {
     this.#options = options;
     const { serviceId, keys, log, replica, dialOptions, keySync, backlogBytes } = options;
     this.#deps = { serviceId, keys, log, replica, dialOptions, keySync, backlogBytes };
+    this.#gate = new PromotionGate(log, (reason) => replica.endCatchUp(reason));
     // soft-stop: this broker delivers nothing new, so its peers no longer count it as a master
     // (a slave promoted meanwhile does not yield to it); its in-flight deliveries still finish here
     lifecycle.observe(() => {
@@ -82,6 +86,16 @@ export class Peers implements LinkOwner {
 
   inStep(epoch: number | undefined): void {
     this.#inStepEpoch = epoch ?? null;
+  }
+
+  /** this peer's offer after its sync (or resumed feed) is stored here (session/handlers/peer.ts) */
+  offerEnded(serviceId: string): void {
+    this.#gate.done(serviceId);
+  }
+
+  /** our link to this peer went down (or a dial of it failed): a master does not wait for its offer */
+  linkDown(serviceId: string): void {
+    this.#gate.done(serviceId);
   }
 
   /** from now on the election decides the role (broker.ts, at start) */
@@ -216,9 +230,18 @@ export class Peers implements LinkOwner {
       if (isMaster !== this.#isMaster) {
         this.#options.log.info(isMaster ? 'delivering: this broker acts as master' : 'not delivering: this broker acts as slave', { configuredMaster: this.#configuredMaster, epoch });
       }
+      const wasMaster = this.#isMaster;
       this.#isMaster = isMaster;
       this.#toldEpoch = epoch;
+      // a master fenced (or in conflict) no longer knows what the set takes: it catches up again
+      if (wasMaster && !isMaster) {
+        this.#gate.cancel();
+        this.#deps.replica.beginCatchUp();
+      }
       this.#options.onRoleChange(isMaster, epoch);
+      // master while catching up: its clients' copies wait for every configured peer's offer (one
+      // that cannot be reached drops out at its link's next failure, a frozen one at the bound)
+      if (isMaster && !wasMaster && this.#deps.replica.catchingUp) this.#gate.hold(this.#links.keys());
     }
     const state = this.state();
     const told = JSON.stringify(state);

@@ -158,6 +158,22 @@ export class Replica {
     return peerMessages;
   }
 
+  // ---- catching up (messages/catch-up-hold.ts) ------------------------------------------
+
+  /** not in step with a master (started, or fenced): clients' copies wait until the catch-up is done */
+  beginCatchUp(): void {
+    this.#router.beginCatchUp();
+  }
+
+  get catchingUp(): boolean {
+    return this.#router.catchingUp;
+  }
+
+  /** in step with a master, or elected and its peers' offers in: the clients' copies held are queued */
+  endCatchUp(reason: string): void {
+    this.#router.endCatchUp(reason);
+  }
+
   // ---- a slave's side -------------------------------------------------------------------
 
   /** not in step with a master: this broker's own history writes go aside until its catch-up */
@@ -201,12 +217,15 @@ export class Replica {
       this.#unconfirmed.confirm(m.messageId);
       if (seen.has(m.messageId) || router.isKnown(m.messageId) || router.appendUnderWay(m.messageId) || router.holding(m.messageId)) continue;
       seen.add(m.messageId);
-      fresh.push(makeStoredMessage(router.nextSeq(), m));
+      // before the clients' copies held while catching up (a restart gives them back in that order)
+      fresh.push(makeStoredMessage(router.catchUpSeq(), m));
     }
     // a slave in step: the history in the feed's order, clients' copies held until now included
     const history = router.history;
     if (history?.placing) {
-      const written = history.place(messages, (messageId) => seen.has(messageId));
+      // a master catching up (peers' offers): its clients' copies held keep their place, after these
+      const placed = router.isMaster ? messages.filter((m) => seen.has(m.messageId)) : messages;
+      const written = history.place(placed, (messageId) => seen.has(messageId));
       await Promise.all([written, fresh.length > 0 ? router.store(fresh, false, true) : undefined]);
       return;
     }
@@ -220,7 +239,7 @@ export class Replica {
       this.#unconfirmed.confirm(messageId);
       const queue = router.holding(messageId);
       if (queue) queue.settleFromPeer(messageId, group);
-      else router.whenStored(messageId, () => router.holding(messageId)?.settleFromPeer(messageId, group));
+      else if (!router.settleHeld(messageId, group)) router.whenStored(messageId, () => router.holding(messageId)?.settleFromPeer(messageId, group));
     }
     for (const messageId of removed) {
       this.#unconfirmed.confirm(messageId);
@@ -318,7 +337,7 @@ export class Replica {
     if (ids.size === 0) return [];
     const messages: StoredMessage[] = [];
     for (const messageId of ids) {
-      const message = this.#router.holding(messageId)?.message(messageId);
+      const message = this.#router.holding(messageId)?.message(messageId) ?? this.#router.heldForCatchUp(messageId);
       if (message) messages.push(message);
     }
     return this.withBodies(messages);

@@ -122,4 +122,6 @@ export interface LinkOwner {
   countSettledBySync(messages: number): void;
   /** a sync from the master of this epoch is done: this broker is in step with it */
   inStep(epoch: number | undefined): void;
+  /** our link to this peer went down (or a dial of it failed): a master does not wait for its offer */
+  linkDown(serviceId: string): void;
 }

@@ -2,6 +2,9 @@ import { protocolError } from '../../../protocol/errors.js';
 import type { ClientFrame } from '../../../protocol/frames.js';
 import type { SessionPort } from '../ports.js';
 
+/** per peer link, the stores of what it offered, until the last one: its offer's end waits for them */
+const offersStoring = new WeakMap<SessionPort, Promise<void>>();
+
 /** A mirror broker's link carries these five frames only (docs/protocol.md#peers). */
 export function handlePeerFrame(session: SessionPort, frame: ClientFrame): void {
   const { ctx } = session;
@@ -19,13 +22,19 @@ export function handlePeerFrame(session: SessionPort, frame: ClientFrame): void 
     case 'historyAck':
       ctx.feed.historyAck(session, frame.n);
       return;
-    case 'offer':
+    case 'offer': {
       // what only a follower stored (a send answered E_NO_MASTER) becomes the master's too
       if (!ctx.router.isMaster) return;
-      ctx.replica.applyMessages(frame.messages).catch((error: unknown) =>
+      const before = offersStoring.get(session) ?? Promise.resolve();
+      const stored = frame.messages.length === 0 ? before : ctx.replica.applyMessages(frame.messages).catch((error: unknown) =>
         ctx.log.error('could not store what a mirror offered', { peer: session.label, messages: frame.messages.length, error: (error as Error).message }),
       );
+      // its offer's end: once what it offered is stored, clients' sends held for it go on (mirror/promotion-gate.ts)
+      const all = Promise.all([before, stored]).then(() => undefined);
+      offersStoring.set(session, all);
+      if (frame.last) void all.then(() => ctx.peers.offerEnded(session.clientName));
       return;
+    }
     case 'keys':
       // client keys alike on every mirror (SPEC §4); the reply confirms they were applied
     {
