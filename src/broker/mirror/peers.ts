@@ -233,12 +233,12 @@ export class Peers implements LinkOwner {
       const wasMaster = this.#isMaster;
       this.#isMaster = isMaster;
       this.#toldEpoch = epoch;
+      this.#options.onRoleChange(isMaster, epoch);
       // a master fenced (or in conflict) no longer knows what the set takes: it catches up again
       if (wasMaster && !isMaster) {
         this.#gate.cancel();
         this.#deps.replica.beginCatchUp();
       }
-      this.#options.onRoleChange(isMaster, epoch);
       // master while catching up: its clients' copies wait for every configured peer's offer (one
       // that cannot be reached drops out at its link's next failure, a frozen one at the bound)
       if (isMaster && !wasMaster && this.#deps.replica.catchingUp) this.#gate.hold(this.#links.keys());

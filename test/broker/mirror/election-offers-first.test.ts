@@ -26,7 +26,7 @@ describe('a master elected again after a window without one (issue 27, B3)', () 
     const etcd = await startEtcd();
     const prefix = `/whisker/test-b3-${process.pid}-${Date.now()}`;
     const nodes = await electionCluster([etcd.url], ['a', 'b', 'c'], () => ({
-      election: { etcd: { hosts: [etcd.url] }, prefix, leaseTtl: 2 },
+      election: { etcd: { hosts: [etcd.url] }, prefix, leaseTtl: 4 },
       heartbeatTimeout: 2,
       channels: { 'rt/v1': { retention: { seconds: 3600 }, maxItemsInQueue: 100_000 } },
     }));
