@@ -48,6 +48,7 @@ export async function makeNodes(ids, extra = {}) {
     n.host = `127.0.0.1:${n.port}@${n.id}`;
     writeConfig(n);
   }
+  made.push(...nodes);
   return nodes;
 }
 export function writeConfig(n) { writeFileSync(n.cfgPath, JSON.stringify(n.config, null, 2)); }
@@ -129,7 +130,10 @@ export async function metrics(n) {
     return m; } catch { return null; }
 }
 export function metric(m, name) { if (!m) return undefined; if (name in m) return m[name]; let s; for (const k of Object.keys(m)) if (k.startsWith(name + '{')) s = (s ?? 0) + m[k]; return s; }
-export async function finish(code) { await cleanup(); await sleep(300); try { rmSync(base, { recursive: true, force: true }); } catch {} process.exit(code ?? 0); }
+const made = [];
+/** ATTACK_LOGS=dir: each broker's output is written there at the end (dir/<serviceId>.log) */
+function keepLogs() { const dir = process.env.ATTACK_LOGS; if (!dir) return; mkdirSync(dir, { recursive: true }); for (const n of made) writeFileSync(join(dir, `${n.id ?? n.serviceId}.log`), n.log ?? ''); }
+export async function finish(code) { keepLogs(); await cleanup(); await sleep(300); try { rmSync(base, { recursive: true, force: true }); } catch {} process.exit(code ?? 0); }
 export function electionBlock(etcdUrl, prefix, leaseTtl = 2) { return { etcd: { hosts: [etcdUrl] }, prefix, leaseTtl }; }
 export async function startEtcdAt(cport, pport) {
   const dir = join(base, 'etcd-' + cport);
