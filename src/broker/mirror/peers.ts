@@ -234,8 +234,8 @@ export class Peers implements LinkOwner {
       this.#isMaster = isMaster;
       this.#toldEpoch = epoch;
       this.#options.onRoleChange(isMaster, epoch);
-      // a master fenced (or in conflict) no longer knows what the set takes: it catches up again
-      if (wasMaster && !isMaster) {
+      // a master fenced (or in conflict) no longer knows what its mirrors take: it catches up again
+      if (wasMaster && !isMaster && this.#links.size > 0) {
         this.#gate.cancel();
         this.#deps.replica.beginCatchUp();
       }
