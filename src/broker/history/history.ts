@@ -192,6 +192,9 @@ export class History {
   async adopt(queue: string, records: readonly HistoryRecord[], appendedNext: ReadonlySet<string>): Promise<number> {
     const retention = this.#retention(queue);
     if (retention === null || records.length === 0) return 0;
+    // copies held since before the queue began to wait, that no feed placed yet (the master may
+    // be gone): written first, where they arrived, so they stay before what is handed over
+    await this.#release(() => true, '', (held) => held.queue === queue && this.#heldBeforeMoving.has(held.record.messageId));
     // what this broker's history of the queue has already (the queue was here before a move
     // away and back: its own records from then, which the hand-over carries again) is not
     // written twice (atk31c D: a replay after a -> b -> a gave 5,260-6,873 records twice)
@@ -257,10 +260,11 @@ export class History {
    * Writes the held copies, oldest first, while `which` says so (where they arrived: the feed
    * never placed them); logs how many. Returns once they are on disk.
    */
-  #release(which: (held: Held) => boolean, why = 'held past its bound'): Promise<void> {
+  #release(which: (held: Held) => boolean, why = 'held past its bound', only: (held: Held) => boolean = () => true): Promise<void> {
     const records: PeerMessageLike[] = [];
     for (const [messageId, held] of this.#held) {
       if (!which(held)) break;
+      if (!only(held)) continue;
       this.#held.delete(messageId);
       this.#heldBytes -= held.bytes;
       records.push({ ...held.record, queue: held.queue });

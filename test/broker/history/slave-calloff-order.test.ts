@@ -22,6 +22,15 @@ function messages(prefix: string, count: number, at: number): StoredMessage[] {
 
 const records = (list: readonly StoredMessage[]) => list.map(({ messageId, id, acceptedAt, created, from, data }) => ({ messageId, id, acceptedAt, created, from, data }));
 
+async function replay(history: History): Promise<string[]> {
+  const ids: string[] = [];
+  await history.read(QUEUE, {}, (record) => {
+    ids.push(record.messageId);
+    return true;
+  });
+  return ids;
+}
+
 describe('a slave\'s history at a call-off (real history files)', () => {
   test('the records it held for its master\'s feed when it saw the call-off go before the hand-back, those of later sends after it', async () => {
     const slave = new History(tempDir('whisker-co-slave-'), retention, createLogger('silent'), Date.now);
@@ -47,12 +56,26 @@ describe('a slave\'s history at a call-off (real history files)', () => {
     await slave.append(handBack);
     slave.releaseMoving(QUEUE);
     await slave.inStep(); // elected: what it replays
-    const ids: string[] = [];
-    await slave.read(QUEUE, {}, (record) => {
-      ids.push(record.messageId);
-      return true;
-    });
-    expect(ids).toEqual([...placed, ...late, ...handBack, ...after].map((m) => m.messageId));
+    expect(await replay(slave)).toEqual([...placed, ...late, ...handBack, ...after].map((m) => m.messageId));
+    await slave.close();
+  });
+
+  test('its master killed before its feed placed them: they are written before the hand-back the slave takes', async () => {
+    const slave = new History(tempDir('whisker-co-slave-'), retention, createLogger('silent'), Date.now);
+    await slave.open();
+    await slave.inStep(true);
+    const t0 = Date.now() - 60_000;
+    const late = messages('l', 5, t0);
+    await slave.append(late, true);
+    slave.holdMoving(QUEUE);
+    // the master is gone: no feed places them; the slave takes set b's hand-back, then is elected
+    const handBack = messages('h', 5, t0 + 1_000);
+    await slave.adopt(QUEUE, records(handBack), new Set(handBack.map((m) => m.messageId)));
+    await slave.append(handBack);
+    slave.releaseMoving(QUEUE);
+    await slave.outOfStep();
+    await slave.inStep();
+    expect(await replay(slave)).toEqual([...late, ...handBack].map((m) => m.messageId));
     await slave.close();
   });
 });
