@@ -517,6 +517,7 @@ export class History {
   views(): Array<{ queue: string; view: HistoryView }> {
     const views: Array<{ queue: string; view: HistoryView }> = [];
     const skip = this.#storedNext.size > 0 ? new Set(this.#storedNext) : undefined;
+    if (skip) this.#log.info('history catch-up: a hand-over\'s records whose messages are not stored yet are left out (the feed names them)', { records: skip.size });
     for (const [queue, channel] of this.#channels) {
       const retention = this.#retention(queue);
       if (retention === null) continue;
