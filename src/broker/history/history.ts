@@ -194,7 +194,7 @@ export class History {
     if (retention === null || records.length === 0) return 0;
     // copies held since before the queue began to wait, that no feed placed yet (the master may
     // be gone): written first, where they arrived, so they stay before what is handed over
-    await this.#release(() => true, '', (held) => held.queue === queue && this.#heldBeforeMoving.has(held.record.messageId));
+    if (this.#heldBeforeMoving.size > 0) await this.#release(() => true, '', (held) => held.queue === queue && this.#heldBeforeMoving.has(held.record.messageId));
     // what this broker's history of the queue has already (the queue was here before a move
     // away and back: its own records from then, which the hand-over carries again) is not
     // written twice (atk31c D: a replay after a -> b -> a gave 5,260-6,873 records twice)
