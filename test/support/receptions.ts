@@ -59,7 +59,9 @@ export async function historyBreaks(client: WhiskerClient, queue: `${string}/${s
     const replayed: number[] = [];
     for await (const msg of client.replay<Numbered>(`${queue}/${id}`, { since: 0 })) replayed.push(msg.data.n);
     const want = owed.filter((b) => b.id === id).map((b) => b.n).sort((x, y) => x - y);
-    if (JSON.stringify(replayed) !== JSON.stringify(want)) breaks.push(`${id}: ${replayed.length} replayed, ${want.length} answered, first difference at ${replayed.findIndex((n, k) => n !== want[k])}`);
+    if (JSON.stringify(replayed) === JSON.stringify(want)) continue;
+    const at = replayed.findIndex((n, k) => n !== want[k]);
+    breaks.push(`${id}: ${replayed.length} replayed, ${want.length} answered, first difference at ${at}: ${replayed.slice(Math.max(0, at - 3), at + 8).join(',')}`);
   }
   return breaks;
 }

@@ -292,9 +292,17 @@ export class Mover {
     // the queue's groups next, held until their members subscribe here: what is queued below goes to them too
     router.holdGroups(queue, groups);
     // the old set's history goes before the messages handed over and before what was sent here meanwhile
-    const written = (await router.history?.adopt(queue, history, new Set(items.map((i) => i.message.messageId)))) ?? 0;
-    router.importRecent(queue, recent);
-    const queued = await router.moving.importMoved(queue, items);
+    const storedNext = new Set(items.map((i) => i.message.messageId));
+    let written = 0;
+    let queued = 0;
+    try {
+      written = (await router.history?.adopt(queue, history, storedNext)) ?? 0;
+      router.importRecent(queue, recent);
+      queued = await router.moving.importMoved(queue, items);
+    } finally {
+      // stored and named by the feed: a mirror's catch-up takes their history again
+      router.history?.stored(storedNext);
+    }
     // what a restart during the move loaded into the queue goes to those groups too, as if from aside
     router.moving.nameHeld(queue, items);
     const aside = router.moving.releaseAside(queue, new Set(recent.map(([messageId]) => messageId)));
@@ -316,8 +324,14 @@ export class Mover {
     const history: HistoryRecord[] = items.map(({ message: m }) => ({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data }));
     // stored next, so not written again: those not held aside here already (those are queued from the copy stored here)
     const storedNext = new Set(items.map((i) => i.message.messageId).filter((messageId) => !router.moving.isAside(messageId)));
-    const written = (await router.history?.adopt(queue, history, storedNext)) ?? 0;
-    const queued = await router.moving.importMoved(queue, items);
+    let written = 0;
+    let queued = 0;
+    try {
+      written = (await router.history?.adopt(queue, history, storedNext)) ?? 0;
+      queued = await router.moving.importMoved(queue, items);
+    } finally {
+      router.history?.stored(storedNext);
+    }
     const aside = router.moving.releaseAside(queue);
     this.#log.info('move called off: sends taken meanwhile are back', { queue, from: move.to, messages: items.length, queued, sentMeanwhile: aside, history: written });
   }

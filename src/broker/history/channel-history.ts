@@ -478,9 +478,9 @@ export class ChannelHistory {
     await unlink(`${segment.path}.meta`).catch(() => undefined);
   }
 
-  /** the records as they are now, for a follower's catch-up: later appends are not part of it */
-  view(notBefore: number): HistoryView {
-    return new HistoryView(this.#segments.map((s) => ({ path: s.path, bytes: s.bytes, lastAt: s.lastAt })), notBefore);
+  /** the records as they are now, for a follower's catch-up: later appends are not part of it, nor the ids in `skip` */
+  view(notBefore: number, skip?: ReadonlySet<string>): HistoryView {
+    return new HistoryView(this.#segments.map((s) => ({ path: s.path, bytes: s.bytes, lastAt: s.lastAt })), notBefore, skip);
   }
 
   close(): Promise<void> {

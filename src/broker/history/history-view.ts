@@ -15,10 +15,13 @@ export interface ViewPosition {
 export class HistoryView {
   readonly #segments: ReadonlyArray<{ path: string; bytes: number; lastAt: number }>;
   readonly #notBefore: number;
+  /** records left out of `read` (a hand-over's, whose messages the feed names next) */
+  readonly #skip: ReadonlySet<string> | undefined;
 
-  constructor(segments: ReadonlyArray<{ path: string; bytes: number; lastAt: number }>, notBefore: number) {
+  constructor(segments: ReadonlyArray<{ path: string; bytes: number; lastAt: number }>, notBefore: number, skip?: ReadonlySet<string>) {
     this.#segments = segments;
     this.#notBefore = notBefore;
+    this.#skip = skip;
   }
 
   /**
@@ -67,7 +70,7 @@ export class HistoryView {
       const skipUpTo = after !== null && segment === after.segment ? after.record : -1;
       await forEachRecord(path, bytes, (record) => {
         index++;
-        if (index <= skipUpTo || record.acceptedAt < this.#notBefore) return true;
+        if (index <= skipUpTo || record.acceptedAt < this.#notBefore || this.#skip?.has(record.messageId)) return true;
         const go = each(record);
         const stop = (ok: boolean) => ok || ((stopped = true), false);
         return go instanceof Promise ? go.then(stop) : stop(go);

@@ -75,6 +75,17 @@ export class History {
   readonly #alreadyWritten = new Set<string>();
   /** queues moving here (SPEC §13): their new records wait until the old set's history is written before them */
   readonly #moving = new Map<string, HistoryRecord[]>();
+  /**
+   * clients' copies a slave held for its master's feed when their queue began to wait
+   * (`holdMoving`): sent before, so written where the feed places them, not after the hand-over
+   */
+  readonly #heldBeforeMoving = new Set<string>();
+  /**
+   * ids whose records a hand-over wrote (`adopt`) while their messages are not stored yet: a
+   * follower's catch-up taken meanwhile leaves them out, as it does messages being appended (the
+   * feed of its sync names them once stored). Until `stored`.
+   */
+  readonly #storedNext = new Set<string>();
   /** settles after every append so far: the next one resolves after it */
   #lastAppend: Promise<void> = Promise.resolve();
   /** this broker is out of step with a master: every channel writes to its side line (docs/operations.md#history-catch-up) */
@@ -152,7 +163,7 @@ export class History {
     for (const m of messages) {
       if (m.data === undefined || this.#retention(m.queue) === null) continue;
       if (this.#alreadyWritten.delete(m.messageId)) continue;
-      const moving = this.#moving.get(m.queue);
+      const moving = this.#heldBeforeMoving.delete(m.messageId) ? undefined : this.#moving.get(m.queue);
       if (moving) {
         moving.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
         continue;
@@ -171,6 +182,10 @@ export class History {
 
   /** a queue moving here: its records wait (in memory; the log has them) until `releaseMoving` */
   holdMoving(queue: string): void {
+    // a slave's copies held for the feed were sent before: not held behind the hand-over (a
+    // feed placing them late put them after it: move-calledoff 'old', the slave elected
+    // replayed each id out of order at the call-off)
+    if (!this.#moving.has(queue)) for (const [messageId, held] of this.#held) if (held.queue === queue) this.#heldBeforeMoving.add(messageId);
     if (this.#retention(queue) !== null && !this.#moving.has(queue)) this.#moving.set(queue, []);
   }
 
@@ -182,6 +197,9 @@ export class History {
   async adopt(queue: string, records: readonly HistoryRecord[], appendedNext: ReadonlySet<string>): Promise<number> {
     const retention = this.#retention(queue);
     if (retention === null || records.length === 0) return 0;
+    // copies held since before the queue began to wait, that no feed placed yet (the master may
+    // be gone): written first, where they arrived, so they stay before what is handed over
+    if (this.#heldBeforeMoving.size > 0) await this.#release(() => true, '', (held) => held.queue === queue && this.#heldBeforeMoving.has(held.record.messageId));
     // what this broker's history of the queue has already (the queue was here before a move
     // away and back: its own records from then, which the hand-over carries again) is not
     // written twice (atk31c D: a replay after a -> b -> a gave 5,260-6,873 records twice)
@@ -195,8 +213,17 @@ export class History {
     const held = this.#moving.get(queue);
     if (held) this.#moving.set(queue, held.filter((r) => !ids.has(r.messageId)));
     const fresh = have.size === 0 ? records : records.filter((r) => !have.has(r.messageId));
+    // written before the messages are stored and fed: a follower syncing meanwhile would get
+    // them from the catch-up and again from the feed (atk31f: a restarted slave of set a,
+    // elected after a call-off, replayed b's hand-back twice)
+    for (const r of fresh) if (appendedNext.has(r.messageId)) this.#storedNext.add(r.messageId);
     if (fresh.length > 0) await this.#channel(queue).append(fresh, retention, this.#now);
     return fresh.length;
+  }
+
+  /** the messages of a hand-over `adopt` wrote are stored now (or will not be): catch-ups take their records again */
+  stored(messageIds: Iterable<string>): void {
+    for (const messageId of messageIds) this.#storedNext.delete(messageId);
   }
 
   /** the records held for a queue that moved here are written, after what the old set handed over */
@@ -204,6 +231,7 @@ export class History {
     const held = this.#moving.get(queue);
     if (!held) return;
     this.#moving.delete(queue);
+    for (const [messageId, copy] of this.#held) if (copy.queue === queue) this.#heldBeforeMoving.delete(messageId);
     const retention = this.#retention(queue);
     if (held.length === 0 || retention === null) return;
     this.#channel(queue).append(held, retention, this.#now).catch((error: unknown) => this.#log.error('history could not be written', { queue, error: (error as Error).message }));
@@ -237,10 +265,11 @@ export class History {
    * Writes the held copies, oldest first, while `which` says so (where they arrived: the feed
    * never placed them); logs how many. Returns once they are on disk.
    */
-  #release(which: (held: Held) => boolean, why = 'held past its bound'): Promise<void> {
+  #release(which: (held: Held) => boolean, why = 'held past its bound', only: (held: Held) => boolean = () => true): Promise<void> {
     const records: PeerMessageLike[] = [];
     for (const [messageId, held] of this.#held) {
       if (!which(held)) break;
+      if (!only(held)) continue;
       this.#held.delete(messageId);
       this.#heldBytes -= held.bytes;
       records.push({ ...held.record, queue: held.queue });
@@ -506,14 +535,19 @@ export class History {
     return this.#channels.get(queue)?.catchUpEnd() ?? Promise.resolve();
   }
 
-  /** what a master reads for a follower's catch-up: the channels retained here, as they are now */
+  /**
+   * What a master reads for a follower's catch-up: the channels retained here, as they are now,
+   * less the records of a hand-over whose messages are not stored yet (the feed names them)
+   */
   views(): Array<{ queue: string; view: HistoryView }> {
     const views: Array<{ queue: string; view: HistoryView }> = [];
+    const skip = this.#storedNext.size > 0 ? new Set(this.#storedNext) : undefined;
+    if (skip) this.#log.info('history catch-up: a hand-over\'s records whose messages are not stored yet are left out (the feed names them)', { records: skip.size });
     for (const [queue, channel] of this.#channels) {
       const retention = this.#retention(queue);
       if (retention === null) continue;
       const notBefore = retention.seconds === undefined ? -Infinity : this.#now() - retention.seconds * 1000;
-      views.push({ queue, view: channel.view(notBefore) });
+      views.push({ queue, view: channel.view(notBefore, skip) });
     }
     return views;
   }
