@@ -292,16 +292,16 @@ export class Election {
 
 /**
  * A client of the election's etcd (the cluster, src/broker/cluster/, opens its own). A call that
- * fails on a member is tried on the others, a member that failed is passed over for a round
- * (etcd-faults.ts: etcd3's circuit breaker kept an etcd that came up unused for seconds); each
- * call is still bounded by a round (withTimeout below)
+ * fails on a member is tried on the others, a member that failed is passed over while another
+ * has not failed (etcd-faults.ts: etcd3's circuit breaker kept an etcd that came up unused for
+ * seconds); each call is still bounded by a round (withTimeout below)
  */
 export async function etcdClient(config: ElectionConfig): Promise<Etcd3> {
   const { Etcd3: Client, isRecoverableError } = await loadEtcd3();
   const { tls } = config.etcd;
   return new Client({
     hosts: [...config.etcd.hosts],
-    faultHandling: faultHandling(config.etcd.hosts, pollMsOf(config), isRecoverableError),
+    faultHandling: faultHandling(config.etcd.hosts, isRecoverableError),
     ...(tls
       ? {
           credentials: {

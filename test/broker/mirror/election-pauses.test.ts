@@ -40,10 +40,12 @@ describe('election under event-loop pauses (issue 27 nemesis)', () => {
     writeFileSync(pausesFile, '');
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     await startEtcdAt(etcdUrl);
+    const upAt = performance.now();
     const elected = await broker.waitFor(/delivering: this broker acts as master/, 0, ELECTED_WITHIN_MS).then(
       () => true,
       () => false,
     );
+    if (elected) console.log(`election pauses: elected ${(performance.now() - upAt).toFixed(0)} ms after etcd was up`);
     const tail = broker.output().split('\n').filter((line) => /etcd|election/.test(line)).slice(-4).join('\n');
     expect(elected, `not elected ${ELECTED_WITHIN_MS / 1000} s after etcd was up, with 600 ms pauses:\n${tail}`).toBe(true);
   }, 60_000);
