@@ -7,8 +7,9 @@ type Execute = <T>(fn: (context: IDefaultPolicyContext) => PromiseLike<T> | T) =
 /**
  * What the etcd client (etcd3) does when a member fails, in place of its own defaults: a call
  * that fails on a member is tried once on each other member, and a member that failed is passed
- * over for 5 s (as etcd3's breaker did) while another member has not failed. Nothing ever waits or refuses for the client's sake: with every member failing (or only one
- * member) each call is tried, and the election's rounds (and the cluster's) are the retries.
+ * over for 5 s (as etcd3's breaker did) while another member has not failed. Nothing ever
+ * waits or refuses for the client's sake: with every member failing (or only one member) each
+ * call is tried, and the election's rounds (and the cluster's) are the retries.
  *
  * etcd3's defaults were a circuit breaker per member (3 failures in a row: no call for 5 s) and 3
  * tries per call. One round against a dead etcd made the 3 failures, so an etcd that came up
