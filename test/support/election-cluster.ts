@@ -100,12 +100,12 @@ export async function held(node: ElectedNode): Promise<number> {
 }
 
 /** one etcd, three brokers, a master elected and both others in step, traffic running (1,000 sent) */
-export async function withTraffic(): Promise<{ nodes: ElectedNode[]; master: ElectedNode; traffic: Traffic; etcd: EtcdProcess }> {
+export async function withTraffic(sendTimeout?: number): Promise<{ nodes: ElectedNode[]; master: ElectedNode; traffic: Traffic; etcd: EtcdProcess }> {
   const etcd = await startEtcd();
   const nodes = await electionCluster([etcd.url]);
   const master = await nextMaster(nodes);
   await Promise.all(nodes.filter((n) => n !== master).map((n) => n.process!.waitFor(/in step with the master/, 0, 15_000)));
-  const traffic = await Traffic.start(nodes.map((n) => n.spec), { consumers: CONSUMERS, prefetch: PREFETCH });
+  const traffic = await Traffic.start(nodes.map((n) => n.spec), { consumers: CONSUMERS, prefetch: PREFETCH, ...(sendTimeout ? { sendTimeout } : {}) });
   traffic.run(PER_TICK);
   await traffic.sendMore(1_000);
   return { nodes, master, traffic, etcd };

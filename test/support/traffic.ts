@@ -31,7 +31,8 @@ export class Traffic {
     this.inFlightWindow = inFlightWindow;
   }
 
-  static async start(hosts: string[], options: { consumers: number; prefetch: number; channel?: `${string}/${string}/${string}` }): Promise<Traffic> {
+  /** sendTimeout: the producer's, 30 s unless given */
+  static async start(hosts: string[], options: { consumers: number; prefetch: number; channel?: `${string}/${string}/${string}`; sendTimeout?: number }): Promise<Traffic> {
     const traffic = new Traffic(options.consumers * options.prefetch);
     const channel = options.channel ?? 'orders/v1/1';
     for (let i = 0; i < options.consumers; i++) {
@@ -47,7 +48,7 @@ export class Traffic {
       }).ready;
       traffic.consumers.push(consumer);
     }
-    traffic.#producer = await connect('election-producer', hosts, { sendTimeout: 30_000 });
+    traffic.#producer = await connect('election-producer', hosts, { sendTimeout: options.sendTimeout ?? 30_000 });
     traffic.#producer.on('stale', () => traffic.stale++);
     return traffic;
   }

@@ -3,6 +3,7 @@ import type { IKeyValue, Etcd3, Lease } from 'etcd3';
 import { ConfigError } from '../../config/text.js';
 import type { ElectionConfig } from '../../config/types.js';
 import type { Logger } from '../../runtime/logger.js';
+import { faultHandling } from './etcd-faults.js';
 import type { ElectionPhase, ElectionView } from './types.js';
 
 /** a master stops delivering when its last renewal was sent this share of the lease TTL ago */
@@ -260,7 +261,7 @@ export class Election {
     if (!wasUnreachable) this.#log.warn('etcd unreachable', { error: error.message, master: this.#view.isMaster });
     // a master keeps delivering until its fence: its lease may still be alive
     if (this.#view.isMaster && performance.now() - this.#renewedAt < this.#fenceMs) return;
-    this.#set({ phase: 'etcd-unreachable', isMaster: false, reason: `etcd unreachable: ${unreachableReason(error)}` });
+    this.#set({ phase: 'etcd-unreachable', isMaster: false, reason: `etcd unreachable: ${error.message}` });
   }
 
   async #dropLease(): Promise<void> {
@@ -290,16 +291,17 @@ export class Election {
 }
 
 /**
- * A client of the election's etcd (the cluster, src/broker/cluster/, opens its own). etcd3's own
- * fault handling: a member that fails 3 times is skipped for 5 s, a call is retried on another
- * member; each call is still bounded by a round (withTimeout below)
+ * A client of the election's etcd (the cluster, src/broker/cluster/, opens its own). A call that
+ * fails on a member is tried on the others, a member that failed is passed over while another
+ * has not failed (etcd-faults.ts: etcd3's circuit breaker kept an etcd that came up unused for
+ * seconds); each call is still bounded by a round (withTimeout below)
  */
 export async function etcdClient(config: ElectionConfig): Promise<Etcd3> {
-  const { Etcd3: Client } = await loadEtcd3();
+  const { Etcd3: Client, isRecoverableError } = await loadEtcd3();
   const { tls } = config.etcd;
   return new Client({
     hosts: [...config.etcd.hosts],
-    dialTimeout: pollMsOf(config),
+    faultHandling: faultHandling(config.etcd.hosts, isRecoverableError),
     ...(tls
       ? {
           credentials: {
@@ -347,10 +349,4 @@ export async function loadEtcd3(): Promise<typeof import('etcd3')> {
     if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
     throw new ConfigError('election', 'needs the etcd3 package, which is not installed: run "npm install etcd3@^1.1.2" where whisker-mq is installed (npm install -g etcd3@^1.1.2 next to a global whisker-mq)');
   }
-}
-
-/** etcd3's circuit breaker speaks of itself: say what it means for an operator (/health, status) */
-function unreachableReason(error: Error): string {
-  if (/circuit breaker is open/i.test(error.message)) return 'no etcd member answered; the client waits a few seconds before it tries again';
-  return error.message;
 }

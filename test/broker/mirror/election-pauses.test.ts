@@ -12,8 +12,15 @@ import { freePort, tempDir } from '../../support/harness.js';
  * the next turn the timers run before the I/O is read, so a round's 500 ms timeout (and gRPC's
  * deadline) took an answer given in time for silence, and no round succeeded. Here one real
  * broker starts while etcd is down, then its event loop is kept busy 600 ms at a time every
- * turn (test/support/pauses.mjs), then etcd comes up: the broker must still win the election.
+ * turn (test/support/pauses.mjs), then etcd comes up: the broker must still win the election,
+ * within a few rounds of etcd being up.
  */
+/**
+ * A few rounds' time (the lease TTL is 2 s). It was 45 s while etcd3's circuit breaker ran: the
+ * broker was elected 18-22 s after etcd was up (5 runs, load 4), sometimes not in 45 s (CI); with
+ * the election's own fault handling (src/broker/mirror/etcd-faults.ts) 4.2-4.5 s.
+ */
+const ELECTED_WITHIN_MS = 15_000;
 const PAUSES = pathToFileURL(join(import.meta.dirname, '../../support/pauses.mjs')).href;
 
 describe('election under event-loop pauses (issue 27 nemesis)', () => {
@@ -33,11 +40,13 @@ describe('election under event-loop pauses (issue 27 nemesis)', () => {
     writeFileSync(pausesFile, '');
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     await startEtcdAt(etcdUrl);
-    const elected = await broker.waitFor(/delivering: this broker acts as master/, 0, 45_000).then(
+    const upAt = performance.now();
+    const elected = await broker.waitFor(/delivering: this broker acts as master/, 0, ELECTED_WITHIN_MS).then(
       () => true,
       () => false,
     );
+    if (elected) console.log(`election pauses: elected ${(performance.now() - upAt).toFixed(0)} ms after etcd was up`);
     const tail = broker.output().split('\n').filter((line) => /etcd|election/.test(line)).slice(-4).join('\n');
-    expect(elected, `not elected in 45 s with 600 ms pauses:\n${tail}`).toBe(true);
-  }, 90_000);
+    expect(elected, `not elected ${ELECTED_WITHIN_MS / 1000} s after etcd was up, with 600 ms pauses:\n${tail}`).toBe(true);
+  }, 60_000);
 });

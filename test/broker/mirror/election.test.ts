@@ -14,9 +14,12 @@ const PREFETCH = 10;
 const PER_TICK = 5; // every 5 ms: about 1,000 messages/s
 /** a new master delivers within the lease TTL (the old key expires) + 2 s (issue 14) */
 const FAILOVER_BOUND_MS = LEASE_TTL * 1000 + 2000;
+const KILLS = 4;
 
 describe('automatic failover (real etcd, real broker processes)', () => {
-  test('kill -9 of the master, five times in a row: the others elect a new one, nothing lost', async () => {
+  // four: with three brokers, at least one of the masters killed was a broker killed before and
+  // restarted as a slave (five, until 2026-12-07, checked nothing more and took ~11 s longer)
+  test(`kill -9 of the master, ${KILLS} times in a row: the others elect a new one, nothing lost`, async () => {
     const etcd = await startEtcd();
     const nodes = await electionCluster([etcd.url]);
     let master = await nextMaster(nodes);
@@ -26,7 +29,7 @@ describe('automatic failover (real etcd, real broker processes)', () => {
     traffic.run(PER_TICK);
 
     const failoverMs: number[] = [];
-    for (let cycle = 0; cycle < 5; cycle++) {
+    for (let cycle = 0; cycle < KILLS; cycle++) {
       await traffic.sendMore(1_500);
       const from = offsets(nodes);
       master.process!.child.kill('SIGKILL');
@@ -49,13 +52,13 @@ describe('automatic failover (real etcd, real broker processes)', () => {
     }
     const { sent, lost, duplicated } = await traffic.settle();
     console.log(
-      `election kill -9 x5: ${sent} sent, ${traffic.succeeded.size} succeeded, ${traffic.storedBySlave.size} E_NO_MASTER but stored, ${traffic.failed.length} failed, ` +
+      `election kill -9 x${KILLS}: ${sent} sent, ${traffic.succeeded.size} succeeded, ${traffic.storedBySlave.size} E_NO_MASTER but stored, ${traffic.failed.length} failed, ` +
         `lost ${lost}, ${duplicated} delivered twice (in-flight window ${traffic.inFlightWindow} per kill), ${traffic.stale} stale frames ignored, ` +
         `kill to first delivery ${failoverMs.map((ms) => ms.toFixed(0)).join(' / ')} ms (bound ${FAILOVER_BOUND_MS})`,
     );
     expect(traffic.failed).toEqual([]);
     expect(lost).toBe(0);
-    expect(duplicated).toBeLessThanOrEqual(5 * traffic.inFlightWindow);
+    expect(duplicated).toBeLessThanOrEqual(KILLS * traffic.inFlightWindow);
     for (const ms of failoverMs) expect(ms).toBeLessThanOrEqual(FAILOVER_BOUND_MS);
     for (const node of nodes) await expect.poll(() => held(node), { timeout: 10_000, interval: 200 }).toBe(0);
   }, 150_000);
