@@ -5,6 +5,8 @@ import type { StoredMessage } from '../store/store.js';
  * past it they are queued where they arrived, and nothing more is held until the next catch-up
  */
 export const CATCH_UP_HOLD_MAX = 200_000;
+/** ... and at most this many bytes of their bodies (as JSON), all queues together */
+export const CATCH_UP_HOLD_MAX_BYTES = 64 * 1_048_576;
 /** seqs set apart for what a catch-up brings (a sync's messages, peers' offers): their order after a restart */
 const CATCH_UP_SEQS = 1 << 22;
 
@@ -28,6 +30,7 @@ export class CatchUpHold {
   readonly #settled = new Map<string, string[]>();
   #seqs: { next: number; end: number } | null = null;
   #since = 0;
+  #bytes = 0;
 
   get active(): boolean {
     return this.#active;
@@ -62,12 +65,13 @@ export class CatchUpHold {
   hold(message: StoredMessage): boolean {
     if (!this.#active) return false;
     this.#held.set(message.messageId, message);
+    this.#bytes += message.json?.length ?? JSON.stringify(message.data ?? null).length;
     return true;
   }
 
   /** past the bound: what is held goes to the queues now (the caller releases) */
   get full(): boolean {
-    return this.#held.size >= CATCH_UP_HOLD_MAX;
+    return this.#held.size >= CATCH_UP_HOLD_MAX || this.#bytes >= CATCH_UP_HOLD_MAX_BYTES;
   }
 
   has(messageId: string): boolean {
@@ -92,6 +96,7 @@ export class CatchUpHold {
     this.#seqs = null;
     this.#held.clear();
     this.#settled.clear();
+    this.#bytes = 0;
     return released;
   }
 }

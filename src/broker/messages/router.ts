@@ -404,7 +404,7 @@ export class Router {
       this.#appends.admitted(message.messageId);
     }
     this.recordRemoved(finished);
-    if (this.#catchUp.full) this.endCatchUp(`${this.#catchUp.size} clients' messages held: the bound (they are queued where they arrived)`);
+    if (this.#catchUp.full) this.endCatchUp(`${this.#catchUp.size} clients' messages held: the bound (200,000 or 64 MiB; they are queued where they arrived)`);
   }
 
   // ---- a mirror catching up (catch-up-hold.ts) --------------------------------------------
