@@ -3,7 +3,7 @@ import { DeltaPages } from './paged.js';
 /**
  * Message ids and the slot number each has in its owner's columns (the store's live index, the
  * router's rows, the dedupe window): open addressing over an Int32Array, 4 bytes a table entry
- * kept 1/4 to 3/4 full (an id's hash is made again from its cells when an entry moves, not kept
+ * kept at most 3/4 full, half full after it grew by half (an id's hash is made again from its cells when an entry moves, not kept
  * per slot; 7 bits of it share the entry with the slot number, so a probe reads another id's
  * cells only when its tag matches), where a Map costs about 40 bytes a key
  * (bounded memory, SPEC §7: a million waiting messages are a million ids). Slots freed are used
@@ -48,7 +48,7 @@ export class IdSlots {
    * (TAG_MASK; none past `#taggedSlots`): a probe passes an entry of another id by its tag, without
    * reading that id's cells. Linear probing; EMPTY (0) ends a probe, GONE does not
    */
-  #table = new Int32Array(1024);
+  #table = new Int32Array(TABLE_STEP);
   #tagMask = TAG_MASK;
   /** the table being emptied into `#table` (entries not moved yet), null when none, and its tag bits */
   #old: Int32Array | null = null;
@@ -227,10 +227,10 @@ export class IdSlots {
 
   /** `kind` and SCRATCH: the id as `encode` left it; `tagMask`: the table's tag bits */
   #probe(table: Int32Array, tagMask: number, hash: number, kind: number, id: string): number {
-    const mask = table.length - 1;
+    const size = table.length;
     const tag = tagOf(hash) & tagMask;
     const slotMask = ~tagMask;
-    for (let i = hash & mask; ; i = (i + 1) & mask) {
+    for (let i = homeOf(hash, size); ; i = i + 1 === size ? 0 : i + 1) {
       const entry = table[i]!;
       if (entry === EMPTY) return -1;
       // GONE, or another id's entry told by its tag
@@ -278,18 +278,18 @@ export class IdSlots {
 
   /** into the first entry that is not a slot (EMPTY or GONE); the caller counts `#used` for EMPTY */
   #place(table: Int32Array, tagMask: number, slot: number, hash: number): void {
-    const mask = table.length - 1;
-    let i = hash & mask;
-    while (table[i]! > 0) i = (i + 1) & mask;
+    const size = table.length;
+    let i = homeOf(hash, size);
+    while (table[i]! > 0) i = i + 1 === size ? 0 : i + 1;
     if (table[i] === GONE) this.#used--; // a GONE mark reused: not a new entry
     table[i] = (tagOf(hash) & tagMask) | (slot + 1);
   }
 
   /** false when the slot is not in this table */
   #unplace(table: Int32Array, tagMask: number, slot: number, hash: number): boolean {
-    const mask = table.length - 1;
+    const size = table.length;
     const wanted = (tagOf(hash) & tagMask) | (slot + 1);
-    for (let i = hash & mask; ; i = (i + 1) & mask) {
+    for (let i = homeOf(hash, size); ; i = i + 1 === size ? 0 : i + 1) {
       const entry = table[i]!;
       if (entry === EMPTY) return false;
       if (entry === wanted) {
@@ -299,11 +299,15 @@ export class IdSlots {
     }
   }
 
-  /** a table at most half full of the live slots, at least as large, with `tagMask`'s tags; the old one is emptied bit by bit */
+  /**
+   * a table half full of the live slots (a multiple of TABLE_STEP entries, at least as large as
+   * this one), with `tagMask`'s tags; the old one is emptied bit by bit. Not a power of two: at 3/4
+   * full a table grows by half (a million ids: a table of 1.5 million entries, 6 B an id, where
+   * doubling made 2^21, 8.4 B)
+   */
   #startResize(tagMask: number): void {
     while (this.#old !== null) this.#moveSome();
-    let size = this.#table.length;
-    while (this.#live * 2 > size) size *= 2;
+    const size = Math.max(this.#table.length, Math.ceil((this.#live * 2) / TABLE_STEP) * TABLE_STEP);
     this.#old = this.#table;
     this.#oldTagMask = this.#tagMask;
     this.#oldCursor = 0;
@@ -530,7 +534,7 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 const DASH = 45;
 /** slots a page of the columns holds; the first page starts at FIRST_PAGE and doubles up to it */
-const PAGE_BITS = 16;
+const PAGE_BITS = 14;
 const PAGE = 1 << PAGE_BITS;
 const PAGE_MASK = PAGE - 1;
 const FIRST_PAGE = 1024;
@@ -540,10 +544,22 @@ const NONE = 0xffffffff;
 const TAG_MASK = 0x7f000000;
 const TAGGED_SLOTS = 0x00ffffff - 1;
 
-/** a hash's tag, in place for TAG_MASK: bits the table's index does not take (25-31, tables below 2^25 entries) */
+/** a hash's tag, in place for TAG_MASK: its low 7 bits, which `homeOf` (the high bits) hardly takes */
 function tagOf(hash: number): number {
-  return hash >>> 1;
+  return hash << 24;
 }
+
+/**
+ * The entry a hash's probe starts at in a table of `size` entries (any size, not only a power of
+ * two): the hash scaled to the size, floor(hash * size / 2^32), so its high bits choose. The
+ * product is below 2^58, not exact in a double, but the same hash and size always give the same
+ * entry, below `size` (rounding moves the product by at most 32, less than `size`).
+ */
+function homeOf(hash: number, size: number): number {
+  return Math.floor(hash * size * 2 ** -32);
+}
+/** table sizes are multiples of this (the first table is one) */
+const TABLE_STEP = 1024;
 const EMPTY = 0;
 const GONE = -1;
 /** old table entries moved per change while a resize runs */

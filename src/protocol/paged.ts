@@ -3,7 +3,7 @@
  * copies and faults in tens of megabytes in one turn (31 ms measured for the dedupe window's
  * columns while a broker drained a backlog). A page holds PAGE entries.
  */
-const PAGE_BITS = 16;
+const PAGE_BITS = 14;
 const PAGE = 1 << PAGE_BITS;
 const PAGE_MASK = PAGE - 1;
 
