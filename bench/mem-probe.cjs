@@ -25,6 +25,8 @@ if (file) {
   setInterval(snap, Number(process.env.MEMPROBE_MS ?? 250)).unref();
   process.on('SIGWINCH', () => {
     snap('measure');
+    // MEMPROBE_SMAPS: every mapping's figures at this reading too (/proc/self/smaps)
+    if (process.env.MEMPROBE_SMAPS) fs.writeFileSync(process.env.MEMPROBE_SMAPS, fs.readFileSync('/proc/self/smaps', 'utf8'));
     if (typeof global.gc === 'function') {
       global.gc();
       snap('after-gc');
