@@ -35,10 +35,12 @@ export class IdSlots {
   #length = 0;
   /** slots the pages hold: the first page doubles from FIRST_PAGE up to PAGE, then pages are added */
   #capacity = FIRST_PAGE;
-  /** per slot, by page: how its id is kept (FREE, OTHER, UUID, HEX + bytes, LATIN1 + characters) */
+  /**
+   * per slot, by page, one byte: how its id is kept (the low bits, KIND_MASK: FREE, OTHER, UUID,
+   * HEX + bytes, LATIN1 + characters) and the owners holding it (`hold`, a bit each, from
+   * HOLDER_SHIFT up): one byte a slot where a byte each took two
+   */
   readonly #kind: Uint8Array[] = [new Uint8Array(FIRST_PAGE)];
-  /** per slot, by page: the owners holding it (`hold`), a bit each */
-  readonly #holders: Uint8Array[] = [new Uint8Array(FIRST_PAGE)];
   /** per slot, by page: the id's 16 bytes as four words (zero-padded); of a free slot, the first word names the next free one */
   readonly #cells: Uint32Array[] = [new Uint32Array(FIRST_PAGE * WORDS)];
   /** ids that do not fit a cell, by slot */
@@ -91,7 +93,7 @@ export class IdSlots {
 
   /** the slot holds an id (no string made) */
   has(slot: number): boolean {
-    return slot < this.#length && this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK] !== FREE;
+    return slot < this.#length && (this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & KIND_MASK) !== FREE;
   }
 
   /** owners' bits taken (`claim`) */
@@ -100,6 +102,7 @@ export class IdSlots {
   /** `holder`'s bit is this owner's alone: a second owner with it would read the first's slots as its own */
   claim(holder: number): void {
     if ((this.#claimed & holder) !== 0) throw new Error(`IdSlots: holder ${holder} already has an owner`);
+    if (holder < 1 || holder > MAX_HOLDER) throw new Error(`IdSlots: holder ${holder} is not one of the bits 1 to ${MAX_HOLDER}`);
     this.#claimed |= holder;
   }
 
@@ -109,7 +112,7 @@ export class IdSlots {
     const hash = kind === OTHER ? hashOf(id) : hashOfScratch(kind);
     let slot = this.#find(kind, hash, id);
     if (slot < 0) slot = this.#add(kind, hash, id);
-    this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! |= holder;
+    this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! |= holder << HOLDER_SHIFT;
     return slot;
   }
 
@@ -119,26 +122,27 @@ export class IdSlots {
     const hash = kind === OTHER ? hashOf(id) : hashOfScratch(kind);
     let slot = this.#find(kind, hash, id);
     if (slot < 0) slot = this.#add(kind, hash, id);
-    else if ((this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & holder) !== 0) return -1;
-    this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! |= holder;
+    else if (((this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! >>> HOLDER_SHIFT) & holder) !== 0) return -1;
+    this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! |= holder << HOLDER_SHIFT;
     return slot;
   }
 
   /** `holder` holds the slot */
   holds(slot: number, holder: number): boolean {
-    return slot < this.#length && (this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & holder) !== 0;
+    return slot < this.#length && ((this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! >>> HOLDER_SHIFT) & holder) !== 0;
   }
 
   /** a holder other than `holder` holds the slot */
   heldByOther(slot: number, holder: number): boolean {
-    return slot < this.#length && (this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & ~holder) !== 0;
+    return slot < this.#length && ((this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! >>> HOLDER_SHIFT) & ~holder) !== 0;
   }
 
   /** `holder` lets the slot go; freed when no holder is left */
   release(slot: number, holder: number): void {
-    const holders = this.#holders[slot >>> PAGE_BITS]!;
-    const left = holders[slot & PAGE_MASK]! & ~holder;
-    holders[slot & PAGE_MASK] = left;
+    const bytes = this.#kind[slot >>> PAGE_BITS]!;
+    const byte = bytes[slot & PAGE_MASK]!;
+    const left = (byte >>> HOLDER_SHIFT) & ~holder;
+    bytes[slot & PAGE_MASK] = (byte & KIND_MASK) | (left << HOLDER_SHIFT);
     if (left === 0) this.remove(slot);
   }
 
@@ -159,12 +163,12 @@ export class IdSlots {
     const kind = encode(id);
     const page = slot >>> PAGE_BITS;
     const at = slot & PAGE_MASK;
-    return this.#kind[page]![at] === kind && this.#same(slot, page, at, kind, id);
+    return (this.#kind[page]![at]! & KIND_MASK) === kind && this.#same(slot, page, at, kind, id);
   }
 
   /** the id in a slot, a string made from its bytes; undefined: the slot is free */
   idAt(slot: number): string | undefined {
-    const kind = slot < this.#length ? this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! : FREE;
+    const kind = slot < this.#length ? this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & KIND_MASK : FREE;
     if (kind === FREE) return undefined;
     if (kind === OTHER) return this.#others.get(slot);
     return decode(this.#cells[slot >>> PAGE_BITS]!, slot & PAGE_MASK, kind);
@@ -214,9 +218,9 @@ export class IdSlots {
     if (!this.#unplace(this.#table, this.#tagMask, slot, hash)) this.#unplace(this.#old!, this.#oldTagMask, slot, hash);
     const page = slot >>> PAGE_BITS;
     const at = slot & PAGE_MASK;
-    if (this.#kind[page]![at] === OTHER) this.#others.delete(slot);
+    if ((this.#kind[page]![at]! & KIND_MASK) === OTHER) this.#others.delete(slot);
+    // its holders with it
     this.#kind[page]![at] = FREE;
-    this.#holders[page]![at] = 0;
     // the free list: the last freed comes back first
     this.#cells[page]![at * WORDS] = this.#free;
     if (slot < this.#shared.capacity) this.#shared.clear(slot);
@@ -238,7 +242,7 @@ export class IdSlots {
       const slot = (entry & slotMask) - 1;
       const page = slot >>> PAGE_BITS;
       const at = slot & PAGE_MASK;
-      if (this.#kind[page]![at] === kind && this.#same(slot, page, at, kind, id)) return slot;
+      if ((this.#kind[page]![at]! & KIND_MASK) === kind && this.#same(slot, page, at, kind, id)) return slot;
     }
   }
 
@@ -254,13 +258,11 @@ export class IdSlots {
     if (this.#capacity < PAGE) {
       const size = this.#capacity * 2;
       this.#kind[0] = grown(this.#kind[0]!, new Uint8Array(size));
-      this.#holders[0] = grown(this.#holders[0]!, new Uint8Array(size));
       this.#cells[0] = grown(this.#cells[0]!, new Uint32Array(size * WORDS));
       this.#capacity = size;
       return;
     }
     this.#kind.push(new Uint8Array(PAGE));
-    this.#holders.push(new Uint8Array(PAGE));
     this.#cells.push(new Uint32Array(PAGE * WORDS));
     this.#capacity += PAGE;
   }
@@ -269,7 +271,7 @@ export class IdSlots {
   #hashOfSlot(slot: number): number {
     const page = slot >>> PAGE_BITS;
     const at = slot & PAGE_MASK;
-    const kind = this.#kind[page]![at]!;
+    const kind = this.#kind[page]![at]! & KIND_MASK;
     if (kind === OTHER) return hashOf(this.#others.get(slot)!);
     const cells = this.#cells[page]!;
     const w = at * WORDS;
@@ -459,6 +461,10 @@ const OTHER = 1;
 const UUID = 2;
 const LATIN1 = 3;
 const HEX = LATIN1 + CELL + 1;
+/** an IdSlots slot's byte: its kind in the low 6 bits (HEX + CELL, the largest, is 36), its holders' bits above */
+const KIND_MASK = 0x3f;
+const HOLDER_SHIFT = 6;
+const MAX_HOLDER = 0xff >>> HOLDER_SHIFT;
 /** the id being found or added, as `encode` packed it (one id at a time: nothing here awaits) */
 const SCRATCH_BYTES = new Uint8Array(CELL);
 /** the same bytes, compared a word at a time */
