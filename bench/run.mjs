@@ -62,6 +62,8 @@ const ONLY = typeof args.only === 'string' ? args.only.split(',') : null;
 const SKIP = typeof args.skip === 'string' ? args.skip.split(',') : [];
 const CPU_PROF = Boolean(args['cpu-prof']);
 const KEEP = Boolean(args.keep);
+/** rss1m without its drain (the RSS after the fill alone, in a third of the time) */
+const NO_DRAIN = Boolean(args['no-drain']);
 const RETRY = !args['no-retry'];
 const WITH_RSS = Boolean(args['with-rss']);
 const WITH_REPLAY = Boolean(args['with-replay']);
@@ -513,13 +515,14 @@ async function waitingRun(system, target, servers, dir, children) {
   const cpu1 = cpuMsOf(broker.pid);
   await new Promise((r) => setTimeout(r, 500)); // the last writes settle
   const mem = memOf(broker.pid);
+  if (process.env.MEMPROBE_FILE) broker.kill('SIGWINCH'); // bench/mem-probe.cjs, when preloaded: its picture at this reading
   const seconds = (sent.end - sent.start) / 1000;
   const problems = [];
   const sendErrors = Object.entries(sent.errors);
   if (sendErrors.length > 0) problems.push(`send errors ${sendErrors.map(([k, v]) => `${k}x${v}`).join(' ')} (first: ${sent.firstErrorMessage})`);
   const check = await system.check(target, servers);
   problems.push(...check.problems);
-  const drain = system === whisker && target.drain ? await drainRun(system, target, servers, dir, children, problems) : null;
+  const drain = system === whisker && target.drain && !NO_DRAIN ? await drainRun(system, target, servers, dir, children, problems) : null;
   return {
     drain,
     count: target.count,
@@ -1081,7 +1084,7 @@ const out = {
   cluster,
   rows: rows.map((r) => ({ key: r.scenario.key, label: r.scenario.label, unit: r.scenario.latency ? 'ms' : r.scenario.kind && r.scenario.kind !== 'replay' ? 'MB' : r.scenario.unit, scenario: r.scenario, whisker: r.whisker, kitten: r.kitten, relay1: r.relay1, relay50: r.relay50, peers: r.peers })),
 };
-const defaultRun = !ONLY && SKIP.length === 0 && WINDOW === 2000 && typeof args.systems !== 'string' && !CPU_PROF && SCALE === 1 && RUNS === 3 && !RATE && !BROKER_FLAGS.length && !Object.keys(BROKER_CONFIG).length && WITH_REFERENCE && WITH_RELAY && !args['no-peers'];
+const defaultRun = !ONLY && SKIP.length === 0 && WINDOW === 2000 && typeof args.systems !== 'string' && !CPU_PROF && SCALE === 1 && RUNS === 3 && !RATE && !NO_DRAIN && !BROKER_FLAGS.length && !Object.keys(BROKER_CONFIG).length && WITH_REFERENCE && WITH_RELAY && !args['no-peers'];
 const file = defaultRun ? (WITH_RSS ? 'latest-with-rss.json' : 'latest.json') : `partial-${Date.now()}.json`;
 writeFileSync(join(resultsDir, file), `${JSON.stringify(out, null, 2)}\n`);
 console.log(`results written to bench/results/${file}`);

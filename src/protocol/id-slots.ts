@@ -3,7 +3,7 @@ import { DeltaPages } from './paged.js';
 /**
  * Message ids and the slot number each has in its owner's columns (the store's live index, the
  * router's rows, the dedupe window): open addressing over an Int32Array, 4 bytes a table entry
- * kept 1/4 to 3/4 full (an id's hash is made again from its cells when an entry moves, not kept
+ * kept at most 3/4 full, half full after it grew by half (an id's hash is made again from its cells when an entry moves, not kept
  * per slot; 7 bits of it share the entry with the slot number, so a probe reads another id's
  * cells only when its tag matches), where a Map costs about 40 bytes a key
  * (bounded memory, SPEC §7: a million waiting messages are a million ids). Slots freed are used
@@ -35,10 +35,12 @@ export class IdSlots {
   #length = 0;
   /** slots the pages hold: the first page doubles from FIRST_PAGE up to PAGE, then pages are added */
   #capacity = FIRST_PAGE;
-  /** per slot, by page: how its id is kept (FREE, OTHER, UUID, HEX + bytes, LATIN1 + characters) */
+  /**
+   * per slot, by page, one byte: how its id is kept (the low bits, KIND_MASK: FREE, OTHER, UUID,
+   * HEX + bytes, LATIN1 + characters) and the owners holding it (`hold`, a bit each, from
+   * HOLDER_SHIFT up): one byte a slot where a byte each took two
+   */
   readonly #kind: Uint8Array[] = [new Uint8Array(FIRST_PAGE)];
-  /** per slot, by page: the owners holding it (`hold`), a bit each */
-  readonly #holders: Uint8Array[] = [new Uint8Array(FIRST_PAGE)];
   /** per slot, by page: the id's 16 bytes as four words (zero-padded); of a free slot, the first word names the next free one */
   readonly #cells: Uint32Array[] = [new Uint32Array(FIRST_PAGE * WORDS)];
   /** ids that do not fit a cell, by slot */
@@ -48,7 +50,7 @@ export class IdSlots {
    * (TAG_MASK; none past `#taggedSlots`): a probe passes an entry of another id by its tag, without
    * reading that id's cells. Linear probing; EMPTY (0) ends a probe, GONE does not
    */
-  #table = new Int32Array(1024);
+  #table = new Int32Array(TABLE_STEP);
   #tagMask = TAG_MASK;
   /** the table being emptied into `#table` (entries not moved yet), null when none, and its tag bits */
   #old: Int32Array | null = null;
@@ -91,7 +93,7 @@ export class IdSlots {
 
   /** the slot holds an id (no string made) */
   has(slot: number): boolean {
-    return slot < this.#length && this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK] !== FREE;
+    return slot < this.#length && (this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & KIND_MASK) !== FREE;
   }
 
   /** owners' bits taken (`claim`) */
@@ -100,6 +102,7 @@ export class IdSlots {
   /** `holder`'s bit is this owner's alone: a second owner with it would read the first's slots as its own */
   claim(holder: number): void {
     if ((this.#claimed & holder) !== 0) throw new Error(`IdSlots: holder ${holder} already has an owner`);
+    if (holder < 1 || holder > MAX_HOLDER) throw new Error(`IdSlots: holder ${holder} is not one of the bits 1 to ${MAX_HOLDER}`);
     this.#claimed |= holder;
   }
 
@@ -109,7 +112,7 @@ export class IdSlots {
     const hash = kind === OTHER ? hashOf(id) : hashOfScratch(kind);
     let slot = this.#find(kind, hash, id);
     if (slot < 0) slot = this.#add(kind, hash, id);
-    this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! |= holder;
+    this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! |= holder << HOLDER_SHIFT;
     return slot;
   }
 
@@ -119,26 +122,27 @@ export class IdSlots {
     const hash = kind === OTHER ? hashOf(id) : hashOfScratch(kind);
     let slot = this.#find(kind, hash, id);
     if (slot < 0) slot = this.#add(kind, hash, id);
-    else if ((this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & holder) !== 0) return -1;
-    this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! |= holder;
+    else if (((this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! >>> HOLDER_SHIFT) & holder) !== 0) return -1;
+    this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! |= holder << HOLDER_SHIFT;
     return slot;
   }
 
   /** `holder` holds the slot */
   holds(slot: number, holder: number): boolean {
-    return slot < this.#length && (this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & holder) !== 0;
+    return slot < this.#length && ((this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! >>> HOLDER_SHIFT) & holder) !== 0;
   }
 
   /** a holder other than `holder` holds the slot */
   heldByOther(slot: number, holder: number): boolean {
-    return slot < this.#length && (this.#holders[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & ~holder) !== 0;
+    return slot < this.#length && ((this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! >>> HOLDER_SHIFT) & ~holder) !== 0;
   }
 
   /** `holder` lets the slot go; freed when no holder is left */
   release(slot: number, holder: number): void {
-    const holders = this.#holders[slot >>> PAGE_BITS]!;
-    const left = holders[slot & PAGE_MASK]! & ~holder;
-    holders[slot & PAGE_MASK] = left;
+    const bytes = this.#kind[slot >>> PAGE_BITS]!;
+    const byte = bytes[slot & PAGE_MASK]!;
+    const left = (byte >>> HOLDER_SHIFT) & ~holder;
+    bytes[slot & PAGE_MASK] = (byte & KIND_MASK) | (left << HOLDER_SHIFT);
     if (left === 0) this.remove(slot);
   }
 
@@ -159,12 +163,12 @@ export class IdSlots {
     const kind = encode(id);
     const page = slot >>> PAGE_BITS;
     const at = slot & PAGE_MASK;
-    return this.#kind[page]![at] === kind && this.#same(slot, page, at, kind, id);
+    return (this.#kind[page]![at]! & KIND_MASK) === kind && this.#same(slot, page, at, kind, id);
   }
 
   /** the id in a slot, a string made from its bytes; undefined: the slot is free */
   idAt(slot: number): string | undefined {
-    const kind = slot < this.#length ? this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! : FREE;
+    const kind = slot < this.#length ? this.#kind[slot >>> PAGE_BITS]![slot & PAGE_MASK]! & KIND_MASK : FREE;
     if (kind === FREE) return undefined;
     if (kind === OTHER) return this.#others.get(slot);
     return decode(this.#cells[slot >>> PAGE_BITS]!, slot & PAGE_MASK, kind);
@@ -214,9 +218,9 @@ export class IdSlots {
     if (!this.#unplace(this.#table, this.#tagMask, slot, hash)) this.#unplace(this.#old!, this.#oldTagMask, slot, hash);
     const page = slot >>> PAGE_BITS;
     const at = slot & PAGE_MASK;
-    if (this.#kind[page]![at] === OTHER) this.#others.delete(slot);
+    if ((this.#kind[page]![at]! & KIND_MASK) === OTHER) this.#others.delete(slot);
+    // its holders with it
     this.#kind[page]![at] = FREE;
-    this.#holders[page]![at] = 0;
     // the free list: the last freed comes back first
     this.#cells[page]![at * WORDS] = this.#free;
     if (slot < this.#shared.capacity) this.#shared.clear(slot);
@@ -227,10 +231,10 @@ export class IdSlots {
 
   /** `kind` and SCRATCH: the id as `encode` left it; `tagMask`: the table's tag bits */
   #probe(table: Int32Array, tagMask: number, hash: number, kind: number, id: string): number {
-    const mask = table.length - 1;
+    const size = table.length;
     const tag = tagOf(hash) & tagMask;
     const slotMask = ~tagMask;
-    for (let i = hash & mask; ; i = (i + 1) & mask) {
+    for (let i = homeOf(hash, size); ; i = i + 1 === size ? 0 : i + 1) {
       const entry = table[i]!;
       if (entry === EMPTY) return -1;
       // GONE, or another id's entry told by its tag
@@ -238,7 +242,7 @@ export class IdSlots {
       const slot = (entry & slotMask) - 1;
       const page = slot >>> PAGE_BITS;
       const at = slot & PAGE_MASK;
-      if (this.#kind[page]![at] === kind && this.#same(slot, page, at, kind, id)) return slot;
+      if ((this.#kind[page]![at]! & KIND_MASK) === kind && this.#same(slot, page, at, kind, id)) return slot;
     }
   }
 
@@ -254,13 +258,11 @@ export class IdSlots {
     if (this.#capacity < PAGE) {
       const size = this.#capacity * 2;
       this.#kind[0] = grown(this.#kind[0]!, new Uint8Array(size));
-      this.#holders[0] = grown(this.#holders[0]!, new Uint8Array(size));
       this.#cells[0] = grown(this.#cells[0]!, new Uint32Array(size * WORDS));
       this.#capacity = size;
       return;
     }
     this.#kind.push(new Uint8Array(PAGE));
-    this.#holders.push(new Uint8Array(PAGE));
     this.#cells.push(new Uint32Array(PAGE * WORDS));
     this.#capacity += PAGE;
   }
@@ -269,7 +271,7 @@ export class IdSlots {
   #hashOfSlot(slot: number): number {
     const page = slot >>> PAGE_BITS;
     const at = slot & PAGE_MASK;
-    const kind = this.#kind[page]![at]!;
+    const kind = this.#kind[page]![at]! & KIND_MASK;
     if (kind === OTHER) return hashOf(this.#others.get(slot)!);
     const cells = this.#cells[page]!;
     const w = at * WORDS;
@@ -278,18 +280,18 @@ export class IdSlots {
 
   /** into the first entry that is not a slot (EMPTY or GONE); the caller counts `#used` for EMPTY */
   #place(table: Int32Array, tagMask: number, slot: number, hash: number): void {
-    const mask = table.length - 1;
-    let i = hash & mask;
-    while (table[i]! > 0) i = (i + 1) & mask;
+    const size = table.length;
+    let i = homeOf(hash, size);
+    while (table[i]! > 0) i = i + 1 === size ? 0 : i + 1;
     if (table[i] === GONE) this.#used--; // a GONE mark reused: not a new entry
     table[i] = (tagOf(hash) & tagMask) | (slot + 1);
   }
 
   /** false when the slot is not in this table */
   #unplace(table: Int32Array, tagMask: number, slot: number, hash: number): boolean {
-    const mask = table.length - 1;
+    const size = table.length;
     const wanted = (tagOf(hash) & tagMask) | (slot + 1);
-    for (let i = hash & mask; ; i = (i + 1) & mask) {
+    for (let i = homeOf(hash, size); ; i = i + 1 === size ? 0 : i + 1) {
       const entry = table[i]!;
       if (entry === EMPTY) return false;
       if (entry === wanted) {
@@ -299,11 +301,15 @@ export class IdSlots {
     }
   }
 
-  /** a table at most half full of the live slots, at least as large, with `tagMask`'s tags; the old one is emptied bit by bit */
+  /**
+   * a table half full of the live slots (a multiple of TABLE_STEP entries, at least as large as
+   * this one), with `tagMask`'s tags; the old one is emptied bit by bit. Not a power of two: at 3/4
+   * full a table grows by half (a million ids: a table of 1.5 million entries, 6 B an id, where
+   * doubling made 2^21, 8.4 B)
+   */
   #startResize(tagMask: number): void {
     while (this.#old !== null) this.#moveSome();
-    let size = this.#table.length;
-    while (this.#live * 2 > size) size *= 2;
+    const size = Math.max(this.#table.length, Math.ceil((this.#live * 2) / TABLE_STEP) * TABLE_STEP);
     this.#old = this.#table;
     this.#oldTagMask = this.#tagMask;
     this.#oldCursor = 0;
@@ -455,6 +461,10 @@ const OTHER = 1;
 const UUID = 2;
 const LATIN1 = 3;
 const HEX = LATIN1 + CELL + 1;
+/** an IdSlots slot's byte: its kind in the low 6 bits (HEX + CELL, the largest, is 36), its holders' bits above */
+const KIND_MASK = 0x3f;
+const HOLDER_SHIFT = 6;
+const MAX_HOLDER = 0xff >>> HOLDER_SHIFT;
 /** the id being found or added, as `encode` packed it (one id at a time: nothing here awaits) */
 const SCRATCH_BYTES = new Uint8Array(CELL);
 /** the same bytes, compared a word at a time */
@@ -530,7 +540,7 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 const DASH = 45;
 /** slots a page of the columns holds; the first page starts at FIRST_PAGE and doubles up to it */
-const PAGE_BITS = 16;
+const PAGE_BITS = 14;
 const PAGE = 1 << PAGE_BITS;
 const PAGE_MASK = PAGE - 1;
 const FIRST_PAGE = 1024;
@@ -540,10 +550,22 @@ const NONE = 0xffffffff;
 const TAG_MASK = 0x7f000000;
 const TAGGED_SLOTS = 0x00ffffff - 1;
 
-/** a hash's tag, in place for TAG_MASK: bits the table's index does not take (25-31, tables below 2^25 entries) */
+/** a hash's tag, in place for TAG_MASK: its low 7 bits, which `homeOf` (the high bits) hardly takes */
 function tagOf(hash: number): number {
-  return hash >>> 1;
+  return hash << 24;
 }
+
+/**
+ * The entry a hash's probe starts at in a table of `size` entries (any size, not only a power of
+ * two): the hash scaled to the size, floor(hash * size / 2^32), so its high bits choose. The
+ * product is below 2^58, not exact in a double, but the same hash and size always give the same
+ * entry, below `size` (rounding moves the product by at most 32, less than `size`).
+ */
+function homeOf(hash: number, size: number): number {
+  return Math.floor(hash * size * 2 ** -32);
+}
+/** table sizes are multiples of this (the first table is one) */
+const TABLE_STEP = 1024;
 const EMPTY = 0;
 const GONE = -1;
 /** old table entries moved per change while a resize runs */

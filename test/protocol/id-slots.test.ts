@@ -163,6 +163,13 @@ describe('IdList', () => {
 });
 
 describe('IdSlots with two holders', () => {
+  test('a third owner is refused at claim: a slot has room for two holders (bits 1 and 2) beside its kind', () => {
+    const slots = new IdSlots();
+    slots.claim(1);
+    slots.claim(2);
+    expect(() => slots.claim(4)).toThrow(/not one of the bits 1 to 3/);
+  });
+
   test('agrees with a Map of holders over random holds (hold, holdNew) and releases of ids of every shape, through resizes', () => {
     const shape = (k: number) => [k.toString(16).padStart(32, '0'), `m-${k}`, `00000000-0000-4000-8000-${k.toString(16).padStart(12, '0')}`, `a long id of more than sixteen characters ${k}`][k % 4]!;
     for (let seed = 1; seed <= 5; seed++) {

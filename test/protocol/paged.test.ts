@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { DeltaPages, Float64Pages } from '../../src/protocol/paged.js';
+import { DeltaPages, Float64Pages, SparseUint32Pages } from '../../src/protocol/paged.js';
 
 /** the entries where the pages and the model disagree (expect per entry is too slow for 100,000) */
 function wrong(pages: DeltaPages, model: Map<number, number>): Array<[number, number, number]> {
@@ -46,5 +46,26 @@ describe('Float64Pages', () => {
     expect(pages.read(200_000)).toBe(1.5);
     expect(pages.read(199_999)).toBe(0);
     expect(pages.read(5_000_000)).toBe(0);
+  });
+});
+
+describe('SparseUint32Pages', () => {
+  test('agrees with a Map, pages made and dropped as entries go from 0 and back', () => {
+    let x = 7;
+    const next = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const pages = new SparseUint32Pages();
+    const model = new Map<number, number>();
+    for (let i = 0; i < 60_000; i++) {
+      const index = Math.floor(next() * 200_000);
+      const value = next() < 0.5 ? 0 : Math.floor(next() * 2 ** 32);
+      pages.set(index, value);
+      if (value === 0) model.delete(index);
+      else model.set(index, value);
+    }
+    const wrongs: number[] = [];
+    for (let index = 0; index < 220_000; index++) if (pages.get(index) !== (model.get(index) ?? 0)) wrongs.push(index);
+    expect(wrongs).toEqual([]);
+    for (const index of model.keys()) pages.set(index, 0);
+    for (let index = 0; index < 220_000; index += 997) expect(pages.get(index)).toBe(0);
   });
 });

@@ -62,6 +62,11 @@ export class MessageRows {
     return this.#slots.heldByOther(row, ROWS) ? row : undefined;
   }
 
+  /** the row is in use (a row freed keeps its columns' old values, its shape's included, until taken again) */
+  has(row: number): boolean {
+    return this.#slots.holds(row, ROWS);
+  }
+
   /** the row is this message's (no string made) */
   isRowOf(row: number, messageId: string): boolean {
     return this.#slots.holds(row, ROWS) && this.#slots.holdsId(row, messageId);

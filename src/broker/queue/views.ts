@@ -36,8 +36,9 @@ export class QueueViews implements GroupRows {
     return row >= 0 && this.ownsRow(row) ? row : -1;
   }
 
+  /** a row freed may have lost its shape (the last row naming it gone): asked only of rows in use */
   protected ownsRow(row: number): boolean {
-    return this.rows.queue(row) === this.name;
+    return this.rows.has(row) && this.rows.queue(row) === this.name;
   }
 
   protected recordOf(row: number, key: string): DeliveryRecord | undefined {

@@ -5,7 +5,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { IdList, IdSlots } from '../../protocol/id-slots.js';
 import { Interned } from '../../protocol/interned.js';
-import { DeltaPages, Float64Pages, PagedList, Uint32Pages } from '../../protocol/paged.js';
+import { DeltaPages, Float64Pages, PagedList, SparseUint32Pages } from '../../protocol/paged.js';
 import type { LogRecord, RecordTuple } from './log-format.js';
 import type { RecoveredState, StoredMessage } from './store.js';
 
@@ -133,17 +133,9 @@ const RELOCATE_SLICE = 65_536;
  * adopted messages made two objects each (the list and its tuple).
  */
 class RecordColumn {
-  /** per slot: 0 no records, n > 0 the interned list n - 1 */
-  readonly #refs = new Uint32Pages();
+  /** per slot: 0 no records, n > 0 the interned list n - 1; pages of slots without records are not made */
+  readonly #refs = new SparseUint32Pages();
   readonly #lists = new Interned<readonly RecordTuple[]>();
-
-  get capacity(): number {
-    return this.#refs.capacity;
-  }
-
-  ensure(slot: number): void {
-    this.#refs.ensure(slot);
-  }
 
   get(slot: number): readonly RecordTuple[] {
     const ref = this.#refs.get(slot);
@@ -348,7 +340,7 @@ export class LiveIndex {
   /** `slot`: the message's, just held */
   #add(slot: number, message: StoredMessage, records: readonly RecordTuple[], bytes: number, place: RecordPlace): void {
     this.#count++;
-    if (slot >= this.#bytes.capacity) for (const column of [this.#bytes, this.#segment, this.#offset, this.#records]) column.ensure(slot);
+    if (slot >= this.#bytes.capacity) for (const column of [this.#bytes, this.#segment, this.#offset]) column.ensure(slot);
     // a slot made or taken again (a capture that saw it free, or the rows' only)
     this.#wasFree(slot);
     this.#records.set(slot, records);

@@ -177,6 +177,28 @@ describe('cold rows (messages past the window)', () => {
     expect(forgotten).toHaveLength(20);
   });
 
+  test('cold rows purged while their bodies are being read back: the read ends quietly, nothing delivered twice or lost from what is left', async () => {
+    const { queue, store } = await open(newDir());
+    // the first WINDOW bodies in memory ('a'), the rest cold ('b': a shape of their own, gone once they are)
+    await send(queue, store, 20, (i) => (i < WINDOW ? 'a' : 'b'));
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => void rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      const got: Delivery[] = [];
+      queue.subscribe(subscriber('c', 'consume', 100, got), '*');
+      // the five in memory went out; the cold ones' bodies are being read: purge them meanwhile
+      expect(got).toHaveLength(WINDOW);
+      expect(queue.purge('b')).toBe(20 - WINDOW);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(rejections).toEqual([]);
+      expect(got).toHaveLength(WINDOW);
+      expect(queue.size).toBe(WINDOW);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
+  });
+
   test('drop-oldest past maxItems drops the oldest waiting, cold rows included; the newest are delivered in order', async () => {
     const { queue, store } = await open(newDir(), { maxItems: 12 });
     const sent = await send(queue, store, 30, () => 'x');
