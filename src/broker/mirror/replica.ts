@@ -239,7 +239,14 @@ export class Replica {
       this.#unconfirmed.confirm(messageId);
       const queue = router.holding(messageId);
       if (queue) queue.settleFromPeer(messageId, group);
-      else if (!router.settleHeld(messageId, group)) router.whenStored(messageId, () => router.holding(messageId)?.settleFromPeer(messageId, group));
+      else if (!router.settleHeld(messageId, group)) {
+        // stored meanwhile: queued, or held while this mirror catches up (settled when queued)
+        router.whenStored(messageId, () => {
+          const stored = router.holding(messageId);
+          if (stored) stored.settleFromPeer(messageId, group);
+          else router.settleHeld(messageId, group);
+        });
+      }
     }
     for (const messageId of removed) {
       this.#unconfirmed.confirm(messageId);

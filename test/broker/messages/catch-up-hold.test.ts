@@ -7,6 +7,7 @@ import { Router } from '../../../src/broker/messages/router.js';
 import { Replica } from '../../../src/broker/mirror/replica.js';
 import { Subscription, type SubscriptionOwner } from '../../../src/broker/queue/subscription.js';
 import { MemoryStore } from '../../../src/broker/store/memory.js';
+import type { StoredMessage } from '../../../src/broker/store/store.js';
 import { createLogger } from '../../../src/runtime/logger.js';
 import type { Delivery } from '../../../src/protocol/frames.js';
 import { brokerConfig } from '../../support/harness.js';
@@ -16,8 +17,17 @@ import { brokerConfig } from '../../support/harness.js';
  * started holds its clients' copies out of its queues until its master's sync is done; what the
  * sync brings is queued first, and a restart would load it first too (its seqs come before).
  */
+class GatedStore extends MemoryStore {
+  readonly gate: Array<() => void> = [];
+  gated = false;
+  override append(messages: readonly StoredMessage[]): Promise<void> {
+    if (!this.gated) return super.append(messages);
+    return new Promise((resolve) => this.gate.push(() => resolve(super.append(messages))));
+  }
+}
+
 function setup(isMaster: boolean) {
-  const store = new MemoryStore();
+  const store = new GatedStore();
   const lifecycle = new Lifecycle();
   const router = new Router({ policy: compilePolicy(brokerConfig({ defaultPolicy: 'allow', isMaster, maxItemsInQueue: 1_000_000 })), store, log: createLogger('silent'), now: Date.now, lifecycle });
   return { store, router, intake: new Intake(router, lifecycle), replica: new Replica(router) };
@@ -55,6 +65,20 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
     expect(owner.got).toEqual([]);
     router.setMaster(true);
     expect(owner.got.map((d) => d.messageId)).toEqual(['old-1', 'old-2', 'new-1', 'both']);
+  });
+
+  test("the master's settlement of a copy still being stored when it arrives is kept for the copy held", async () => {
+    const { router, intake, replica, store } = setup(false);
+    const owner = consumer();
+    router.subscribe(new Subscription(owner, 1, 'consume', 'jobs/v1', 100), ['*']);
+    router.beginCatchUp();
+    store.gated = true;
+    const publishing = intake.publish('p', [sent('slow')]);
+    replica.applySettled([{ messageId: 'slow', group: 'c|*' }], []);
+    store.gate[0]!();
+    await publishing;
+    replica.endCatchUp('in step');
+    expect(router.queues.get('jobs/v1')!.size).toBe(0);
   });
 
   test('a copy removed by the master while held is not queued at the end', async () => {
