@@ -465,6 +465,8 @@ export class History {
     if (placing || this.#joining === 0) this.#placing = placing;
     const hold = placing ? { since: this.#now() - HOLD_MAX_MS, maxBytes: HOLD_MAX_BYTES / 2 } : undefined;
     const joins = Promise.all([...this.#channels].map(([queue, channel]) => channel.joinSide(hold).then((records) => this.#holdAgain(queue, records))));
+    // only a join that holds records again (placing) is waited for by a later stop of placing
+    if (!placing) return this.#roleChange(Promise.all([held, joins]));
     this.#joining++;
     this.#joined = joins.then(
       () => undefined,
