@@ -144,7 +144,13 @@ export class Router {
     this.#moving = new Moving({
       queue: (name) => this.#queue(name),
       existing: (name) => this.#queues.get(name),
-      deliveringChanged: (name) => this.#queues.get(name)?.setDelivering(this.#delivers(name)),
+      deliveringChanged: (name) => {
+        // a move freezes or frees a queue: what a catch-up holds goes to its queues first, so a
+        // hand-over exports it (held, it missed the hand-over and was dropped with the queue:
+        // atk31g F1, 2,413 answered sends lost after a lease lost just before a hand-over)
+        this.endCatchUp(`queue ${name} moves`);
+        this.#queues.get(name)?.setDelivering(this.#delivers(name));
+      },
       isHeld: (messageId) => this.#rows.find(messageId) >= 0,
       isHeldOrUnderWay: (messageId) => this.#rows.find(messageId) >= 0 || this.#appends.of(messageId) !== undefined || this.#catchUp.has(messageId),
       notSettled: (messageIds) => {
@@ -391,7 +397,8 @@ export class Router {
         continue;
       }
       // a mirror catching up: after what its catch-up brings (its followers hear of it then)
-      const held = fromClient && this.#catchUp.hold(message);
+      // (not a queue a move froze or holds aside: the move decides where its messages go)
+      const held = fromClient && !this.#moving.isFrozen(message.queue) && !this.#moving.isHeldAside(message.queue) && this.#catchUp.hold(message);
       // a mirror may not hear it from the client (not reconnected yet): it hears it from us
       if (this.#isMaster) {
         if (!held) this.#hooks?.made(message);

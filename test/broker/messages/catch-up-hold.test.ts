@@ -81,6 +81,18 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
     expect(router.queues.get('jobs/v1')!.size).toBe(0);
   });
 
+  test("a move freezing a queue queues what the catch-up holds first (a hand-over exports it), and holds nothing of that queue after (atk31g F1)", async () => {
+    const { router, intake } = setup(true);
+    router.beginCatchUp();
+    await intake.publish('p', [sent('held-1'), sent('held-2')]);
+    expect(router.queues.get('jobs/v1')?.size ?? 0).toBe(0);
+    router.moving.freeze('jobs/v1', true);
+    expect([...router.queues.get('jobs/v1')!.heldMessages()].map((m) => m.messageId)).toEqual(['held-1', 'held-2']);
+    router.beginCatchUp();
+    await intake.publish('p', [sent('during-move')]);
+    expect(router.queues.get('jobs/v1')!.size).toBe(3);
+  });
+
   test('a copy removed by the master while held is not queued at the end', async () => {
     const { router, intake, replica } = setup(false);
     router.beginCatchUp();
