@@ -6,17 +6,17 @@ export const up = () => execFileSync('uptime').toString().trim().replace(/.*load
 export async function masterOf(nodes) { for (const n of nodes) if (n.proc?.exitCode === null && (await health(n)).body?.role === 'master') return n; return null; }
 export async function listener(nodes, ch, name = 'l') {
   const L = await mkClient(nodes, `${name}-${process.pid}`, keyPair(), { sendTimeout: 5000 });
-  L.firsts = []; L.seen = new Set(); L.count = 0;
-  await L.listen(ch, (err, m) => { if (!err && m) { L.count++; const k = m.p + ':' + m.n; if (!L.seen.has(k)) { L.seen.add(k); L.firsts.push([m.p, m.n]); } } }).ready;
+  L.firsts = []; L.seen = new Set(); L.count = 0; L.at = new Map();
+  await L.listen(ch, (err, m) => { if (!err && m) { L.count++; const k = m.p + ':' + m.n; if (!L.seen.has(k)) { L.seen.add(k); L.at.set(k, Date.now()); L.firsts.push([m.p, m.n]); } } }).ready;
   return L;
 }
 // producers: P pipelining clients, each sends BURST messages back to back every GAP ms
-export async function producers(nodes, ch, { P = 2, burst = 1, gap = 2, sendTimeout = 1500, name = 'p' } = {}) {
+export async function producers(nodes, ch, { P = 2, burst = 1, gap = 2, sendTimeout = 1500, name = 'p', first = 0 } = {}) {
   const ps = [];
-  for (let i = 0; i < P; i++) {
+  for (let i = first; i < first + P; i++) {
     const c = await mkClient(nodes, `${name}${i}-${process.pid}`, keyPair(), { sendTimeout });
-    const pr = { i, c, res: [], pend: [], run: true };
-    pr.loop = (async () => { let n = 0; while (pr.run) { for (let b = 0; b < burst; b++) { const j = n++; pr.pend.push(new Promise((r) => c.send(ch, { p: i, n: j }, (err) => { pr.res[j] = err ? `${err.code}:${(err.info?.storedBy ?? []).join('')}` : 'OK'; r(); }))); } await sleep(gap); } })();
+    const pr = { i, c, res: [], t: [], pend: [], run: true };
+    pr.loop = (async () => { let n = 0; while (pr.run) { for (let b = 0; b < burst; b++) { const j = n++; pr.t[j] = Date.now(); pr.pend.push(new Promise((r) => c.send(ch, { p: i, n: j }, (err) => { pr.res[j] = err ? `${err.code}:${(err.info?.storedBy ?? []).join('')}` : 'OK'; r(); }))); } await sleep(gap); } })();
     ps.push(pr);
   }
   ps.stop = async () => { for (const pr of ps) pr.run = false; for (const pr of ps) { await pr.loop; await Promise.all(pr.pend); } };

@@ -33,7 +33,7 @@ for (const ph of PHASES) {
 await ps.stop();
 await sleep(3000);
 await verdict(`e3 static isMaster, phases ${PHASES} (down ${DOWN} ms): listener + replays in send order per producer, 0 lost, 0 twice, equal`, nodes, CH, ps, L,
-  { held: nodes.map((n) => (n.log.match(/clients' messages (held while catching up are queued|no longer wait)[^\n]*/g) ?? [])).flat().slice(-4) });
+  { held: nodes.map((n) => (n.log.match(/[^\n]*clients' messages (held while catching up are queued|no longer wait)[^\n]*/g) ?? [])).flat().slice(-4) });
 const t0 = Date.now(); const want = ps.flatMap((pr) => pr.res.map((x, n) => [pr.i, n, x])).filter(([, , x]) => x === 'OK' || /^[A-Z_]+:.+/.test(x));
 while (Date.now() - t0 < 20000 && !want.every(([p, n]) => C.seen.has(p + ':' + n))) await sleep(250);
 const rc = analyse(C.firsts, ps);
