@@ -3,7 +3,8 @@
 import { mkClient, keyPair, sleep, check, health } from './harness.mjs';
 import { execFileSync } from 'node:child_process';
 export const up = () => execFileSync('uptime').toString().trim().replace(/.*load/, 'load');
-export async function masterOf(nodes) { for (const n of nodes) if (n.proc?.exitCode === null && (await health(n)).body?.role === 'master') return n; return null; }
+export const alive = (n) => !!n.proc && n.proc.exitCode === null && n.proc.signalCode === null;
+export async function masterOf(nodes) { for (const n of nodes) if (alive(n) && (await health(n)).body?.role === 'master') return n; return null; }
 export async function listener(nodes, ch, name = 'l') {
   const L = await mkClient(nodes, `${name}-${process.pid}`, keyPair(), { sendTimeout: 5000 });
   L.firsts = []; L.seen = new Set(); L.count = 0; L.at = new Map();
@@ -43,7 +44,7 @@ export async function verdict(name, nodes, ch, ps, L, extra = {}) {
   const t0 = Date.now(); while (Date.now() - t0 < 30000 && !want.every((k) => L.seen.has(k))) await sleep(250);
   await sleep(1000);
   const out = { answers: tally(ps), listener: analyse(L.firsts, ps) }; const reps = {};
-  for (const n of nodes) if (n.proc?.exitCode === null) { reps[n.id] = await replayFrom(n, ch); out[n.id] = analyse(reps[n.id], ps); }
+  for (const n of nodes) if (alive(n)) { reps[n.id] = await replayFrom(n, ch); out[n.id] = analyse(reps[n.id], ps); if (reps[n.id].error) out[n.id].replayError = reps[n.id].error; }
   const ids = Object.keys(reps); out.replaysSameSet = ids.every((i) => same(reps[ids[0]], reps[i]));
   const total = bad(out.listener) + ids.reduce((s, i) => s + bad(out[i]), 0);
   check(name, total === 0 && out.replaysSameSet, { ...extra, ...out, load: up() });
@@ -56,4 +57,10 @@ export async function consumer(nodes, ch, name = 'c') {
   C.h = C.consume(ch, { prefetch: 10 }, (err, m, done) => { if (err) return; C.count++; const k = m.p + ':' + m.n; if (!C.seen.has(k)) { C.seen.add(k); C.firsts.push([m.p, m.n]); } done(); });
   await C.h.ready;
   return C;
+}
+// wait until the consumer has every accepted send, or made no progress for 15 s
+export async function drain(C, ps) {
+  const want = ps.flatMap((pr) => pr.res.map((x, n) => [pr.i, n, x])).filter(([, , x]) => accepted(x));
+  let last = -1, since = Date.now();
+  while (!want.every(([p, n]) => C.seen.has(p + ':' + n))) { if (C.count !== last) { last = C.count; since = Date.now(); } if (Date.now() - since > 15000) break; await sleep(500); }
 }

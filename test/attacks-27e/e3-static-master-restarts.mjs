@@ -4,7 +4,7 @@
 // Promises: operations.md#catching-up (a configured master at its start holds its clients' copies until its peers' offers
 // end, so each connection's sends stay in order), #history-catch-up, SPEC §7; lost 0 (configured mode table).
 import { makeNodes, start, kill9, sleep, finish, waitFor, check } from './harness.mjs';
-import { up, masterOf, listener, producers, verdict, consumer, analyse, bad } from './common.mjs';
+import { up, masterOf, listener, producers, verdict, consumer, analyse, bad, drain } from './common.mjs';
 const DOWN = Number(process.env.DOWN ?? 3000); const BURST = Number(process.env.BURST ?? 3);
 const AGAIN = Number(process.env.AGAIN ?? 300);
 const PHASES = (process.env.PHASES ?? 'master,slave,both').split(',');
@@ -36,6 +36,7 @@ await verdict(`e3 static isMaster, phases ${PHASES} (down ${DOWN} ms): listener 
   { held: nodes.map((n) => (n.log.match(/[^\n]*clients' messages (held while catching up are queued|no longer wait)[^\n]*/g) ?? [])).flat().slice(-4) });
 const t0 = Date.now(); const want = ps.flatMap((pr) => pr.res.map((x, n) => [pr.i, n, x])).filter(([, , x]) => x === 'OK' || /^[A-Z_]+:.+/.test(x));
 while (Date.now() - t0 < 20000 && !want.every(([p, n]) => C.seen.has(p + ':' + n))) await sleep(250);
+await drain(C, ps);
 const rc = analyse(C.firsts, ps);
 check(`e3 phases ${PHASES}: consumer first deliveries in send order per producer, none missing`, bad(rc) === 0, { consumer: rc, deliveries: C.count, load: up() });
 await finish(0);

@@ -5,7 +5,7 @@
 // runs), b and c SIGCONT 1 s after. Promises: operations.md#automatic-failover ("The same master elected again"), SPEC §7,
 // #history-catch-up ("A master paused past its lease ... judges its fence before anything its sockets hold"), lost 0.
 import { makeNodes, start, sleep, port, finish, startEtcdAt, electionBlock, waitFor, writeConfig, health, check } from './harness.mjs';
-import { up, masterOf, listener, producers, verdict, consumer, analyse, bad } from './common.mjs';
+import { up, masterOf, listener, producers, verdict, consumer, analyse, bad, drain } from './common.mjs';
 const LEASE = Number(process.env.LEASE ?? 4); const STOP1 = Number(process.env.STOP1 ?? 3000); const STOP2 = Number(process.env.STOP2 ?? 6000); const BURST = Number(process.env.BURST ?? 3);
 console.log('start', new Date().toISOString(), up(), { LEASE, STOP1, STOP2, BURST });
 const etcd = await startEtcdAt(await port(), await port()); await etcd.start();
@@ -39,6 +39,7 @@ await verdict(`e4 fence: ${a.id} stopped ${STOP1} ms (epoch ${e0}->${e1}), then 
   { logs: nodes.map((n) => n.id + ': ' + ['resumed its feed', 'in step with the master again', 'the master was fenced', 'elected master through etcd'].map((s) => s.split(' ').pop() + '=' + (n.log.split(s).length - 1)).join(',')) });
 const tw = Date.now(); const want = ps.flatMap((pr) => pr.res.map((x, n) => [pr.i, n, x])).filter(([, , x]) => x === 'OK' || /^[A-Z_]+:.+/.test(x));
 while (Date.now() - tw < 20000 && !want.every(([p, n]) => C.seen.has(p + ':' + n))) await sleep(250);
+await drain(C, ps);
 const rc = analyse(C.firsts, ps);
 check('e4: consumer first deliveries in send order per producer, none missing', bad(rc) === 0, { consumer: rc, deliveries: C.count, load: up() });
 await finish(0);

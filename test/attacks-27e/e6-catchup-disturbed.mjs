@@ -5,7 +5,7 @@
 // holding its clients' copies until the offers end). Promises: operations.md#catching-up, #history-catch-up, SPEC §7,
 // the second instance refused (exit 1, `another broker is running on this data directory`).
 import { makeNodes, start, kill9, sleep, finish, waitFor, check, proxy, cli, base } from './harness.mjs';
-import { up, listener, producers, verdict, consumer, analyse, bad } from './common.mjs';
+import { up, listener, producers, verdict, consumer, analyse, bad, drain } from './common.mjs';
 import { spawn } from 'node:child_process';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,6 +44,7 @@ await ps.stop(); await sleep(3000);
 await verdict('e6 second instance + reload + a producer link cut during the catch-up of the slave, then of the master: listener + replays in send order, 0 lost, 0 twice, equal', nodes, CH, ps, L, {});
 const tw = Date.now(); const want = ps.flatMap((pr) => pr.res.map((x, k) => [pr.i, k, x])).filter(([, , x]) => x === 'OK' || /^[A-Z_]+:.+/.test(x));
 while (Date.now() - tw < 20000 && !want.every(([p, k]) => C.seen.has(p + ':' + k))) await sleep(250);
+await drain(C, ps);
 const rc = analyse(C.firsts, ps);
 check('e6: consumer first deliveries in send order per producer, none missing', bad(rc) === 0, { consumer: rc, deliveries: C.count, load: up() });
 await finish(0);
