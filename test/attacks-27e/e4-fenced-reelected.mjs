@@ -5,7 +5,7 @@
 // runs), b and c SIGCONT 1 s after. Promises: operations.md#automatic-failover ("The same master elected again"), SPEC §7,
 // #history-catch-up ("A master paused past its lease ... judges its fence before anything its sockets hold"), lost 0.
 import { makeNodes, start, sleep, port, finish, startEtcdAt, electionBlock, waitFor, writeConfig, health, check } from './harness.mjs';
-import { up, masterOf, listener, producers, verdict, consumer, analyse, bad, drain } from './common.mjs';
+import { up, masterOf, listener, producers, verdict, consumer, analyse, bad, drain, replayFrom } from './common.mjs';
 const LEASE = Number(process.env.LEASE ?? 4); const STOP1 = Number(process.env.STOP1 ?? 3000); const STOP2 = Number(process.env.STOP2 ?? 6000); const BURST = Number(process.env.BURST ?? 3);
 console.log('start', new Date().toISOString(), up(), { LEASE, STOP1, STOP2, BURST });
 const etcd = await startEtcdAt(await port(), await port()); await etcd.start();
@@ -42,4 +42,9 @@ while (Date.now() - tw < 20000 && !want.every(([p, n]) => C.seen.has(p + ':' + n
 await drain(C, ps);
 const rc = analyse(C.firsts, ps);
 check('e4: consumer first deliveries in send order per producer, none missing', bad(rc) === 0, { consumer: rc, deliveries: C.count, load: up() });
+if (process.env.LATE) { // replays again LATE ms later: are the slaves' histories still short of the master's?
+  await sleep(Number(process.env.LATE)); const late = {};
+  for (const n of nodes) { const r = await replayFrom(n, CH); const k = new Set(r.map(([p, x]) => p + ':' + x)); late[n.id] = { len: r.length, distinct: k.size }; }
+  check(`e4: replays ${process.env.LATE} ms later equal in length`, new Set(Object.values(late).map((x) => x.distinct)).size === 1 && Object.values(late).every((x) => x.len === x.distinct), { late, load: up() });
+}
 await finish(0);
