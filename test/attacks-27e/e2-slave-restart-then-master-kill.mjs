@@ -16,13 +16,13 @@ const nodes = await makeNodes(['a', 'b'], { election: electionBlock(etcd.url, '/
   channels: { 'rt/v1': { retention: { seconds: 3600 }, maxItemsInQueue: 200000 } } });
 const [a, b] = nodes;
 await start(a); await waitFor(async () => (await masterOf(nodes)) === a, 30000, 100); await start(b);
-await waitFor(() => /in step with the master/.test(b.log), 30000, 100);
+await waitFor(() => /"msg":"in step with the master/.test(b.log), 30000, 100);
 const L = await listener(nodes, CH);
 const ps = await producers(nodes, CH, { P: 2, burst: BURST, gap: 5, sendTimeout: 1500 });
 await sleep(3000);
 await kill9(b); await sleep(2000);
 const mark = b.log.length; await start(b);
-const tIn = Date.now(); await waitFor(() => /in step with the master/.test(b.log.slice(mark)), 60000, 20); const inStepAfter = Date.now() - tIn;
+const tIn = Date.now(); await waitFor(() => /"msg":"in step with the master/.test(b.log.slice(mark)), 60000, 20); const inStepAfter = Date.now() - tIn;
 await sleep(DELAY);
 await kill9(a); const tk = Date.now();
 const m1 = await waitFor(async () => (await masterOf(nodes)) === b ? b : null, Number(process.env.NOMASTER ?? 30000), 100); const tm = Date.now() - tk;
@@ -34,7 +34,7 @@ if (!m1) { const m2 = a.log.length; await start(a); await waitFor(() => masterOf
 const C = await consumer(nodes, CH);
 await sleep(3000);
 const mark2 = a.log.length; if (!alive(a)) await start(a);
-await waitFor(() => /in step with the master/.test(a.log.slice(mark2)), 60000, 100);
+await waitFor(() => /"msg":"in step with the master/.test(a.log.slice(mark2)), 60000, 100);
 await sleep(2000);
 await ps.stop();
 await sleep(3000);

@@ -13,19 +13,19 @@ const CH = 'rt/v1/x';
 const nodes = await makeNodes(['a', 'b'], { heartbeatTimeout: 2, logLevel: 'info', channels: { 'rt/v1': { retention: { seconds: 3600 }, maxItemsInQueue: 200000 } } });
 const [a, b] = nodes;
 await start(a); await start(b);
-await waitFor(() => /in step with the master/.test(b.log), 30000, 100);
+await waitFor(() => /"msg":"in step with the master/.test(b.log), 30000, 100);
 const L = await listener(nodes, CH);
 const C = await consumer(nodes, CH);
 const ps = await producers(nodes, CH, { P: 2, burst: BURST, gap: 5, sendTimeout: 1500 });
 await sleep(3000);
-const inStep = async (n, mark) => waitFor(() => /in step with the master/.test(n.log.slice(mark)), 60000, 50);
+const inStep = async (n, mark) => waitFor(() => /"msg":"in step with the master/.test(n.log.slice(mark)), 60000, 50);
 for (const ph of PHASES) {
   const t0 = Date.now();
   if (ph === 'master') { await kill9(a); await sleep(DOWN); const m = b.log.length; await start(a); await inStep(b, m); }
   if (ph === 'slave') { await kill9(b); await sleep(DOWN); const m = b.log.length; await start(b); await inStep(b, m); }
   // killed again AGAIN ms after it listens (catch-up not over: it holds clients' copies), then restarted
   if (ph === 'master2x') { await kill9(a); await sleep(DOWN); await start(a); await sleep(AGAIN); const hold = /held while catching up are queued/.test(a.log.slice(-20000)); await kill9(a); console.log('a killed again; queued line seen before:', hold); await sleep(1000); const m = b.log.length; await start(a); await inStep(b, m); }
-  if (ph === 'slave2x') { await kill9(b); await sleep(DOWN); let m = b.log.length; await start(b); await sleep(AGAIN); console.log('b in step before 2nd kill:', /in step with the master/.test(b.log.slice(m))); await kill9(b); await sleep(1000); m = b.log.length; await start(b); await inStep(b, m); }
+  if (ph === 'slave2x') { await kill9(b); await sleep(DOWN); let m = b.log.length; await start(b); await sleep(AGAIN); console.log('b in step before 2nd kill:', /"msg":"in step with the master/.test(b.log.slice(m))); await kill9(b); await sleep(1000); m = b.log.length; await start(b); await inStep(b, m); }
   if (ph === 'both') { await Promise.all([kill9(a), kill9(b)]); await sleep(DOWN); const m = b.log.length; await Promise.all([start(a), start(b)]); await inStep(b, m); }
   console.log(ph, 'done in', Date.now() - t0, 'ms; master', (await masterOf(nodes))?.id, up());
   await sleep(3000);

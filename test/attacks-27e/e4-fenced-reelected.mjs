@@ -16,7 +16,7 @@ for (const n of nodes) { n.config.isMaster = true; writeConfig(n); }
 await Promise.all(nodes.map(start));
 const a = await waitFor(() => masterOf(nodes), 30000, 100);
 const others = nodes.filter((n) => n !== a);
-await waitFor(() => others.every((n) => /in step with the master/.test(n.log)), 60000, 100);
+await waitFor(() => others.every((n) => /"msg":"in step with the master/.test(n.log)), 60000, 100);
 const L = await listener(nodes, CH); const C = await consumer(nodes, CH);
 const ps = await producers(nodes, CH, { P: 2, burst: BURST, gap: 5, sendTimeout: 1500 });
 await sleep(3000);

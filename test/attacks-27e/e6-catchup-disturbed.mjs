@@ -16,7 +16,7 @@ const CH = 'rt/v1/x';
 const nodes = await makeNodes(['a', 'b'], { heartbeatTimeout: 2, logLevel: 'info', channels: { 'rt/v1': { retention: { seconds: 3600 }, maxItemsInQueue: 200000 } } });
 const [a, b] = nodes;
 await start(a); await start(b);
-await waitFor(() => /in step with the master/.test(b.log), 30000, 100);
+await waitFor(() => /"msg":"in step with the master/.test(b.log), 30000, 100);
 const px = { a: await proxy(a.port), b: await proxy(b.port) };
 const viaPx = nodes.map((n) => ({ host: `127.0.0.1:${px[n.id].port}@${n.id}` }));
 const L = await listener(nodes, CH); const C = await consumer(nodes, CH);
@@ -32,7 +32,7 @@ for (const ph of (process.env.PHASES ?? 'slave,master').split(',')) {
   await kill9(n); await sleep(1500);
   const mark = n.log.length; const mb = b.log.length; await start(n);
   const [sec, rel] = await Promise.all([second(n), cli(n, 'reload'), (async () => { px[n.id].cut(); await sleep(300); px[n.id].heal(); })()]);
-  const caught = await waitFor(() => /in step with the master/.test(b.log.slice(mb)), 60000, 100);
+  const caught = await waitFor(() => /"msg":"in step with the master/.test(b.log.slice(mb)), 60000, 100);
   const lg = n.log.slice(mark);
   seen[ph] = { secondInstance: sec, reload: `${rel.code} ${rel.out.trim().slice(0, 120)}`, inStep: !!caught, reloadDuringCatchUp: !/held while catching up are queued/.test(lg.slice(0, lg.indexOf('reload') >= 0 ? lg.indexOf('reload') : 0)),
     queued: (lg.match(/[^\n]*held while catching up are queued[^\n]*/g) ?? []).map((x) => x.slice(0, 200)) };
