@@ -53,14 +53,15 @@ export async function verdict(name, nodes, ch, ps, L, extra = {}) {
 // a consumer (prefetch 10) acking each delivery; records first deliveries per key
 export async function consumer(nodes, ch, name = 'c') {
   const C = await mkClient(nodes, `${name}-${process.pid}`, keyPair(), { sendTimeout: 5000 });
-  C.firsts = []; C.seen = new Set(); C.count = 0;
-  C.h = C.consume(ch, { prefetch: 10 }, (err, m, done) => { if (err) return; C.count++; const k = m.p + ':' + m.n; if (!C.seen.has(k)) { C.seen.add(k); C.firsts.push([m.p, m.n]); } done(); });
+  C.firsts = []; C.seen = new Set(); C.count = 0; C.t0 = Date.now();
+  C.h = C.consume(ch, { prefetch: 10 }, (err, m, done) => { if (err) return; C.count++; C.last = Date.now(); const k = m.p + ':' + m.n; if (!C.seen.has(k)) { C.seen.add(k); C.firsts.push([m.p, m.n]); } done(); });
   await C.h.ready;
   return C;
 }
-// wait until the consumer has every accepted send, or made no progress for 15 s
+// wait until the consumer has every accepted send, or made no progress for DRAIN ms (default 40 s)
 export async function drain(C, ps) {
   const want = ps.flatMap((pr) => pr.res.map((x, n) => [pr.i, n, x])).filter(([, , x]) => accepted(x));
   let last = -1, since = Date.now();
-  while (!want.every(([p, n]) => C.seen.has(p + ':' + n))) { if (C.count !== last) { last = C.count; since = Date.now(); } if (Date.now() - since > 15000) break; await sleep(500); }
+  const ts = Date.now(); while (!want.every(([p, n]) => C.seen.has(p + ':' + n))) { if (C.count !== last) { last = C.count; since = Date.now(); } if (Date.now() - since > Number(process.env.DRAIN ?? 40000)) break; await sleep(500); }
+  C.drainInfo = { lastDeliveryMsBeforeEnd: Date.now() - (C.last ?? C.t0), waitedMs: Date.now() - ts };
 }

@@ -43,5 +43,5 @@ const ok = await verdict(`e2 DELAY=${DELAY}: slave b killed -9, restarted, in st
 await drain(C, ps);
 const rc = analyse(C.firsts, ps);
 // the consumer subscribed after the failover: it must get every accepted send not acked before ... nobody acked before, so all
-check(`e2 DELAY=${DELAY}: consumer subscribed after the failover: each producer's sends in order, none missing`, bad(rc) === 0, { consumer: rc, deliveries: C.count });
+check(`e2 DELAY=${DELAY}: consumer subscribed after the failover: each producer's sends in order, none missing`, bad(rc) === 0, { consumer: rc, drain: C.drainInfo, deliveries: C.count });
 await finish(0);

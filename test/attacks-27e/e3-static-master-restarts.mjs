@@ -38,5 +38,5 @@ const t0 = Date.now(); const want = ps.flatMap((pr) => pr.res.map((x, n) => [pr.
 while (Date.now() - t0 < 20000 && !want.every(([p, n]) => C.seen.has(p + ':' + n))) await sleep(250);
 await drain(C, ps);
 const rc = analyse(C.firsts, ps);
-check(`e3 phases ${PHASES}: consumer first deliveries in send order per producer, none missing`, bad(rc) === 0, { consumer: rc, deliveries: C.count, load: up() });
+check(`e3 phases ${PHASES}: consumer first deliveries in send order per producer, none missing`, bad(rc) === 0, { consumer: rc, drain: C.drainInfo, deliveries: C.count, load: up() });
 await finish(0);

@@ -41,7 +41,7 @@ const tw = Date.now(); const want = ps.flatMap((pr) => pr.res.map((x, n) => [pr.
 while (Date.now() - tw < 20000 && !want.every(([p, n]) => C.seen.has(p + ':' + n))) await sleep(250);
 await drain(C, ps);
 const rc = analyse(C.firsts, ps);
-check('e4: consumer first deliveries in send order per producer, none missing', bad(rc) === 0, { consumer: rc, deliveries: C.count, load: up() });
+check('e4: consumer first deliveries in send order per producer, none missing', bad(rc) === 0, { consumer: rc, drain: C.drainInfo, deliveries: C.count, load: up() });
 if (process.env.LATE) { // replays again LATE ms later: are the slaves' histories still short of the master's?
   await sleep(Number(process.env.LATE)); const late = {};
   for (const n of nodes) { const r = await replayFrom(n, CH); const k = new Set(r.map(([p, x]) => p + ':' + x)); late[n.id] = { len: r.length, distinct: k.size }; }

@@ -46,5 +46,5 @@ const tw = Date.now(); const want = ps.flatMap((pr) => pr.res.map((x, k) => [pr.
 while (Date.now() - tw < 20000 && !want.every(([p, k]) => C.seen.has(p + ':' + k))) await sleep(250);
 await drain(C, ps);
 const rc = analyse(C.firsts, ps);
-check('e6: consumer first deliveries in send order per producer, none missing', bad(rc) === 0, { consumer: rc, deliveries: C.count, load: up() });
+check('e6: consumer first deliveries in send order per producer, none missing', bad(rc) === 0, { consumer: rc, drain: C.drainInfo, deliveries: C.count, load: up() });
 await finish(0);
