@@ -31,7 +31,7 @@ const bLines = b.log.slice(mark).split('\n').filter((l) => /in step|elected|camp
 check(`e2 DELAY=${DELAY}: b (in step ${inStepAfter} ms after its restart) elected within leaseTtl + ~1 s of the master's kill -9`, !!m1 && tm < 6000,
   { electedAfterMs: m1 ? tm : `none within ${tm} ms`, bHealth: { status: hb.status, election: hb.body?.election, reason: hb.body?.reason }, inStepFile, bLines });
 if (!m1) { const m2 = a.log.length; await start(a); await waitFor(() => masterOf(nodes), 30000, 100); console.log('a restarted to get a master:', (await masterOf(nodes))?.id); }
-const C = await consumer(nodes, CH);
+const C = await consumer(nodes, CH); const tC = Date.now(); const tl = []; const smp = setInterval(() => tl.push(`${((Date.now() - tC) / 1000).toFixed(0)}s:${C.count}`), 2000);
 await sleep(3000);
 const mark2 = a.log.length; if (!alive(a)) await start(a);
 await waitFor(() => /"msg":"in step with the master/.test(a.log.slice(mark2)), 60000, 100);
@@ -41,7 +41,9 @@ await sleep(3000);
 const ok = await verdict(`e2 DELAY=${DELAY}: slave b killed -9, restarted, in step (${inStepAfter} ms), master a killed -9 ${DELAY} ms later, ${m1?.id} master ${tm} ms after: listener + replays of a and b in send order per producer, 0 lost, 0 twice, equal`,
   nodes, CH, ps, L, { heldLines: nodes.map((n) => (n.log.match(/[^\n]*clients' messages held while catching up are queued[^\n]*/g) ?? [])).flat().slice(-3) });
 await drain(C, ps);
+clearInterval(smp);
+const mt = []; for (const n of nodes) { const t = await (await fetch(`http://127.0.0.1:${n.mport}/metrics`)).text().catch(() => ''); mt.push(n.id + ' ' + t.split('\n').filter((l) => /^whisker_queue_(depth|in_flight|messages|consumers|group_in_flight_max)/.test(l)).join(' | ')); }
 const rc = analyse(C.firsts, ps);
 // the consumer subscribed after the failover: it must get every accepted send not acked before ... nobody acked before, so all
-check(`e2 DELAY=${DELAY}: consumer subscribed after the failover: each producer's sends in order, none missing`, bad(rc) === 0, { consumer: rc, drain: C.drainInfo, deliveries: C.count });
+check(`e2 DELAY=${DELAY}: consumer subscribed after the failover: each producer's sends in order, none missing`, bad(rc) === 0, { consumer: rc, drain: C.drainInfo, timeline: tl.join(' '), metrics: mt, deliveries: C.count });
 await finish(0);
