@@ -183,10 +183,16 @@ const lostC = [...ok].filter((k) => !tc.seen.has(k)).length, lostL = [...ok].fil
 const replayRes = {};
 if (process.env.REPLAY) {
   const tr = tracker(); const st0 = Date.now();
-  try { replayRes.count = await prod.replay('mv/v1/*', { since: 0 }, (err, m) => { if (err) replayRes.handlerErr = `${err.code}`; else tr.add(m); }).done; } catch (e) { replayRes.err = `${e.code} ${e.message}`; }
+  const rseen = new Map(); const rorder = [];
+  try { replayRes.count = await prod.replay('mv/v1/*', { since: 0 }, (err, m) => { if (err) replayRes.handlerErr = `${err.code}`; else { tr.add(m); const k = `${m.id}:${m.seq}`; rseen.set(k, (rseen.get(k) ?? 0) + 1); rorder.push(k); } }).done; } catch (e) { replayRes.err = `${e.code} ${e.message}`; }
   replayRes.ms = Date.now() - st0; replayRes.unique = tr.count; replayRes.dups = tr.dups; replayRes.breaks = tr.breaks;
   replayRes.missing = [...ok].filter((k) => !tr.seen.has(k)).length;
   console.log('replay:', JSON.stringify(replayRes));
+  const dk = [...rseen].filter(([, c]) => c > 1).map(([k]) => k); // atk31g: which records came twice, by second sent and per id seq range
+  if (dk.length) { const b = {}; for (const k of dk) { const x = Math.floor(sentAt.get(k) / 1000); b[x] = (b[x] ?? 0) + 1; }
+    const r = {}; for (const k of dk) { const [i, q] = k.split(':').map(Number); r[i] = [Math.min(r[i]?.[0] ?? q, q), Math.max(r[i]?.[1] ?? q, q)]; }
+    const firstAt = rorder.indexOf(dk[0]), secondAt = rorder.indexOf(dk[0], firstAt + 1);
+    console.log(`replay twice: ${dk.length} by second sent ${JSON.stringify(b)}; seq range per id ${JSON.stringify(r)}; e.g. ${dk[0]} at replay positions ${firstAt} and ${secondAt} of ${rorder.length}`); }
 }
 for (const [name, t] of [['consumer', tc], ['listener', tl]]) {
   const miss = [...ok].filter((k) => !t.seen.has(k)); if (!miss.length) continue;
