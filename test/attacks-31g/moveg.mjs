@@ -188,6 +188,9 @@ if (process.env.REPLAY) {
   replayRes.ms = Date.now() - st0; replayRes.unique = tr.count; replayRes.dups = tr.dups; replayRes.breaks = tr.breaks;
   replayRes.missing = [...ok].filter((k) => !tr.seen.has(k)).length;
   console.log('replay:', JSON.stringify(replayRes));
+  { const last = new Map(); const br = []; let n = 0; for (const k of rorder) { const [i, q] = k.split(':').map(Number); const l = last.get(i); if (l !== undefined && q < l) { n++; if (br.length < 4) br.push(`id ${i} seq ${q} (sent @${sentAt.get(k)}) after ${l} (sent @${sentAt.get(`${i}:${l}`)}) at position ${rorder.indexOf(k)}`); } else last.set(i, q); }
+    if (n) { const b = {}; const last2 = new Map(); for (const k of rorder) { const [i, q] = k.split(':').map(Number); const l = last2.get(i); if (l !== undefined && q < l) { const x = Math.floor(sentAt.get(k) / 1000); b[x] = (b[x] ?? 0) + 1; } else last2.set(i, q); }
+      console.log(`replay breaks: ${n}, records out of order by second sent ${JSON.stringify(b)}; ${br.join(' | ')}`); } }
   const dk = [...rseen].filter(([, c]) => c > 1).map(([k]) => k); // atk31g: which records came twice, by second sent and per id seq range
   if (dk.length) { const b = {}; for (const k of dk) { const x = Math.floor(sentAt.get(k) / 1000); b[x] = (b[x] ?? 0) + 1; }
     const r = {}; for (const k of dk) { const [i, q] = k.split(':').map(Number); r[i] = [Math.min(r[i]?.[0] ?? q, q), Math.max(r[i]?.[1] ?? q, q)]; }
