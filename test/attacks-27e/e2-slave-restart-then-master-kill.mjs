@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, @typescript-eslint/no-unused-vars */
 // Angle 2: a, b (+ etcd, leaseTtl 2, election). Two producers pipelining BURST sends every 5 ms to both, a listener.
 // The slave b is killed -9, restarted 2 s later, and once its log says `in step with the master`, the master a is killed
 // -9 DELAY ms later (default 200). b is elected; a consumer subscribes only then. a is restarted (slave) and in step.

@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, @typescript-eslint/no-unused-vars */
 // Angle 6: things done to a broker while it catches up. Configured pair (a master, b slave), two producers pipelining BURST
 // sends every 5 ms; producer 0 reaches each broker through a TCP proxy that is cut (its sockets destroyed) and healed.
 // Phase slave: b killed -9, restarted; right after it listens: a second instance on b's config, `whisker reload` of b,

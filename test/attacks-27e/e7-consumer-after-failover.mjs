@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, @typescript-eslint/no-unused-vars */
 // Follow-up of e2's stalled consumer: a, b (+ etcd, leaseTtl 2). Two producers pipelining BURST sends every 5 ms to both.
 // The master a is killed -9 (no slave restart before), b elected; a consumer (prefetch 10, acks each) subscribes while a is
 // down; RESTART=1 (default): a restarted 3 s later. Producers stop 5 s after; the consumer's count is sampled every 2 s

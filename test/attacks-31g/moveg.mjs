@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, @typescript-eslint/no-unused-vars */
 // atk31g (seventh outside check, src/ not read): moveb.mjs of atk31e plus three modes of its own:
 //  twice      : set c of one broker added; as b's master logs `taking the queue over` (+KILL_DELAY_MS, default 300) a second
 //               `whisker move mv/v1 --to b` (from a's master's config) and a `whisker move mv/v1 --to c`: docs say the second

@@ -161,18 +161,12 @@ export class Replica {
   // ---- catching up (messages/catch-up-hold.ts) ------------------------------------------
 
   /** not in step with a master (started, or fenced): clients' copies wait until the catch-up is done */
-  beginCatchUp(): void {
-    this.#router.beginCatchUp();
-  }
-
+  beginCatchUp = (): void => this.#router.beginCatchUp();
   get catchingUp(): boolean {
     return this.#router.catchingUp;
   }
-
   /** in step with a master, or elected and its peers' offers in: the clients' copies held are queued */
-  endCatchUp(reason: string): void {
-    this.#router.endCatchUp(reason);
-  }
+  endCatchUp = (reason: string): number => this.#router.endCatchUp(reason);
 
   // ---- a slave's side -------------------------------------------------------------------
 
