@@ -1,3 +1,4 @@
+/* eslint-disable no-undef, no-empty, @typescript-eslint/no-require-imports */
 // A preload for a broker under a benchmark: where its RSS goes. Every MEMPROBE_MS (250) ms, and on
 // SIGWINCH (run.mjs sends one when it reads the RSS of a waiting row), appends one JSON line to
 // $MEMPROBE_FILE: process.memoryUsage(), V8's spaces (committed / used, MB) and
