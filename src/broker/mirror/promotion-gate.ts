@@ -1,6 +1,6 @@
 import type { Logger } from '../../runtime/logger.js';
 
-/** the longest a master elected while catching up waits for its peers' offers (docs/operations.md#history-catch-up) */
+/** the longest a master elected while catching up waits for its peers' offers (docs/operations.md#catching-up) */
 export const OFFER_WAIT_MS = 5_000;
 
 /**
@@ -23,10 +23,6 @@ export class PromotionGate {
   constructor(log: Logger, open: (reason: string) => void) {
     this.#log = log;
     this.#open = open;
-  }
-
-  get waiting(): boolean {
-    return this.#timer !== null;
   }
 
   /** master while catching up: the clients' copies wait for these peers' offers (none: they do not wait) */
