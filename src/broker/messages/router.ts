@@ -447,6 +447,11 @@ export class Router {
     return this.#catchUp.message(messageId);
   }
 
+  /** the master's sync or feed names this message: a held copy of it is queued in the master's order */
+  namedByMaster(messageId: string): void {
+    this.#catchUp.named(messageId);
+  }
+
   /** the master settled a held copy for `group`: applied when it is queued; false if it is not held */
   settleHeld(messageId: string, group: string): boolean {
     if (!this.#catchUp.has(messageId)) return false;

@@ -209,6 +209,7 @@ export class Replica {
     const seen = new Set<string>();
     for (const m of messages) {
       this.#unconfirmed.confirm(m.messageId);
+      if (!router.isMaster) router.namedByMaster(m.messageId);
       if (seen.has(m.messageId) || router.isKnown(m.messageId) || router.appendUnderWay(m.messageId) || router.holding(m.messageId)) continue;
       seen.add(m.messageId);
       // before the clients' copies held while catching up (a restart gives them back in that order)
