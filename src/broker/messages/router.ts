@@ -162,11 +162,7 @@ export class Router {
       },
       readBodies: (messageIds) => store.readBodies(messageIds),
       nextSeq: () => this.nextSeq(),
-      reserveSeqs: (count) => {
-        const before = this.#seq;
-        this.#seq += count;
-        return before;
-      },
+      reserveSeqs: (count) => this.#reserveSeqs(count),
       history,
       file: options.asideFile ?? null,
     });
@@ -286,6 +282,13 @@ export class Router {
 
   nextSeq(): number {
     return ++this.#seq;
+  }
+
+  /** `count` seqs set apart (a move's hand-over, a catch-up): returns the one before the first */
+  #reserveSeqs(count: number): number {
+    const before = this.#seq;
+    this.#seq += count;
+    return before;
   }
 
   // ---- messages held --------------------------------------------------------------------
@@ -425,11 +428,7 @@ export class Router {
    * sync's messages, peers' offers) takes seqs before theirs (`catchUpSeq`)
    */
   beginCatchUp(): void {
-    this.#catchUp.begin((count) => {
-      const before = this.#seq;
-      this.#seq += count;
-      return before;
-    }, this.now());
+    this.#catchUp.begin((count) => this.#reserveSeqs(count), this.now());
     if (this.#isMaster) this.#historyRole(true);
   }
 
@@ -460,8 +459,9 @@ export class Router {
   }
 
   /**
-   * The catch-up is done: the copies held enter their queues in the order they arrived (a move's
-   * aside first), what the master settled of them meanwhile settled; one settled for good (the
+   * The catch-up is done: the copies held enter their queues (those the master named first, in
+   * its order, then the others as they arrived; a move's aside first), what the master settled
+   * of them meanwhile settled; one settled for good (the
    * feed's `removed`) or handed back meanwhile is not queued. Returns how many were queued.
    */
   endCatchUp(reason: string): number {
