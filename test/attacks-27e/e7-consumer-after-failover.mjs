@@ -18,7 +18,9 @@ await waitFor(() => /"msg":"in step with the master/.test(b.log), 30000, 100);
 if (LISTEN) await listener(nodes, CH);
 const ps = await producers(nodes, CH, { P: 2, burst: BURST, gap: 5, sendTimeout: 1500 });
 await sleep(4000);
-if (SLAVERESTART) { await kill9(b); await sleep(2000); const m = b.log.length; await start(b); await waitFor(() => /"msg":"in step with the master/.test(b.log.slice(m)), 60000, 50); await sleep(1000); }
+const marks = {};
+if (SLAVERESTART) { marks.bKill = Date.now(); await kill9(b); await sleep(2000); const m = b.log.length; marks.bStart = Date.now(); await start(b); await waitFor(() => /"msg":"in step with the master/.test(b.log.slice(m)), 60000, 50); marks.bInStep = Date.now(); await sleep(1000); }
+marks.aKill = Date.now();
 await kill9(a); const tk = Date.now();
 await waitFor(async () => (await masterOf(nodes)) === b, 30000, 100); const tEl = Date.now() - tk;
 const C = await consumer(nodes, CH); const t0 = Date.now(); const tl = [];
@@ -29,6 +31,7 @@ const want = ps.flatMap((pr) => pr.res.map((x, n) => [pr.i, n, x])).filter(([, ,
 const tw = Date.now(); while (Date.now() - tw < Number(process.env.WAIT ?? 60000) && !want.every(([p, n]) => C.seen.has(p + ':' + n))) await sleep(500);
 clearInterval(sample);
 const rc = analyse(C.firsts, ps);
+if (process.env.DUMP) (await import('node:fs')).writeFileSync(process.env.DUMP, JSON.stringify({ firsts: C.firsts, res: ps.map((pr) => pr.res), t: ps.map((pr) => pr.t), marks }));
 const bl = await (await fetch(`http://127.0.0.1:${b.mport}/metrics`)).text().catch(() => '');
 check(`e7 LISTEN=${LISTEN} SLAVERESTART=${SLAVERESTART}: consumer subscribed on b after a's kill -9 (b elected ${tEl} ms after)${RESTART ? ', a restarted 3 s later' : ''}: every accepted send delivered within 60 s after the producers stopped`, bad(rc) === 0,
   { consumer: rc, deliveries: C.count, lastDeliveryAgoMs: Date.now() - (C.last ?? t0), timeline: tl.join(' '), accepted: want.length,

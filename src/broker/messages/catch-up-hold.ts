@@ -100,6 +100,18 @@ export class CatchUpHold {
     else this.#settled.set(messageId, [group]);
   }
 
+  /** one held message, taken out of the hold (the master named it: queued now, in its order), with what was settled of it */
+  take(messageId: string): { message: StoredMessage; settled: readonly string[] } | undefined {
+    const message = this.#held.get(messageId);
+    if (!message) return undefined;
+    const settled = this.#settled.get(messageId) ?? [];
+    this.#held.delete(messageId);
+    this.#named.delete(messageId);
+    this.#settled.delete(messageId);
+    this.#bytes -= message.json?.length ?? JSON.stringify(message.data ?? null).length;
+    return { message, settled };
+  }
+
   /** every held message, those the master named first in its order, the rest in the order stored, with what was settled of each; nothing held after */
   end(): Array<{ message: StoredMessage; settled: readonly string[] }> {
     const order = [...this.#named, ...[...this.#held.keys()].filter((messageId) => !this.#named.has(messageId))];

@@ -458,6 +458,42 @@ export class Router {
     return true;
   }
 
+  /** the append of this id under way, if any, is admitted or failed */
+  appendFinished(messageId: string): Promise<void> {
+    return this.#appends.finished(messageId);
+  }
+
+  /**
+   * A slave catching up: its master names a held copy among messages it brings (its sync or
+   * feed): queued now, after those before it, in the master's order (atk27e E5: a copy re-sent
+   * at the client's reconnection waited for the end of the catch-up while newer sends, which
+   * reached this broker by the feed first, were queued: 436-578 OK sends out of order)
+   */
+  queueNamedHeld(messageId: string): void {
+    const held = this.#catchUp.take(messageId);
+    if (!held) return;
+    const finished: string[] = [];
+    this.#queueHeld(held.message, held.settled, finished);
+    this.recordRemoved(finished);
+  }
+
+  /** a held copy enters its queue (false: settled for good meanwhile, already queued, or a move's aside) */
+  #queueHeld(message: StoredMessage, settled: readonly string[], finished: string[]): boolean {
+    if (this.#rows.find(message.messageId) >= 0) return false;
+    if (this.#dedupe.has(message.messageId)) {
+      this.#dedupe.addAt(message.messageId, message.acceptedAt, this.#queueTag(message.queue));
+      finished.push(message.messageId);
+      return false;
+    }
+    // a master's followers hear of it now, in this order: their histories place it there
+    if (this.#isMaster) this.#hooks?.made(message);
+    if (this.#moving.putAside(message)) return false;
+    const queue = this.#queue(message.queue);
+    queue.accept(message);
+    for (const group of settled) queue.settleFromPeer(message.messageId, group);
+    return true;
+  }
+
   /**
    * The catch-up is done: the copies held enter their queues (those the master named first, in
    * its order, then the others as they arrived; a move's aside first), what the master settled
@@ -470,21 +506,7 @@ export class Router {
     const released = this.#catchUp.end();
     const finished: string[] = [];
     let queued = 0;
-    for (const { message, settled } of released) {
-      if (this.#rows.find(message.messageId) >= 0) continue;
-      if (this.#dedupe.has(message.messageId)) {
-        this.#dedupe.addAt(message.messageId, message.acceptedAt, this.#queueTag(message.queue));
-        finished.push(message.messageId);
-        continue;
-      }
-      // a master's followers hear of it now, in this order: their histories place it there
-      if (this.#isMaster) this.#hooks?.made(message);
-      if (this.#moving.putAside(message)) continue;
-      const queue = this.#queue(message.queue);
-      queue.accept(message);
-      for (const group of settled) queue.settleFromPeer(message.messageId, group);
-      queued++;
-    }
+    for (const { message, settled } of released) if (this.#queueHeld(message, settled, finished)) queued++;
     this.recordRemoved(finished);
     // a master's history no longer waits for offers: what it holds is written where it arrived
     if (this.#isMaster) this.#historyRole(true);

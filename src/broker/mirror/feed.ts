@@ -172,7 +172,13 @@ export class PeerFeed {
       follower.send({ type: 'sync', messages: chunk, removed: removed.slice(i, i + 10 * CHUNK_MESSAGES), done: false });
       chunk = [];
     }
-    if (plan && !(await this.#catchUp(follower, backlog, plan))) return;
+    if (plan) {
+      // the sync's last messages before the catch-up and the feed that waited behind it: sent
+      // with `done`, after that feed, they were queued after newer sends (atk27e E5: 905)
+      if (chunk.length > 0) follower.send({ type: 'sync', messages: chunk, removed: [], done: false });
+      chunk = [];
+      if (!(await this.#catchUp(follower, backlog, plan))) return;
+    }
     // with a catch-up, the feed of what happened meanwhile comes before `done`: the follower
     // writes its history after the catch-up's (docs/protocol.md#history-catch-up)
     if (!plan) follower.send({ type: 'sync', messages: chunk, removed: [], done: true });
@@ -182,7 +188,7 @@ export class PeerFeed {
       if (typeof frame === 'string') follower.sendText(frame);
       else follower.send(frame);
     }
-    if (plan) follower.send({ type: 'sync', messages: chunk, removed: [], done: true });
+    if (plan) follower.send({ type: 'sync', messages: [], removed: [], done: true });
     this.#followers.add(follower);
   }
 

@@ -207,24 +207,54 @@ export class Replica {
     const router = this.#router;
     const fresh: StoredMessage[] = [];
     const seen = new Set<string>();
+    // a slave catching up: the clients' copies it holds that the master names here are queued
+    // in its order, among the messages it brings (`steps`: runs of those, and held ids)
+    const inOrder = !router.isMaster && router.catchingUp;
+    const steps: Array<StoredMessage[] | string> = [];
     for (const m of messages) {
       this.#unconfirmed.confirm(m.messageId);
       if (!router.isMaster) router.namedByMaster(m.messageId);
+      if (inOrder && !seen.has(m.messageId) && (router.heldForCatchUp(m.messageId) || router.appendUnderWay(m.messageId))) {
+        seen.add(m.messageId);
+        steps.push(m.messageId);
+        continue;
+      }
       if (seen.has(m.messageId) || router.isKnown(m.messageId) || router.appendUnderWay(m.messageId) || router.holding(m.messageId)) continue;
       seen.add(m.messageId);
       // before the clients' copies held while catching up (a restart gives them back in that order)
-      fresh.push(makeStoredMessage(router.catchUpSeq(), m));
+      const message = makeStoredMessage(router.catchUpSeq(), m);
+      fresh.push(message);
+      const last = steps.at(-1);
+      if (typeof last === 'object') last.push(message);
+      else steps.push([message]);
     }
     // a slave in step: the history in the feed's order, clients' copies held until now included
     const history = router.history;
-    if (history?.placing) {
+    const placing = history?.placing === true;
+    const storing = steps.some((step) => typeof step === 'string') ? this.#storeInOrder(steps, placing) : fresh.length > 0 ? router.store(fresh, false, placing) : undefined;
+    if (history && placing) {
       // a master catching up (peers' offers): its clients' copies held keep their place, after these
-      const placed = router.isMaster ? messages.filter((m) => seen.has(m.messageId)) : messages;
-      const written = history.place(placed, (messageId) => seen.has(messageId));
-      await Promise.all([written, fresh.length > 0 ? router.store(fresh, false, true) : undefined]);
+      const stored = new Set(fresh.map((m) => m.messageId));
+      const placed = router.isMaster ? messages.filter((m) => stored.has(m.messageId)) : messages;
+      const written = history.place(placed, (messageId) => stored.has(messageId));
+      await Promise.all([written, storing]);
       return;
     }
-    if (fresh.length > 0) await router.store(fresh, false);
+    await storing;
+  }
+
+  /** runs of messages stored and queued, each held copy named after them queued then (a slave catching up) */
+  async #storeInOrder(steps: ReadonlyArray<StoredMessage[] | string>, placed: boolean): Promise<void> {
+    const router = this.#router;
+    for (const step of steps) {
+      if (typeof step !== 'string') {
+        await router.store(step, false, placed);
+        continue;
+      }
+      // a client's copy still being stored: held once it is, then queued here
+      await router.appendFinished(step);
+      router.queueNamedHeld(step);
+    }
   }
 
   /** the master's settlements: the same records are settled here */

@@ -102,6 +102,25 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
     expect([...router.queues.get('jobs/v1')!.heldMessages()].map((m) => m.messageId)).toEqual(['n0', 'n1', 'n2', 'n4', 'n3']);
   });
 
+  test("a slave's held copy the master's feed names is queued in the feed's order, among the messages it brings that this broker lacked (atk27e E5: 436-578 OK sends out of order)", async () => {
+    const { router, intake, replica, store } = setup(false);
+    router.beginCatchUp();
+    // re-sent at the client's reconnection; the sends after them reached this broker by the feed first
+    await intake.publish('p', [sent('h1'), sent('h2')]);
+    await replica.applyMessages([fromMaster('o1'), fromMaster('h1')]);
+    // a copy still being stored when the feed names it keeps the feed's place too
+    store.gated = true;
+    const publishing = intake.publish('p', [sent('h3')]);
+    store.gated = false;
+    const applying = replica.applyMessages([fromMaster('h2'), fromMaster('f3'), fromMaster('h3'), fromMaster('f4')]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    store.gate[0]!();
+    await Promise.all([publishing, applying]);
+    await intake.publish('p', [sent('h5')]);
+    replica.endCatchUp('in step');
+    expect([...router.queues.get('jobs/v1')!.heldMessages()].map((m) => m.messageId)).toEqual(['o1', 'h1', 'h2', 'f3', 'h3', 'f4', 'h5']);
+  });
+
   test('a copy removed by the master while held is not queued at the end', async () => {
     const { router, intake, replica } = setup(false);
     router.beginCatchUp();

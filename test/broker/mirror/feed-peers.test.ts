@@ -61,6 +61,26 @@ describe('feed', () => {
     expect(feeds.flatMap((x) => x.removed)).toContain('held');
   });
 
+  test("with a history catch-up, the sync's last messages reach the follower before the feed of what was accepted meanwhile (atk27e E5: a restarted slave queued 905 sends after newer ones)", async () => {
+    const { intake, feed } = master({ maxItemsInQueue: 10_000 });
+    const before = Array.from({ length: 1_500 }, (_, i) => msg(`old-${i}`));
+    await intake.publish('p', before);
+    const f = follower();
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    // the link is slow while the sync's first chunk is on its way: a send is accepted meanwhile
+    const link = { ...f, whenWritable: () => opened };
+    feed.follow(link, []);
+    await tick();
+    await intake.publish('p', [msg('new')]);
+    await tick();
+    open();
+    for (let i = 0; i < 10 && !f.frames.some((frame) => frame.type === 'sync' && frame.done); i++) await tick();
+    const named = f.frames.flatMap((frame) => (frame.type === 'sync' || frame.type === 'feed' ? frame.messages.map((m) => m.messageId) : []));
+    expect(named).toEqual([...before.map((m) => m.messageId), 'new']);
+    expect(f.frames.findLast((frame) => frame.type === 'sync')).toMatchObject({ done: true });
+  });
+
   test('a slave answers no follow; a demoted master forgets its followers', async () => {
     const slave = master({ isMaster: false });
     const f = follower();
