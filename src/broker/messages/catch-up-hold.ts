@@ -9,6 +9,8 @@ export const CATCH_UP_HOLD_MAX = 200_000;
 export const CATCH_UP_HOLD_MAX_BYTES = 64 * 1_048_576;
 /** seqs set apart for what a catch-up brings (a sync's messages, peers' offers): their order after a restart */
 const CATCH_UP_SEQS = 1 << 22;
+/** a slave in step: a client's copy its master has not named after this long (it never took it) is queued where it arrived */
+export const NAMING_HOLD_MS = 30_000;
 
 /**
  * Issue 27, B3: a broker of a mirror set that was not in step with a master (just started, or a
@@ -22,10 +24,20 @@ const CATCH_UP_SEQS = 1 << 22;
  * What the catch-up brings takes seqs from a range set apart when the hold began, before those of
  * the copies held: a restart loads both in the same order (the store gives seq order).
  * The one owner of that state; the router asks it where a client's copy goes.
+ *
+ * In step, a slave goes on holding its clients' copies (`naming`) until its master's feed names
+ * each one, which queues it there, in the master's order: a client whose link to this broker
+ * came back later than its link to the master sends here directly what is newer than what the
+ * master still has to feed us (atk27e E5: 45-165 sends out of order once this broker was
+ * promoted). One the master has not named after NAMING_HOLD_MS is queued where it arrived.
  */
 export class CatchUpHold {
   #active = false;
+  /** a slave in step with its master: copies wait for its feed to name them */
+  #naming = false;
   readonly #held = new Map<string, StoredMessage>();
+  /** when each held copy was stored, in the same (arrival) order */
+  readonly #at = new Map<string, number>();
   /**
    * held messages the master's sync or feed named, in the order it named them: they are queued
    * in that order, before those it did not name (a client's copies can reach a restarted broker
@@ -40,6 +52,19 @@ export class CatchUpHold {
 
   get active(): boolean {
     return this.#active;
+  }
+
+  /** clients' copies are held now: catching up, or in step waiting for the master to name them */
+  get holding(): boolean {
+    return this.#active || this.#naming;
+  }
+
+  get naming(): boolean {
+    return this.#naming;
+  }
+
+  set naming(on: boolean) {
+    this.#naming = on;
   }
 
   get size(): number {
@@ -68,9 +93,10 @@ export class CatchUpHold {
   }
 
   /** a client's copy stored: held (true), or false when it goes to its queue now */
-  hold(message: StoredMessage): boolean {
-    if (!this.#active) return false;
+  hold(message: StoredMessage, now: number): boolean {
+    if (!this.#active && !this.#naming) return false;
     this.#held.set(message.messageId, message);
+    this.#at.set(message.messageId, now);
     this.#bytes += message.json?.length ?? JSON.stringify(message.data ?? null).length;
     return true;
   }
@@ -82,6 +108,10 @@ export class CatchUpHold {
 
   has(messageId: string): boolean {
     return this.#held.has(messageId);
+  }
+
+  messages(): IterableIterator<StoredMessage> {
+    return this.#held.values();
   }
 
   message(messageId: string): StoredMessage | undefined {
@@ -106,19 +136,41 @@ export class CatchUpHold {
     if (!message) return undefined;
     const settled = this.#settled.get(messageId) ?? [];
     this.#held.delete(messageId);
+    this.#at.delete(messageId);
     this.#named.delete(messageId);
     this.#settled.delete(messageId);
     this.#bytes -= message.json?.length ?? JSON.stringify(message.data ?? null).length;
     return { message, settled };
   }
 
-  /** every held message, those the master named first in its order, the rest in the order stored, with what was settled of each; nothing held after */
-  end(): Array<{ message: StoredMessage; settled: readonly string[] }> {
-    const order = [...this.#named, ...[...this.#held.keys()].filter((messageId) => !this.#named.has(messageId))];
-    const released = order.map((messageId) => this.#held.get(messageId)!).map((message) => ({ message, settled: this.#settled.get(message.messageId) ?? [] }));
+  /** in step, not catching up: the copies held since `since` (ms) or before, in arrival order, taken out */
+  takeOlder(since: number): Array<{ message: StoredMessage; settled: readonly string[] }> {
+    if (this.#active) return [];
+    const ids: string[] = [];
+    for (const [messageId, at] of this.#at) {
+      if (at > since) break;
+      ids.push(messageId);
+    }
+    return ids.map((messageId) => this.take(messageId)!);
+  }
+
+  /**
+   * The catch-up ends. `inStep` (a slave in step now): those its master named are returned, in
+   * its order; the others stay held until its feed names them (`naming` from now on). Otherwise
+   * every held message is returned, those the master named first, in its order, the rest in the
+   * order stored, with what was settled of each, and nothing is held after.
+   */
+  end(inStep = false): Array<{ message: StoredMessage; settled: readonly string[] }> {
     this.#active = false;
     this.#seqs = null;
+    if (inStep) {
+      this.#naming = true;
+      return [...this.#named].map((messageId) => this.take(messageId)!);
+    }
+    const order = [...this.#named, ...[...this.#held.keys()].filter((messageId) => !this.#named.has(messageId))];
+    const released = order.map((messageId) => this.#held.get(messageId)!).map((message) => ({ message, settled: this.#settled.get(message.messageId) ?? [] }));
     this.#held.clear();
+    this.#at.clear();
     this.#named.clear();
     this.#settled.clear();
     this.#bytes = 0;

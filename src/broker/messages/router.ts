@@ -18,7 +18,7 @@ import { Refusals } from '../access/refusals.js';
 import type { ReservationFile, ReservationRecord } from '../store/reservation-file.js';
 import type { JsonTableFile } from '../store/json-table-file.js';
 import type { AsideFile } from './aside-file.js';
-import { CatchUpHold } from './catch-up-hold.js';
+import { CatchUpHold, NAMING_HOLD_MS } from './catch-up-hold.js';
 import type { HeldGroup } from './held-groups.js';
 
 /** what the mirrors learn of this broker's messages (src/broker/mirror/, docs/protocol.md#peers) */
@@ -148,7 +148,7 @@ export class Router {
         // a move freezes or frees a queue: what a catch-up holds goes to its queues first, so a
         // hand-over exports it (held, it missed the hand-over and was dropped with the queue:
         // atk31g F1, 2,413 answered sends lost after a lease lost just before a hand-over)
-        this.endCatchUp(`queue ${name} moves`);
+        this.releaseHeld(`queue ${name} moves`);
         this.#queues.get(name)?.setDelivering(this.#delivers(name));
       },
       isHeld: (messageId) => this.#rows.find(messageId) >= 0,
@@ -229,6 +229,15 @@ export class Router {
     // a master's history is whole; a slave's own writes wait for its master's catch-up (mirror/peer-link.ts)
     if (isMaster !== this.#isMaster) this.#historyRole(isMaster);
     this.#isMaster = isMaster;
+    // promoted in step: what waited for the old master to name it is queued, as it arrived
+    // (promoted while catching up: mirror/promotion-gate.ts ends the hold)
+    // (not named to followers: they sync with this master, or have their own copies, as for
+    // those a slave queued on arrival before: named, a follower's history wrote 6 records twice,
+    // history-pause.test)
+    if (isMaster && this.#catchUp.naming) {
+      this.#catchUp.naming = false;
+      if (!this.#catchUp.active) this.#queueReleased(this.#catchUp.end(), false);
+    }
     // before deliveries start: a subscription on an id another name holds goes first
     this.#evict(this.#reservations.setMaster(isMaster));
     for (const queue of this.#queues.values()) queue.setDelivering(isMaster && !this.#moving.isFrozen(queue.name));
@@ -401,11 +410,12 @@ export class Router {
       }
       // a mirror catching up: after what its catch-up brings (its followers hear of it then)
       // (not a queue a move froze or holds aside: the move decides where its messages go)
-      const held = fromClient && !this.#moving.isFrozen(message.queue) && !this.#moving.isHeldAside(message.queue) && this.#catchUp.hold(message);
+      const held = fromClient && !this.#moving.isFrozen(message.queue) && !this.#moving.isHeldAside(message.queue) && this.#catchUp.hold(message, this.now());
       // a mirror may not hear it from the client (not reconnected yet): it hears it from us
       if (this.#isMaster) {
         if (!held) this.#hooks?.made(message);
-      } else if (fromClient && !held) {
+      } else if (fromClient && (!held || !this.#catchUp.active)) {
+        // (in step, held until the master names it: tracked, so it is offered if it never does)
         // held: named when the hold ends (a fenced master's kept feed naming some of them before
         // its release named the older ones put its followers' histories out of order: nemesis
         // seed 27, CI at load 17, 482 records)
@@ -436,9 +446,53 @@ export class Router {
     return this.#catchUp.active;
   }
 
+  /** clients' copies wait out of the queues: catching up, or a slave in step until its master names each */
+  get holdingCopies(): boolean {
+    return this.#catchUp.holding;
+  }
+
+  /**
+   * A slave in step with its master (`on`), from the end of its sync to the end of its link:
+   * clients' copies wait for the master's feed to name them (catch-up-hold.ts). Off: what waits
+   * is queued, as it arrived (unless a catch-up holds it still)
+   */
+  holdUntilNamed(on: boolean): void {
+    this.#catchUp.naming = on && !this.#isMaster;
+    if (!on && !this.#catchUp.active) this.releaseHeld('out of step with the master');
+  }
+
+  /** in step: copies the master has not named after NAMING_HOLD_MS are queued, as they arrived (it never took them) */
+  releaseUnnamed(): number {
+    if (this.#catchUp.size === 0) return 0;
+    const released = this.#catchUp.takeOlder(this.now() - NAMING_HOLD_MS);
+    const queued = this.#queueReleased(released);
+    if (released.length > 0) this.log.warn("clients' messages the master did not name are queued where they arrived", { messages: released.length, queued, afterMs: NAMING_HOLD_MS });
+    return queued;
+  }
+
+  /** everything held is queued now (a move freezes a queue, a promotion, out of step): the catch-up too ends */
+  releaseHeld(reason: string): number {
+    if (this.#catchUp.active) return this.endCatchUp(reason);
+    if (this.#catchUp.size === 0) return 0;
+    return this.#queueReleased(this.#catchUp.end());
+  }
+
+  #queueReleased(released: ReadonlyArray<{ message: StoredMessage; settled: readonly string[] }>, feed = true): number {
+    const finished: string[] = [];
+    let queued = 0;
+    for (const { message, settled } of released) if (this.#queueHeld(message, settled, finished, feed)) queued++;
+    this.recordRemoved(finished);
+    return queued;
+  }
+
   /** a seq for a message a master's sync or a peer's offer brings */
   catchUpSeq(): number {
     return this.#catchUp.seq() ?? this.nextSeq();
+  }
+
+  /** the clients' copies held (catching up, or waiting for the master to name them), in arrival order */
+  heldCopies(): IterableIterator<StoredMessage> {
+    return this.#catchUp.messages();
   }
 
   /** a client's copy held until the catch-up ends, if it is one */
@@ -458,9 +512,9 @@ export class Router {
     return true;
   }
 
-  /** the append of this id under way, if any, is admitted or failed */
-  appendFinished(messageId: string): Promise<void> {
-    return this.#appends.finished(messageId);
+  /** runs `then` once every append begun so far is admitted (or failed), before any begun later is */
+  afterAdmitted(then: () => void): Promise<void> {
+    return this.#appends.inOrder(then);
   }
 
   /**
@@ -478,7 +532,7 @@ export class Router {
   }
 
   /** a held copy enters its queue (false: settled for good meanwhile, already queued, or a move's aside) */
-  #queueHeld(message: StoredMessage, settled: readonly string[], finished: string[]): boolean {
+  #queueHeld(message: StoredMessage, settled: readonly string[], finished: string[], feed = true): boolean {
     if (this.#rows.find(message.messageId) >= 0) return false;
     if (this.#dedupe.has(message.messageId)) {
       this.#dedupe.addAt(message.messageId, message.acceptedAt, this.#queueTag(message.queue));
@@ -486,7 +540,7 @@ export class Router {
       return false;
     }
     // a master's followers hear of it now, in this order: their histories place it there
-    if (this.#isMaster) this.#hooks?.made(message);
+    if (this.#isMaster && feed) this.#hooks?.made(message);
     if (this.#moving.putAside(message)) return false;
     const queue = this.#queue(message.queue);
     queue.accept(message);
@@ -495,22 +549,21 @@ export class Router {
   }
 
   /**
-   * The catch-up is done: the copies held enter their queues (those the master named first, in
+   * The catch-up is done: the copies held enter their queues (`inStep`: a slave in step with its
+   * master now, only those it named; the others wait for its feed to name them) (those the master named first, in
    * its order, then the others as they arrived; a move's aside first), what the master settled
    * of them meanwhile settled; one settled for good (the
    * feed's `removed`) or handed back meanwhile is not queued. Returns how many were queued.
    */
-  endCatchUp(reason: string): number {
+  endCatchUp(reason: string, inStep = false): number {
     if (!this.#catchUp.active) return 0;
     const heldMs = this.#catchUp.heldForMs(this.now());
-    const released = this.#catchUp.end();
-    const finished: string[] = [];
-    let queued = 0;
-    for (const { message, settled } of released) if (this.#queueHeld(message, settled, finished)) queued++;
-    this.recordRemoved(finished);
+    const stillHeld = this.#catchUp.size;
+    const released = this.#catchUp.end(inStep && !this.#isMaster);
+    const queued = this.#queueReleased(released);
     // a master's history no longer waits for offers: what it holds is written where it arrived
     if (this.#isMaster) this.#historyRole(true);
-    if (released.length > 0) this.log.info("clients' messages held while catching up are queued", { reason, messages: released.length, queued, heldMs });
+    if (stillHeld > 0) this.log.info("clients' messages held while catching up are queued", { reason, messages: released.length, queued, heldMs, ...(this.#catchUp.naming ? { waitingForTheMaster: this.#catchUp.size } : {}) });
     return queued;
   }
 

@@ -39,6 +39,11 @@ const CHUNK_RESERVATIONS = 1_000;
  * broker holds and of the recent ids it settled, then a `feed` of every settlement and every
  * message this broker accepts or makes (dead letters), once per tick: a client that has not
  * reconnected to the mirror yet cannot leave it behind. Only while this broker is master.
+ *
+ * Why this file is long: the one owner of what a master owes each follower: its sync (paced by
+ * the link), the history catch-up and the feed that waits behind both, the feed kept for
+ * followers while fenced, and the bound on all of it; split, their order would be read in
+ * several places.
  */
 export class PeerFeed {
   readonly #replica: Replica;

@@ -279,7 +279,7 @@ export class PeerLink implements KeyLink {
       this.#resumes++;
       this.#deps.replica.resumeInStep(this.serviceId, this.view?.epoch);
       // clients' copies held since this broker was fenced or started: after the feed kept for it
-      this.#deps.replica.endCatchUp('in step with the master again (its feed resumed)');
+      this.#deps.replica.endCatchUp('in step with the master again (its feed resumed)', true);
       this.#peers.inStep(this.view?.epoch);
       log.info('in step with the master again: re-elected, it resumed its feed (no sync)', { master: this.target.serviceId, epoch: this.view?.epoch });
       // nothing to offer after a resumed feed but what the routine offer takes (an offer of copies
@@ -376,7 +376,7 @@ export class PeerLink implements KeyLink {
         this.#sync = null;
         sync.catchingUp = false;
         // clients' copies held since we fell out of step: queued after what the sync brought (issue 27, B3)
-        replica.endCatchUp('in step with the master');
+        replica.endCatchUp('in step with the master', true);
         // our own history writes since we fell out of step go after the master's catch-up
         await replica.historyInStep();
         // tracking first: a client message stored while the offer reads bodies is not missed

@@ -47,6 +47,10 @@ export interface HeldMessages {
  * This broker's messages as mirrors see them (SPEC §9, docs/protocol.md#peers): what a master
  * hands a follower (snapshot, bodies), what a slave applies of its master (messages and
  * settlements), and what a slave holds that its master never named (offers).
+ *
+ * Why this file is long: both directions of one mirror's state (a master's snapshot and bodies,
+ * a slave's apply of sync, feed and history frames, its offers and what it may forget) share
+ * the router's view of the same messages; the order of an apply is kept in one place.
  */
 export class Replica {
   readonly #router: Router;
@@ -166,7 +170,7 @@ export class Replica {
     return this.#router.catchingUp;
   }
   /** in step with a master, or elected and its peers' offers in: the clients' copies held are queued */
-  endCatchUp = (reason: string): number => this.#router.endCatchUp(reason);
+  endCatchUp = (reason: string, inStep = false): number => this.#router.endCatchUp(reason, inStep);
 
   // ---- a slave's side -------------------------------------------------------------------
 
@@ -209,7 +213,7 @@ export class Replica {
     const seen = new Set<string>();
     // a slave catching up: the clients' copies it holds that the master names here are queued
     // in its order, among the messages it brings (`steps`: runs of those, and held ids)
-    const inOrder = !router.isMaster && router.catchingUp;
+    const inOrder = !router.isMaster && router.holdingCopies;
     const steps: Array<StoredMessage[] | string> = [];
     for (const m of messages) {
       this.#unconfirmed.confirm(m.messageId);
@@ -243,18 +247,14 @@ export class Replica {
     await storing;
   }
 
-  /** runs of messages stored and queued, each held copy named after them queued then (a slave catching up) */
-  async #storeInOrder(steps: ReadonlyArray<StoredMessage[] | string>, placed: boolean): Promise<void> {
+  /**
+   * Runs of messages stored and queued, each held copy named after them queued then, in the
+   * order of the appends: all of them begin now (a client's copy of one arriving meanwhile waits
+   * for it: stored later, it was written twice in the history, history-pause.test)
+   */
+  #storeInOrder(steps: ReadonlyArray<StoredMessage[] | string>, placed: boolean): Promise<unknown> {
     const router = this.#router;
-    for (const step of steps) {
-      if (typeof step !== 'string') {
-        await router.store(step, false, placed);
-        continue;
-      }
-      // a client's copy still being stored: held once it is, then queued here
-      await router.appendFinished(step);
-      router.queueNamedHeld(step);
-    }
+    return Promise.all(steps.map((step) => (typeof step === 'string' ? router.afterAdmitted(() => router.queueNamedHeld(step)) : router.store(step, false, placed))));
   }
 
   /** the master's settlements: the same records are settled here */
@@ -303,17 +303,20 @@ export class Replica {
       this.#stopGrace();
       this.#router.setFollowsMaster(true);
     } else {
+      this.#router.holdUntilNamed(false);
       this.#startGrace();
     }
   }
 
   /** in step with a master: from now on its feed names every message it has */
   startTracking(master: string, epoch: number | undefined): void {
+    this.#router.holdUntilNamed(true);
     this.#unconfirmed.start();
     this.#inStepLog?.begin(master, epoch);
   }
 
   stopTracking(): void {
+    this.#router.holdUntilNamed(false);
     this.#unconfirmed.stop();
     this.#inStepLog?.end();
   }
@@ -347,6 +350,8 @@ export class Replica {
     const messages: StoredMessage[] = [];
     const settled: string[] = [];
     let older = 0;
+    // clients' copies waiting for the master to name them first: the newest
+    for (const m of router.heldCopies()) if (!named.has(m.messageId)) messages.push(m);
     for (const queue of router.queues.values()) {
       for (const m of queue.heldMessages()) {
         if (named.has(m.messageId)) continue;
@@ -365,6 +370,7 @@ export class Replica {
 
   /** client messages the master has not named within `ageMs`: it never got them (we offer them) */
   async takeUnconfirmed(ageMs: number): Promise<PeerMessage[]> {
+    this.#router.releaseUnnamed();
     const ids = this.#unconfirmed.takeStoredBefore(this.#router.now() - ageMs);
     if (ids.size === 0) return [];
     const messages: StoredMessage[] = [];

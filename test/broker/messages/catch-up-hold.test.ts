@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { compilePolicy } from '../../../src/broker/access/policy.js';
 import { Lifecycle } from '../../../src/broker/lifecycle.js';
-import { CATCH_UP_HOLD_MAX_BYTES } from '../../../src/broker/messages/catch-up-hold.js';
+import { CATCH_UP_HOLD_MAX_BYTES, NAMING_HOLD_MS } from '../../../src/broker/messages/catch-up-hold.js';
 import { Intake } from '../../../src/broker/messages/intake.js';
 import { Router } from '../../../src/broker/messages/router.js';
 import { Replica } from '../../../src/broker/mirror/replica.js';
@@ -26,10 +26,10 @@ class GatedStore extends MemoryStore {
   }
 }
 
-function setup(isMaster: boolean) {
+function setup(isMaster: boolean, now: () => number = Date.now) {
   const store = new GatedStore();
   const lifecycle = new Lifecycle();
-  const router = new Router({ policy: compilePolicy(brokerConfig({ defaultPolicy: 'allow', isMaster, maxItemsInQueue: 1_000_000 })), store, log: createLogger('silent'), now: Date.now, lifecycle });
+  const router = new Router({ policy: compilePolicy(brokerConfig({ defaultPolicy: 'allow', isMaster, maxItemsInQueue: 1_000_000 })), store, log: createLogger('silent'), now, lifecycle });
   return { store, router, intake: new Intake(router, lifecycle), replica: new Replica(router) };
 }
 
@@ -119,6 +119,40 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
     await intake.publish('p', [sent('h5')]);
     replica.endCatchUp('in step');
     expect([...router.queues.get('jobs/v1')!.heldMessages()].map((m) => m.messageId)).toEqual(['o1', 'h1', 'h2', 'f3', 'h3', 'f4', 'h5']);
+  });
+
+  test("in step, a slave's client copies wait for its master's feed to name them, and are queued in its order (a client's link back here before its older sends reached us by the feed: atk27e E5, 45-165 out of order)", async () => {
+    const { router, intake, replica } = setup(false);
+    const queued = () => [...(router.queues.get('jobs/v1')?.heldMessages() ?? [])].map((m) => m.messageId);
+    router.beginCatchUp();
+    await intake.publish('p', [sent('n2')]);
+    // the sync is done; n2 not named yet: it keeps waiting
+    replica.endCatchUp('in step', true);
+    expect(queued()).toEqual([]);
+    await intake.publish('p', [sent('n3'), sent('n5')]);
+    await replica.applyMessages([fromMaster('n1'), fromMaster('n2'), fromMaster('n3'), fromMaster('n4')]);
+    expect(queued()).toEqual(['n1', 'n2', 'n3', 'n4']);
+    // promoted before the master named n5: queued as it arrived, before deliveries begin
+    router.setMaster(true);
+    expect(queued()).toEqual(['n1', 'n2', 'n3', 'n4', 'n5']);
+  });
+
+  test('in step, a copy the master does not name is queued after NAMING_HOLD_MS, and at once when the slave falls out of step', async () => {
+    let now = 1_000_000;
+    const { router, intake, replica } = setup(false, () => now);
+    const queued = () => [...(router.queues.get('jobs/v1')?.heldMessages() ?? [])].map((m) => m.messageId);
+    replica.startTracking('a', 2);
+    await intake.publish('p', [sent('lone')]);
+    now += NAMING_HOLD_MS - 1;
+    await intake.publish('p', [sent('later')]);
+    expect(router.releaseUnnamed()).toBe(0);
+    now += 1;
+    expect(router.releaseUnnamed()).toBe(1);
+    expect(queued()).toEqual(['lone']);
+    replica.stopTracking();
+    expect(queued()).toEqual(['lone', 'later']);
+    await intake.publish('p', [sent('out-of-step')]);
+    expect(queued()).toEqual(['lone', 'later', 'out-of-step']);
   });
 
   test('a copy removed by the master while held is not queued at the end', async () => {
