@@ -373,6 +373,12 @@ export class PeerLink implements KeyLink {
       replica.applySettled([], frame.removed);
       // the `done` of a sync given up (read before we stopped following) is not ours to act on
       if (frame.done && sync !== null && sync === this.#sync && this.#following) {
+        const follow = this.#follows;
+        // the epoch of the master whose sync ends, read now: the link may drop during the awaits
+        // below, and its view of the peer with it (atk27e E1: `in step` without an epoch, and
+        // no campaign when that master died 200 ms later)
+        const epoch = this.view?.epoch;
+        const current = (): boolean => follow === this.#follows && this.#following;
         this.#sync = null;
         sync.catchingUp = false;
         // clients' copies held since we fell out of step: queued after what the sync brought (issue 27, B3)
@@ -380,9 +386,14 @@ export class PeerLink implements KeyLink {
         // our own history writes since we fell out of step go after the master's catch-up
         await replica.historyInStep();
         // tracking first: a client message stored while the offer reads bodies is not missed
-        this.#inStep();
-        await this.#offerHeldOnlyHere(sync.named);
+        if (current()) this.#inStep(epoch);
+        await this.#offerHeldOnlyHere(sync.named, epoch, current);
         this.#syncs++;
+        if (!current()) {
+          this.#syncEndedUnfollowed(epoch);
+          return;
+        }
+        // its epoch as now known: the same, or a new one it was keyed again under meanwhile
         this.#peers.inStep(this.view?.epoch);
         log.info('in step with the master', { master: this.target.serviceId, epoch: this.view?.epoch });
       }
@@ -479,10 +490,25 @@ export class PeerLink implements KeyLink {
     this.#deps.replica.stopTracking();
   }
 
+  /**
+   * The master's sync ended (its frames applied here) but we stopped following it while its end
+   * was applied (the link dropped, the master was fenced): its state as of `done` is here, as on
+   * a slave in step whose link drops a moment later, so this broker is in step with that
+   * master's epoch (it may campaign when that master dies: docs/operations.md#automatic-failover).
+   * No stretch in step begins after the drop and nothing is offered (the link is down, or back and
+   * not following yet: the next sync offers it)
+   */
+  #syncEndedUnfollowed(epoch: number | undefined): void {
+    // another link follows a master since (of a higher epoch): its own sync says the epoch
+    if (this.#peers.followsOther(this)) return;
+    this.#peers.inStep(epoch);
+    this.#deps.log.info('in step with the master as its sync ended; not following it since (its link lost, or it was fenced)', { master: this.target.serviceId, epoch });
+  }
+
   /** synced: from now on the master's feed names every message it gets */
-  #inStep(): void {
+  #inStep(epoch: number | undefined): void {
     const { replica } = this.#deps;
-    replica.startTracking(this.serviceId, this.view?.epoch);
+    replica.startTracking(this.serviceId, epoch);
     this.#offerTimer ??= setInterval(() => {
       // the master fenced (or not answered our resume yet): it would not take an offer
       if (!this.#inStepNow()) return;
@@ -497,15 +523,18 @@ export class PeerLink implements KeyLink {
    * After a sync: what we hold that the master did not name and would remember is offered; what
    * it settled and forgot (accepted here in step with it) is forgotten here (docs/protocol.md#peers)
    */
-  async #offerHeldOnlyHere(named: ReadonlySet<string>): Promise<void> {
+  async #offerHeldOnlyHere(named: ReadonlySet<string>, epoch: number | undefined, following: () => boolean): Promise<void> {
     const { replica, log } = this.#deps;
-    const { messages, older, settled } = await replica.heldOnlyHere(named, this.serviceId, this.view?.epoch);
+    const { messages, older, settled } = await replica.heldOnlyHere(named, this.serviceId, epoch);
     if (settled.length > 0) {
       replica.forgetSettled(settled);
       this.#peers.countSettledBySync(settled.length);
       log.info('forgot messages the master did not name, accepted here in step with it and older than the dedupe window: the set settled them', { master: this.target.serviceId, messages: settled.length });
     }
     if (older > 0) log.warn('holding messages the master did not name, older than the dedupe window: kept here, delivered if this broker is promoted', { master: this.target.serviceId, messages: older });
+    // the link dropped while the bodies were read: a link back up has not logged in or followed
+    // yet, and an offer's end there would let a master catching up go on before our next sync's offer
+    if (!following()) return;
     if (messages.length > 0) this.#offer(messages, 'only this broker stored');
     this.#offerEnded();
   }
