@@ -439,7 +439,7 @@ export class ChannelHistory {
    * In step (or promoted): this broker's own writes since it fell out of step stay where they
    * are, after the catch-up, less the records the catch-up brought too (the master's order wins).
    */
-  joinSide(hold?: { since: number; maxBytes: number }): Promise<HistoryRecord[]> {
+  joinSide(hold?: { since: number; maxBytes: number; keep?: ReadonlySet<string> }): Promise<HistoryRecord[]> {
     let held: HistoryRecord[] = [];
     return this.#queue(async () => {
       const side = this.#side;
@@ -456,7 +456,7 @@ export class ChannelHistory {
         // a slave in step: its recent own records the catch-up did not bring are messages its
         // master may accept only now (clients' copies at the end of the sync, a client's re-sent
         // copies): they go back to wait for the feed to place them (issue 27)
-        const { records, emptied } = await takeRecent(this.#segments.filter((s) => s.seq >= side.from), hold.since, hold.maxBytes);
+        const { records, emptied } = await takeRecent(this.#segments.filter((s) => s.seq >= side.from), hold.since, hold.maxBytes, hold.keep);
         for (const segment of emptied) await this.#drop(segment);
         held = records;
       }

@@ -91,9 +91,10 @@ export async function dropFromSegments(own: readonly SegmentMeta[], caughtUp: re
 
 /**
  * Takes out of `own` its records accepted at or after `since`, at most `maxBytes` of them (the
- * newest): returns them in file order, and the segments left empty.
+ * newest), less those in `keep` (they stay where they are): returns them in file order, and the
+ * segments left empty.
  */
-export async function takeRecent(own: readonly SegmentMeta[], since: number, maxBytes: number): Promise<{ records: HistoryRecord[]; emptied: SegmentMeta[] }> {
+export async function takeRecent(own: readonly SegmentMeta[], since: number, maxBytes: number, keep?: ReadonlySet<string>): Promise<{ records: HistoryRecord[]; emptied: SegmentMeta[] }> {
   const recent = own.filter((segment) => segment.lastAt >= since);
   // the newest within maxBytes, kept as they are read (bounded memory): older ones drop off the front
   let records: Array<{ record: HistoryRecord; bytes: number }> = [];
@@ -101,7 +102,7 @@ export async function takeRecent(own: readonly SegmentMeta[], since: number, max
   let total = 0;
   for (const segment of recent) {
     await forEachRecord(segment.path, segment.bytes, (record: ReadRecord) => {
-      if (record.acceptedAt < since) return;
+      if (record.acceptedAt < since || keep?.has(record.messageId)) return;
       const { dataJson, ...rest } = record;
       const bytes = dataJson.length + record.messageId.length + record.id.length + record.from.length + 100;
       records.push({ record: { ...rest, data: JSON.parse(dataJson) as unknown }, bytes });

@@ -153,6 +153,7 @@ export class Router {
       },
       isHeld: (messageId) => this.#rows.find(messageId) >= 0,
       isHeldOrUnderWay: (messageId) => this.#rows.find(messageId) >= 0 || this.#appends.of(messageId) !== undefined || this.#catchUp.has(messageId),
+      storedSoon: (messageId) => (this.#appends.of(messageId) === undefined ? undefined : this.#appends.finished(messageId)),
       notSettled: (messageIds) => {
         for (const messageId of messageIds) if (this.#rows.find(messageId) < 0) this.#dedupe.delete(messageId);
       },
