@@ -11,6 +11,8 @@ import type { StoredMessage } from '../store/store.js';
 export class Appends {
   readonly #underWay = new Map<string, Promise<void>>();
   readonly #afterAdmit = new Map<string, Array<() => void>>();
+  /** per id under way, settles once it is admitted or its append failed */
+  readonly #finished = new Map<string, Promise<void>>();
   /** settles once every append begun so far is admitted or failed: the next one admits after it */
   #admitted: Promise<void> = Promise.resolve();
 
@@ -24,8 +26,12 @@ export class Appends {
     const stored = append(messages);
     const before = this.#admitted;
     let done!: () => void;
-    this.#admitted = new Promise((resolve) => (done = resolve));
-    for (const message of messages) this.#underWay.set(message.messageId, stored);
+    const finished = new Promise<void>((resolve) => (done = resolve));
+    this.#admitted = finished;
+    for (const message of messages) {
+      this.#underWay.set(message.messageId, stored);
+      this.#finished.set(message.messageId, finished);
+    }
     try {
       const failed = await stored.then(() => null, (error: unknown) => ({ error }));
       await before;
@@ -36,8 +42,14 @@ export class Appends {
       for (const message of messages) {
         this.#underWay.delete(message.messageId);
         this.#afterAdmit.delete(message.messageId);
+        if (this.#finished.get(message.messageId) === finished) this.#finished.delete(message.messageId);
       }
     }
+  }
+
+  /** settles once this id is admitted or its append failed (at once if none is under way) */
+  finished(messageId: string): Promise<void> {
+    return this.#finished.get(messageId) ?? Promise.resolve();
   }
 
   /** runs `then` once every append begun so far is admitted (or failed), before any begun later is */
