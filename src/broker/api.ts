@@ -46,7 +46,7 @@ export type { BrokerOptions, ReloadOutcome, ReloadResult } from './embedded.js';
 /** one queue as ops/ reads it: counters, settings and listings; nothing that changes it */
 export type QueueView = Pick<
   Queue,
-  'name' | 'depth' | 'size' | 'coldSize' | 'inFlightCount' | 'counters' | 'settings' | 'oldestWaitingAcceptedAt' | 'inFlightByGroup' | 'listIds' | 'idCounts' | 'inFlightFor' | 'messages' | 'message'
+  'name' | 'depth' | 'size' | 'storedCount' | 'coldSize' | 'inFlightCount' | 'counters' | 'settings' | 'oldestWaitingAcceptedAt' | 'inFlightByGroup' | 'listIds' | 'idCounts' | 'inFlightFor' | 'messages' | 'message'
 >;
 
 /** the mirror brokers as ops/ reads them (SPEC §9) */

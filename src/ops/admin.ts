@@ -155,7 +155,7 @@ function listView(broker: Broker, request: ControlRequest) {
     const counts = queue.idCounts();
     const ids = [...counts].filter(([name]) => id === undefined || name === id).map(([name, count]) => ({ id: name, count }));
     ids.sort((a, b) => b.count - a.count || a.id.localeCompare(b.id));
-    const view = { queue: queue.name, messages: queue.size, waiting: queue.depth, inFlight: queue.inFlightCount, idCount: counts.size };
+    const view = { queue: queue.name, messages: queue.storedCount, waiting: queue.depth, inFlight: queue.inFlightCount, idCount: counts.size };
     if (!detailed && request.messages !== true) return view;
     const listed = request.messages === true ? queue.messages(id, MAX_LISTED + 1) : [];
     return {

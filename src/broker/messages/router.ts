@@ -412,6 +412,7 @@ export class Router {
       // a mirror catching up: after what its catch-up brings (its followers hear of it then)
       // (not a queue a move froze or holds aside: the move decides where its messages go)
       const held = fromClient && !this.#moving.isFrozen(message.queue) && !this.#moving.isHeldAside(message.queue) && this.#catchUp.hold(message, this.now());
+      if (held) this.#queue(message.queue).waitingForMaster++;
       // a mirror may not hear it from the client (not reconnected yet): it hears it from us
       if (this.#isMaster) {
         if (!held) this.#hooks?.made(message);
@@ -534,6 +535,8 @@ export class Router {
 
   /** a held copy enters its queue (false: settled for good meanwhile, already queued, or a move's aside) */
   #queueHeld(message: StoredMessage, settled: readonly string[], finished: string[], feed = true): boolean {
+    const waiting = this.#queues.get(message.queue);
+    if (waiting && waiting.waitingForMaster > 0) waiting.waitingForMaster--;
     if (this.#rows.find(message.messageId) >= 0) return false;
     if (this.#dedupe.has(message.messageId)) {
       this.#dedupe.addAt(message.messageId, message.acceptedAt, this.#queueTag(message.queue));

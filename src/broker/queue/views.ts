@@ -65,6 +65,14 @@ export class QueueViews implements GroupRows {
     return this.ring.size;
   }
 
+  /** clients' copies of this queue the router holds out of it (a slave waiting for its master to name them: catch-up-hold.ts) */
+  waitingForMaster = 0;
+
+  /** what this broker stores of the queue: what it holds, and the copies waiting for the master */
+  get storedCount(): number {
+    return this.ring.size + this.waitingForMaster;
+  }
+
   get inFlightCount(): number {
     return this.inFlight.size;
   }
