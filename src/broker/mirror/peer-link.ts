@@ -536,6 +536,10 @@ export class PeerLink implements KeyLink {
     // yet, and an offer's end there would let a master catching up go on before our next sync's offer
     if (!following()) return;
     if (messages.length > 0) this.#offer(messages, 'only this broker stored');
+    // offered again by the routine offer if the master does not name them: a master fenced for a
+    // moment as the offer reached it, then resumed under the same epoch, never took them (atk27f
+    // F1: 21-93 sends answered E_NO_MASTER with storedBy lost)
+    replica.trackOffered(messages.map((m) => m.messageId));
     this.#offerEnded();
   }
 

@@ -315,6 +315,12 @@ export class Replica {
     this.#inStepLog?.begin(master, epoch);
   }
 
+  /** offered to the master after a sync: unconfirmed until its feed names them (offered again after UNCONFIRMED_AFTER_MS) */
+  trackOffered(messageIds: readonly string[]): void {
+    const now = this.#router.now();
+    for (const messageId of messageIds) this.#unconfirmed.stored(messageId, now);
+  }
+
   stopTracking(): void {
     this.#router.holdUntilNamed(false);
     this.#unconfirmed.stop();

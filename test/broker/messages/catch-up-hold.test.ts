@@ -5,6 +5,7 @@ import { CATCH_UP_HOLD_MAX_BYTES, NAMING_HOLD_MS } from '../../../src/broker/mes
 import { Intake } from '../../../src/broker/messages/intake.js';
 import { Router } from '../../../src/broker/messages/router.js';
 import { Replica } from '../../../src/broker/mirror/replica.js';
+import { UNCONFIRMED_AFTER_MS } from '../../../src/broker/mirror/unconfirmed.js';
 import { Subscription, type SubscriptionOwner } from '../../../src/broker/queue/subscription.js';
 import { MemoryStore } from '../../../src/broker/store/memory.js';
 import type { StoredMessage } from '../../../src/broker/store/store.js';
@@ -153,6 +154,26 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
     expect(queued()).toEqual(['lone', 'later']);
     await intake.publish('p', [sent('out-of-step')]);
     expect(queued()).toEqual(['lone', 'later', 'out-of-step']);
+  });
+
+  test("what a slave offered its master after a sync is offered again if the master never names it (atk27f F1: a master fenced for a moment as the offer reached it lost 21-93 sends answered E_NO_MASTER with storedBy)", async () => {
+    let now = 1_000_000;
+    const { router, intake, replica } = setup(false, () => now);
+    router.beginCatchUp();
+    await intake.publish('p', [sent('only-here')]);
+    replica.endCatchUp('in step', true);
+    replica.startTracking('a', 2);
+    // the sync did not name it: offered (peer-link.ts #offerHeldOnlyHere), the master fenced meanwhile
+    const { messages } = await replica.heldOnlyHere(new Set(), 'a', 2);
+    expect(messages.map((m) => m.messageId)).toEqual(['only-here']);
+    replica.trackOffered(messages.map((m) => m.messageId));
+    now += UNCONFIRMED_AFTER_MS + 1;
+    expect((await replica.takeUnconfirmed(UNCONFIRMED_AFTER_MS)).map((m) => m.messageId)).toEqual(['only-here']);
+    // named by the master meanwhile: not offered again
+    replica.trackOffered(['only-here']);
+    await replica.applyMessages([fromMaster('only-here')]);
+    now += UNCONFIRMED_AFTER_MS + 1;
+    expect(await replica.takeUnconfirmed(UNCONFIRMED_AFTER_MS)).toEqual([]);
   });
 
   test('a copy removed by the master while held is not queued at the end', async () => {
