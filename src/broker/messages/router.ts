@@ -472,6 +472,12 @@ export class Router {
     return queued;
   }
 
+  /** the master settled this held copy for good: it goes now (it is remembered, so it is not queued) */
+  dropHeld(messageId: string): void {
+    const held = this.#catchUp.take(messageId);
+    if (held) this.#queueReleased([held]);
+  }
+
   /** everything held is queued now (a move freezes a queue, a promotion, out of step): the catch-up too ends */
   releaseHeld(reason: string): number {
     if (this.#catchUp.active) return this.endCatchUp(reason);

@@ -277,8 +277,12 @@ export class Replica {
       this.#unconfirmed.confirm(messageId);
       const queue = router.holding(messageId);
       if (queue) queue.forgetFromPeer(messageId);
-      // a copy still on its way from the client, or being stored, is then not queued (SPEC §7)
-      else router.remember(messageId);
+      // a copy still on its way from the client, or being stored, is then not queued (SPEC §7);
+      // one held for the master to name it goes now (else it waited up to NAMING_HOLD_MS)
+      else {
+        router.remember(messageId);
+        router.dropHeld(messageId);
+      }
     }
   }
 

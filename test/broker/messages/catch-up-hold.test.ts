@@ -176,6 +176,18 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
     expect(await replica.takeUnconfirmed(UNCONFIRMED_AFTER_MS)).toEqual([]);
   });
 
+  test("in step, a held copy the master settles for good (its feed's removed) goes at once: not counted as stored for NAMING_HOLD_MS (CI preview ci21: election-partition's 'every broker empty' poll)", async () => {
+    const { router, intake, replica } = setup(false);
+    replica.startTracking('a', 2);
+    await intake.publish('p', [sent('done'), sent('waiting')]);
+    expect(router.queues.get('jobs/v1')!.storedCount).toBe(2);
+    replica.applySettled([], ['done']);
+    expect(router.queues.get('jobs/v1')!.storedCount).toBe(1);
+    expect(router.heldForCatchUp('done')).toBeUndefined();
+    await replica.applyMessages([fromMaster('done'), fromMaster('waiting')]);
+    expect([...router.queues.get('jobs/v1')!.heldMessages()].map((m) => m.messageId)).toEqual(['waiting']);
+  });
+
   test('a copy removed by the master while held is not queued at the end', async () => {
     const { router, intake, replica } = setup(false);
     router.beginCatchUp();
