@@ -5,6 +5,7 @@ import type { Logger } from '../../runtime/logger.js';
 import type { Policy } from '../access/policy.js';
 import type { History } from '../history/history.js';
 import type { Lifecycle } from '../lifecycle.js';
+import { groupKey } from '../queue/group.js';
 import { Queue } from '../queue/queue.js';
 import { MessageRows } from '../queue/rows.js';
 import type { Subscription } from '../queue/subscription.js';
@@ -702,8 +703,19 @@ export class Router {
   /** a client's ack or nack: on a slave it may come before the message itself is stored */
   ack(subscription: Subscription, messageId: string, via: string, ok: boolean, delaySeconds: number): void {
     if (!subscription.ids.has(via)) return;
-    const queue = this.#queues.get(subscription.queue);
-    if (!queue?.ack(subscription, messageId, via, ok, delaySeconds)) this.whenStored(messageId, () => this.#queues.get(subscription.queue)?.ack(subscription, messageId, via, ok, delaySeconds));
+    if (!this.#ackHere(subscription, messageId, via, ok, delaySeconds)) this.whenStored(messageId, () => this.#ackHere(subscription, messageId, via, ok, delaySeconds));
+  }
+
+  /**
+   * Applied to the queue; a slave's held copy (waiting for its master to name it) keeps an ok for
+   * when it is queued: promoted before the master's settlement came, it delivered again what the
+   * old master's consumer had acked (election-fencing step-down: 5 twice, CI preview ci22)
+   */
+  #ackHere(subscription: Subscription, messageId: string, via: string, ok: boolean, delaySeconds: number): boolean {
+    if (this.#queues.get(subscription.queue)?.ack(subscription, messageId, via, ok, delaySeconds)) return true;
+    if (!this.#catchUp.has(messageId)) return false;
+    if (ok && !this.#isMaster) this.#catchUp.settle(messageId, groupKey(subscription.mode, subscription.clientName, via));
+    return true;
   }
 
   /** a client extends the ack deadline of a delivery (docs/protocol.md#touch); a slave has none to extend */

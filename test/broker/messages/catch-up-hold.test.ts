@@ -188,6 +188,19 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
     expect([...router.queues.get('jobs/v1')!.heldMessages()].map((m) => m.messageId)).toEqual(['waiting']);
   });
 
+  test("in step, a client's ack of a copy held for the master's naming is kept: promoted before the master's settlement came, the slave does not deliver it again (CI preview ci22: step-down, 5 twice)", async () => {
+    const { router, intake, replica } = setup(false);
+    const owner = consumer();
+    const sub = new Subscription(owner, 1, 'consume', 'jobs/v1', 100);
+    router.subscribe(sub, ['*']);
+    replica.startTracking('a', 2);
+    await intake.publish('p', [sent('acked'), sent('open')]);
+    // the old master delivered both; the consumer acked one to every broker
+    router.ack(sub, 'acked', '*', true, 0);
+    router.setMaster(true);
+    expect(owner.got.map((d) => d.messageId)).toEqual(['open']);
+  });
+
   test('a copy removed by the master while held is not queued at the end', async () => {
     const { router, intake, replica } = setup(false);
     router.beginCatchUp();
