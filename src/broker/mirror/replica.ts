@@ -209,7 +209,6 @@ export class Replica {
   /** messages a master holds (or a follower offered): stored and queued here unless already known */
   async applyMessages(messages: readonly PeerMessage[]): Promise<void> {
     const router = this.#router;
-    const fresh: StoredMessage[] = [];
     const seen = new Set<string>();
     // a slave catching up: the clients' copies it holds that the master names here are queued
     // in its order, among the messages it brings (`steps`: runs of those, and held ids)
@@ -227,7 +226,6 @@ export class Replica {
       seen.add(m.messageId);
       // before the clients' copies held while catching up (a restart gives them back in that order)
       const message = makeStoredMessage(router.catchUpSeq(), m);
-      fresh.push(message);
       const last = steps.at(-1);
       if (typeof last === 'object') last.push(message);
       else steps.push([message]);
@@ -235,10 +233,10 @@ export class Replica {
     // a slave in step: the history in the feed's order, clients' copies held until now included
     const history = router.history;
     const placing = history?.placing === true;
-    const storing = steps.some((step) => typeof step === 'string') ? this.#storeInOrder(steps, placing) : fresh.length > 0 ? router.store(fresh, false, placing) : undefined;
+    const storing = this.#storeInOrder(steps, placing);
     if (history && placing) {
       // a master catching up (peers' offers): its clients' copies held keep their place, after these
-      const stored = new Set(fresh.map((m) => m.messageId));
+      const stored = new Set(steps.flatMap((step) => (typeof step === 'string' ? [] : step.map((m) => m.messageId))));
       const placed = router.isMaster ? messages.filter((m) => stored.has(m.messageId)) : messages;
       const written = history.place(placed, (messageId) => stored.has(messageId));
       await Promise.all([written, storing]);
