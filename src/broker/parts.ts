@@ -85,7 +85,7 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
     const restored = await router.restore();
     // what the set took while this mirror was down comes by a sync or by its peers' offers: its
     // clients' copies wait until then, queued after it (messages/catch-up-hold.ts, issue 27 B3)
-    if (mirrored) router.beginCatchUp();
+    if (mirrored) router.catchUp.begin();
     const replicaOf = new Replica(router, mirrored, mirrored ? new InStepLog(join(config.dataDirectory, 'in-step.json'), now, log) : null);
     replica = replicaOf;
     const feed = new PeerFeed(replicaOf, log, () => mirrorLinkBound(router.policy.config.limits));

@@ -26,3 +26,43 @@ function isHeldGroup(value: unknown): value is HeldGroup {
   const g = value as Record<string, unknown>;
   return typeof g.queue === 'string' && typeof g.group === 'string';
 }
+
+/**
+ * The groups written down for a restart (Router's, as its queues' groups change); not those a stop
+ * lets go as it closes its connections
+ */
+export class KeptGroups {
+  readonly #file: JsonTableFile<HeldGroup> | null;
+  readonly #list: () => HeldGroup[];
+  readonly #isStopping: () => boolean;
+  #atStop: Promise<void> | null = null;
+
+  constructor(file: JsonTableFile<HeldGroup> | null, list: () => HeldGroup[], isStopping: () => boolean) {
+    this.#file = file;
+    this.#list = list;
+    this.#isStopping = isStopping;
+  }
+
+  changed(): void {
+    if (this.#isStopping()) return;
+    this.#file?.changed(() => this.#list());
+  }
+
+  /**
+   * A stop begins: the groups as they are now are what the file ends with (a write under way, or
+   * one that the last change queued, would otherwise read them after the stop closed their
+   * connections); the stop waits for it (`kept`)
+   */
+  keepAtStop(): void {
+    const file = this.#file;
+    if (!file || this.#atStop) return;
+    const groups = this.#list();
+    file.changed(() => groups);
+    this.#atStop = file.flushed();
+  }
+
+  /** the groups as they were when the stop began are on disk */
+  kept(): Promise<void> {
+    return this.#atStop ?? this.#file?.flushed() ?? Promise.resolve();
+  }
+}

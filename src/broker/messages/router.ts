@@ -19,8 +19,9 @@ import { Refusals } from '../access/refusals.js';
 import type { ReservationFile, ReservationRecord } from '../store/reservation-file.js';
 import type { JsonTableFile } from '../store/json-table-file.js';
 import type { AsideFile } from './aside-file.js';
-import { CatchUpHold, NAMING_HOLD_MS } from './catch-up-hold.js';
-import type { HeldGroup } from './held-groups.js';
+import { CatchUpHold } from './catch-up-hold.js';
+import { CatchingUp } from './catching-up.js';
+import { type HeldGroup, KeptGroups } from './held-groups.js';
 
 /** what the mirrors learn of this broker's messages (src/broker/mirror/, docs/protocol.md#peers) */
 export interface MirrorHooks {
@@ -88,6 +89,7 @@ export class Router {
   #forgotten: ((queue: string) => void) | null = null;
   readonly #history: History | undefined;
   readonly #groupsFile: JsonTableFile<HeldGroup> | null;
+  readonly #keptGroups: KeptGroups;
   #hooks: MirrorHooks | null = null;
   #isMaster: boolean;
   #followsMaster = false;
@@ -96,7 +98,9 @@ export class Router {
   /** queues moving from or to this set: frozen, sends held aside, hand-overs (SPEC §13, cluster/move.ts) */
   readonly #moving: Moving;
   /** clients' copies stored while this mirror catches up, queued after what the catch-up brings (catch-up-hold.ts) */
-  readonly #catchUp = new CatchUpHold();
+  readonly #hold = new CatchUpHold();
+  /** when they leave the hold (catching-up.ts) */
+  readonly #catchingUp: CatchingUp;
   /** soft-stop waits for deliveries in flight to end: resolved when none is left */
   #idleWaiters: Array<() => void> = [];
 
@@ -114,6 +118,7 @@ export class Router {
     const history = options.history;
     this.#history = history;
     this.#groupsFile = options.groupsFile ?? null;
+    this.#keptGroups = new KeptGroups(this.#groupsFile, () => [...this.#queues.values()].flatMap((queue) => [...queue.groupKeys()].map((group) => ({ queue: queue.name, group }))), () => this.#lifecycle.isStopping);
     this.#append = history ? async (messages, fromClient) => void (await Promise.all([store.append(messages), history.append(messages, fromClient)])) : (messages) => store.append(messages);
     this.#dedupe = new DedupeWindow(policy.config.dedupeWindow * 1000, options.now);
     this.#deadLetters = new DeadLetters({
@@ -129,7 +134,7 @@ export class Router {
     });
     this.#lifecycle.observe(() => {
       if (!this.#lifecycle.isStopping) return;
-      this.#keepGroupsAtStop();
+      this.#keptGroups.keepAtStop();
       this.#checkIdle();
     });
     this.refusals = new Refusals(options.log, options.now);
@@ -142,6 +147,16 @@ export class Router {
       limitPerName: () => this.#policy.config.limits.maxReservationsPerClient,
     });
     this.#idleQueues = new IdleQueues({ queues: this.#queues, timeoutSeconds: () => this.#policy.config.idleQueueTimeout, now: this.now, forgotten: (name) => this.#forgotten?.(name) });
+    this.#catchingUp = new CatchingUp(this.#hold, {
+      now: this.now,
+      log: this.log,
+      isMaster: () => this.#isMaster,
+      reserveSeqs: (count) => this.#reserveSeqs(count),
+      nextSeq: () => this.nextSeq(),
+      historyAsMaster: () => this.#historyRole(true),
+      queueHeld: (message, settled, finished, feed) => this.#queueHeld(message, settled, finished, feed),
+      recordRemoved: (messageIds) => this.recordRemoved(messageIds),
+    });
     this.#moving = new Moving({
       queue: (name) => this.#queue(name),
       existing: (name) => this.#queues.get(name),
@@ -149,11 +164,11 @@ export class Router {
         // a move freezes or frees a queue: what a catch-up holds goes to its queues first, so a
         // hand-over exports it (held, it missed the hand-over and was dropped with the queue:
         // atk31g F1, 2,413 answered sends lost after a lease lost just before a hand-over)
-        this.releaseHeld(`queue ${name} moves`);
+        this.#catchingUp.releaseHeld(`queue ${name} moves`);
         this.#queues.get(name)?.setDelivering(this.#delivers(name));
       },
       isHeld: (messageId) => this.#rows.find(messageId) >= 0,
-      isHeldOrUnderWay: (messageId) => this.#rows.find(messageId) >= 0 || this.#appends.of(messageId) !== undefined || this.#catchUp.has(messageId),
+      isHeldOrUnderWay: (messageId) => this.#rows.find(messageId) >= 0 || this.#appends.of(messageId) !== undefined || this.#hold.has(messageId),
       storedSoon: (messageId) => (this.#appends.of(messageId) === undefined ? undefined : this.#appends.finished(messageId)),
       notSettled: (messageIds) => {
         for (const messageId of messageIds) if (this.#rows.find(messageId) < 0) this.#dedupe.delete(messageId);
@@ -232,14 +247,7 @@ export class Router {
     if (isMaster !== this.#isMaster) this.#historyRole(isMaster);
     this.#isMaster = isMaster;
     // promoted in step: what waited for the old master to name it is queued, as it arrived
-    // (promoted while catching up: mirror/promotion-gate.ts ends the hold)
-    // (not named to followers: they sync with this master, or have their own copies, as for
-    // those a slave queued on arrival before: named, a follower's history wrote 6 records twice,
-    // history-pause.test)
-    if (isMaster && this.#catchUp.naming) {
-      this.#catchUp.naming = false;
-      if (!this.#catchUp.active) this.#queueReleased(this.#catchUp.end(), false);
-    }
+    if (isMaster) this.#catchingUp.promoted();
     // before deliveries start: a subscription on an id another name holds goes first
     this.#evict(this.#reservations.setMaster(isMaster));
     for (const queue of this.#queues.values()) queue.setDelivering(isMaster && !this.#moving.isFrozen(queue.name));
@@ -312,7 +320,7 @@ export class Router {
 
   /** held, or settled within the dedupe window: a copy of it is not queued again (SPEC §7) */
   isKnown(messageId: string): boolean {
-    return this.#rows.find(messageId) >= 0 || this.#dedupe.has(messageId) || this.#moving.isAside(messageId) || this.#catchUp.has(messageId);
+    return this.#rows.find(messageId) >= 0 || this.#dedupe.has(messageId) || this.#moving.isAside(messageId) || this.#hold.has(messageId);
   }
 
   /** settled here within the dedupe window and not held: a copy of it handed back by a move called off is not queued */
@@ -412,12 +420,12 @@ export class Router {
       }
       // a mirror catching up: after what its catch-up brings (its followers hear of it then)
       // (not a queue a move froze or holds aside: the move decides where its messages go)
-      const held = fromClient && !this.#moving.isFrozen(message.queue) && !this.#moving.isHeldAside(message.queue) && this.#catchUp.hold(message, this.now());
+      const held = fromClient && !this.#moving.isFrozen(message.queue) && !this.#moving.isHeldAside(message.queue) && this.#hold.hold(message, this.now());
       if (held) this.#queue(message.queue).waitingForMaster++;
       // a mirror may not hear it from the client (not reconnected yet): it hears it from us
       if (this.#isMaster) {
         if (!held) this.#hooks?.made(message);
-      } else if (fromClient && (!held || !this.#catchUp.active)) {
+      } else if (fromClient && (!held || !this.#hold.active)) {
         // (in step, held until the master names it: tracked, so it is offered if it never does)
         // held: named when the hold ends (a fenced master's kept feed naming some of them before
         // its release named the older ones put its followers' histories out of order: nemesis
@@ -430,114 +438,19 @@ export class Router {
       this.#appends.admitted(message.messageId);
     }
     this.recordRemoved(finished);
-    if (this.#catchUp.full) this.endCatchUp(`${this.#catchUp.size} clients' messages held: the bound (200,000 or 64 MiB; they are queued where they arrived)`);
+    if (this.#hold.full) this.#catchingUp.end(`${this.#hold.size} clients' messages held: the bound (200,000 or 64 MiB; they are queued where they arrived)`);
   }
 
-  // ---- a mirror catching up (catch-up-hold.ts) --------------------------------------------
+  // ---- a mirror catching up (catching-up.ts, catch-up-hold.ts) -----------------------------
 
-  /**
-   * This mirror is not in step with a master (it just started, or was fenced): from now on its
-   * clients' copies wait out of the queues until `endCatchUp`, what the catch-up brings (a
-   * sync's messages, peers' offers) takes seqs before theirs (`catchUpSeq`)
-   */
-  beginCatchUp(): void {
-    this.#catchUp.begin((count) => this.#reserveSeqs(count), this.now());
-    if (this.#isMaster) this.#historyRole(true);
-  }
-
-  get catchingUp(): boolean {
-    return this.#catchUp.active;
-  }
-
-  /** clients' copies wait out of the queues: catching up, or a slave in step until its master names each */
-  get holdingCopies(): boolean {
-    return this.#catchUp.holding;
-  }
-
-  /**
-   * A slave in step with its master (`on`), from the end of its sync to the end of its link:
-   * clients' copies wait for the master's feed to name them (catch-up-hold.ts). Off: what waits
-   * is queued, as it arrived (unless a catch-up holds it still)
-   */
-  holdUntilNamed(on: boolean): void {
-    this.#catchUp.naming = on && !this.#isMaster;
-    if (!on && !this.#catchUp.active) this.releaseHeld('out of step with the master');
-  }
-
-  /** in step: copies the master has not named after NAMING_HOLD_MS are queued, as they arrived (it never took them) */
-  releaseUnnamed(): number {
-    if (this.#catchUp.size === 0) return 0;
-    const released = this.#catchUp.takeOlder(this.now() - NAMING_HOLD_MS);
-    const queued = this.#queueReleased(released);
-    if (released.length > 0) this.log.warn("clients' messages the master did not name are queued where they arrived", { messages: released.length, queued, afterMs: NAMING_HOLD_MS });
-    return queued;
-  }
-
-  /** the master settled this held copy for good: it goes now (it is remembered, so it is not queued) */
-  dropHeld(messageId: string): void {
-    const held = this.#catchUp.take(messageId);
-    if (held) this.#queueReleased([held]);
-  }
-
-  /** everything held is queued now (a move freezes a queue, a promotion, out of step): the catch-up too ends */
-  releaseHeld(reason: string): number {
-    if (this.#catchUp.active) return this.endCatchUp(reason);
-    if (this.#catchUp.size === 0) return 0;
-    return this.#queueReleased(this.#catchUp.end());
-  }
-
-  #queueReleased(released: ReadonlyArray<{ message: StoredMessage; settled: readonly string[] }>, feed = true): number {
-    const finished: string[] = [];
-    let queued = 0;
-    for (const { message, settled } of released) if (this.#queueHeld(message, settled, finished, feed)) queued++;
-    this.recordRemoved(finished);
-    return queued;
-  }
-
-  /** a seq for a message a master's sync or a peer's offer brings */
-  catchUpSeq(): number {
-    return this.#catchUp.seq() ?? this.nextSeq();
-  }
-
-  /** the clients' copies held (catching up, or waiting for the master to name them), in arrival order */
-  heldCopies(): IterableIterator<StoredMessage> {
-    return this.#catchUp.messages();
-  }
-
-  /** a client's copy held until the catch-up ends, if it is one */
-  heldForCatchUp(messageId: string): StoredMessage | undefined {
-    return this.#catchUp.message(messageId);
-  }
-
-  /** the master's sync or feed names this message: a held copy of it is queued in the master's order */
-  namedByMaster(messageId: string): void {
-    this.#catchUp.named(messageId);
-  }
-
-  /** the master settled a held copy for `group`: applied when it is queued; false if it is not held */
-  settleHeld(messageId: string, group: string): boolean {
-    if (!this.#catchUp.has(messageId)) return false;
-    this.#catchUp.settle(messageId, group);
-    return true;
+  /** the catch-up hold's releases (the mirror drives them: mirror/replica.ts, peer-link.ts, peers.ts) */
+  get catchUp(): CatchingUp {
+    return this.#catchingUp;
   }
 
   /** runs `then` once every append begun so far is admitted (or failed), before any begun later is */
   afterAdmitted(then: () => void): Promise<void> {
     return this.#appends.inOrder(then);
-  }
-
-  /**
-   * A slave catching up: its master names a held copy among messages it brings (its sync or
-   * feed): queued now, after those before it, in the master's order (atk27e E5: a copy re-sent
-   * at the client's reconnection waited for the end of the catch-up while newer sends, which
-   * reached this broker by the feed first, were queued: 436-578 OK sends out of order)
-   */
-  queueNamedHeld(messageId: string): void {
-    const held = this.#catchUp.take(messageId);
-    if (!held) return;
-    const finished: string[] = [];
-    this.#queueHeld(held.message, held.settled, finished);
-    this.recordRemoved(finished);
   }
 
   /** a held copy enters its queue (false: settled for good meanwhile, already queued, or a move's aside) */
@@ -557,25 +470,6 @@ export class Router {
     queue.accept(message);
     for (const group of settled) queue.settleFromPeer(message.messageId, group);
     return true;
-  }
-
-  /**
-   * The catch-up is done: the copies held enter their queues (`inStep`: a slave in step with its
-   * master now, only those it named; the others wait for its feed to name them) (those the master named first, in
-   * its order, then the others as they arrived; a move's aside first), what the master settled
-   * of them meanwhile settled; one settled for good (the
-   * feed's `removed`) or handed back meanwhile is not queued. Returns how many were queued.
-   */
-  endCatchUp(reason: string, inStep = false): number {
-    if (!this.#catchUp.active) return 0;
-    const heldMs = this.#catchUp.heldForMs(this.now());
-    const stillHeld = this.#catchUp.size;
-    const released = this.#catchUp.end(inStep && !this.#isMaster);
-    const queued = this.#queueReleased(released);
-    // a master's history no longer waits for offers: what it holds is written where it arrived
-    if (this.#isMaster) this.#historyRole(true);
-    if (stillHeld > 0) this.log.info("clients' messages held while catching up are queued", { reason, messages: released.length, queued, heldMs, ...(this.#catchUp.naming ? { waitingForTheMaster: this.#catchUp.size } : {}) });
-    return queued;
   }
 
   async restore(): Promise<number> {
@@ -610,7 +504,7 @@ export class Router {
   #historyRole(isMaster: boolean): void {
     const history = this.#history;
     if (!history) return;
-    (isMaster ? history.inStep(this.#catchUp.active) : history.outOfStep()).catch((error: unknown) => this.log.error('history could not follow the role', { isMaster, error: (error as Error).message }));
+    (isMaster ? history.inStep(this.#hold.active) : history.outOfStep()).catch((error: unknown) => this.log.error('history could not follow the role', { isMaster, error: (error as Error).message }));
   }
 
   /** every message the log holds is in its channel's history too, whatever stopped the broker (issue 27) */
@@ -713,8 +607,8 @@ export class Router {
    */
   #ackHere(subscription: Subscription, messageId: string, via: string, ok: boolean, delaySeconds: number): boolean {
     if (this.#queues.get(subscription.queue)?.ack(subscription, messageId, via, ok, delaySeconds)) return true;
-    if (!this.#catchUp.has(messageId)) return false;
-    if (ok && !this.#isMaster) this.#catchUp.settle(messageId, groupKey(subscription.mode, subscription.clientName, via));
+    if (!this.#hold.has(messageId)) return false;
+    if (ok && !this.#isMaster) this.#hold.settle(messageId, groupKey(subscription.mode, subscription.clientName, via));
     return true;
   }
 
@@ -765,33 +659,9 @@ export class Router {
     for (const queue of this.#queues.values()) queue.close();
   }
 
-  /** the groups are written down for a restart; not those a stop lets go as it closes its connections */
-  #groupsChanged(): void {
-    if (this.#lifecycle.isStopping) return;
-    this.#groupsFile?.changed(() => this.#groupList());
-  }
-
-  #groupList(): HeldGroup[] {
-    return [...this.#queues.values()].flatMap((queue) => [...queue.groupKeys()].map((group) => ({ queue: queue.name, group })));
-  }
-
-  /**
-   * A stop begins: the groups as they are now are what the file ends with (a write under way, or
-   * one that the last change queued, would otherwise read them after the stop closed their
-   * connections); the stop waits for it (`groupsKept`)
-   */
-  #groupsAtStop: Promise<void> | null = null;
-  #keepGroupsAtStop(): void {
-    const file = this.#groupsFile;
-    if (!file || this.#groupsAtStop) return;
-    const groups = this.#groupList();
-    file.changed(() => groups);
-    this.#groupsAtStop = file.flushed();
-  }
-
   /** the groups as they were when the stop began are on disk (Broker.stop waits for it) */
   groupsKept(): Promise<void> {
-    return this.#groupsAtStop ?? this.#groupsFile?.flushed() ?? Promise.resolve();
+    return this.#keptGroups.kept();
   }
 
   #queue(name: string): Queue {
@@ -815,7 +685,7 @@ export class Router {
           this.#dedupe.addAt(messageId, acceptedAt, this.#queueTag(name));
         },
         flightEnded: () => this.#checkIdle(),
-        groupsChanged: () => this.#groupsChanged(),
+        groupsChanged: () => this.#keptGroups.changed(),
       });
       queue.setDelivering(this.#isMaster && !this.#moving.isFrozen(name));
       queue.setFollowsMaster(this.#followsMaster);

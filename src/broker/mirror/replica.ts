@@ -165,12 +165,12 @@ export class Replica {
   // ---- catching up (messages/catch-up-hold.ts) ------------------------------------------
 
   /** not in step with a master (started, or fenced): clients' copies wait until the catch-up is done */
-  beginCatchUp = (): void => this.#router.beginCatchUp();
+  beginCatchUp = (): void => this.#router.catchUp.begin();
   get catchingUp(): boolean {
-    return this.#router.catchingUp;
+    return this.#router.catchUp.active;
   }
   /** in step with a master, or elected and its peers' offers in: the clients' copies held are queued */
-  endCatchUp = (reason: string, inStep = false): number => this.#router.endCatchUp(reason, inStep);
+  endCatchUp = (reason: string, inStep = false): number => this.#router.catchUp.end(reason, inStep);
 
   // ---- a slave's side -------------------------------------------------------------------
 
@@ -212,12 +212,12 @@ export class Replica {
     const seen = new Set<string>();
     // a slave catching up: the clients' copies it holds that the master names here are queued
     // in its order, among the messages it brings (`steps`: runs of those, and held ids)
-    const inOrder = !router.isMaster && router.holdingCopies;
+    const inOrder = !router.isMaster && router.catchUp.holdingCopies;
     const steps: Array<StoredMessage[] | string> = [];
     for (const m of messages) {
       this.#unconfirmed.confirm(m.messageId);
-      if (!router.isMaster) router.namedByMaster(m.messageId);
-      if (inOrder && !seen.has(m.messageId) && (router.heldForCatchUp(m.messageId) || router.appendUnderWay(m.messageId))) {
+      if (!router.isMaster) router.catchUp.namedByMaster(m.messageId);
+      if (inOrder && !seen.has(m.messageId) && (router.catchUp.heldCopy(m.messageId) || router.appendUnderWay(m.messageId))) {
         seen.add(m.messageId);
         steps.push(m.messageId);
         continue;
@@ -225,7 +225,7 @@ export class Replica {
       if (seen.has(m.messageId) || router.isKnown(m.messageId) || router.appendUnderWay(m.messageId) || router.holding(m.messageId)) continue;
       seen.add(m.messageId);
       // before the clients' copies held while catching up (a restart gives them back in that order)
-      const message = makeStoredMessage(router.catchUpSeq(), m);
+      const message = makeStoredMessage(router.catchUp.seq(), m);
       const last = steps.at(-1);
       if (typeof last === 'object') last.push(message);
       else steps.push([message]);
@@ -252,7 +252,7 @@ export class Replica {
    */
   #storeInOrder(steps: ReadonlyArray<StoredMessage[] | string>, placed: boolean): Promise<unknown> {
     const router = this.#router;
-    return Promise.all(steps.map((step) => (typeof step === 'string' ? router.afterAdmitted(() => router.queueNamedHeld(step)) : router.store(step, false, placed))));
+    return Promise.all(steps.map((step) => (typeof step === 'string' ? router.afterAdmitted(() => router.catchUp.queueNamedHeld(step)) : router.store(step, false, placed))));
   }
 
   /** the master's settlements: the same records are settled here */
@@ -262,12 +262,12 @@ export class Replica {
       this.#unconfirmed.confirm(messageId);
       const queue = router.holding(messageId);
       if (queue) queue.settleFromPeer(messageId, group);
-      else if (!router.settleHeld(messageId, group)) {
+      else if (!router.catchUp.settleHeld(messageId, group)) {
         // stored meanwhile: queued, or held while this mirror catches up (settled when queued)
         router.whenStored(messageId, () => {
           const stored = router.holding(messageId);
           if (stored) stored.settleFromPeer(messageId, group);
-          else router.settleHeld(messageId, group);
+          else router.catchUp.settleHeld(messageId, group);
         });
       }
     }
@@ -279,7 +279,7 @@ export class Replica {
       // one held for the master to name it goes now (else it waited up to NAMING_HOLD_MS)
       else {
         router.remember(messageId);
-        router.dropHeld(messageId);
+        router.catchUp.dropHeld(messageId);
       }
     }
   }
@@ -305,14 +305,14 @@ export class Replica {
       this.#stopGrace();
       this.#router.setFollowsMaster(true);
     } else {
-      this.#router.holdUntilNamed(false);
+      this.#router.catchUp.holdUntilNamed(false);
       this.#startGrace();
     }
   }
 
   /** in step with a master: from now on its feed names every message it has */
   startTracking(master: string, epoch: number | undefined): void {
-    this.#router.holdUntilNamed(true);
+    this.#router.catchUp.holdUntilNamed(true);
     this.#unconfirmed.start();
     this.#inStepLog?.begin(master, epoch);
   }
@@ -324,7 +324,7 @@ export class Replica {
   }
 
   stopTracking(): void {
-    this.#router.holdUntilNamed(false);
+    this.#router.catchUp.holdUntilNamed(false);
     this.#unconfirmed.stop();
     this.#inStepLog?.end();
   }
@@ -359,7 +359,7 @@ export class Replica {
     const settled: string[] = [];
     let older = 0;
     // clients' copies waiting for the master to name them first: the newest
-    for (const m of router.heldCopies()) if (!named.has(m.messageId)) messages.push(m);
+    for (const m of router.catchUp.heldCopies()) if (!named.has(m.messageId)) messages.push(m);
     for (const queue of router.queues.values()) {
       for (const m of queue.heldMessages()) {
         if (named.has(m.messageId)) continue;
@@ -378,12 +378,12 @@ export class Replica {
 
   /** client messages the master has not named within `ageMs`: it never got them (we offer them) */
   async takeUnconfirmed(ageMs: number): Promise<PeerMessage[]> {
-    this.#router.releaseUnnamed();
+    this.#router.catchUp.releaseUnnamed();
     const ids = this.#unconfirmed.takeStoredBefore(this.#router.now() - ageMs);
     if (ids.size === 0) return [];
     const messages: StoredMessage[] = [];
     for (const messageId of ids) {
-      const message = this.#router.holding(messageId)?.message(messageId) ?? this.#router.heldForCatchUp(messageId);
+      const message = this.#router.holding(messageId)?.message(messageId) ?? this.#router.catchUp.heldCopy(messageId);
       if (message) messages.push(message);
     }
     return this.withBodies(messages);

@@ -48,14 +48,14 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
     // its client subscribed here too (a slave delivers nothing: the group takes records)
     const owner = consumer();
     router.subscribe(new Subscription(owner, 1, 'consume', 'jobs/v1', 100), ['*']);
-    router.beginCatchUp();
+    router.catchUp.begin();
     await intake.publish('p', [sent('new-1'), sent('new-2'), sent('both')]);
     expect(router.queues.get('jobs/v1')?.size ?? 0).toBe(0);
     expect(router.isKnown('new-1')).toBe(true);
     await replica.applyMessages([fromMaster('old-1'), fromMaster('old-2'), fromMaster('both')]);
     replica.applySettled([{ messageId: 'new-2', group: 'c|*' }], []);
     replica.endCatchUp('in step');
-    expect(router.catchingUp).toBe(false);
+    expect(router.catchUp.active).toBe(false);
     const queue = router.queues.get('jobs/v1')!;
     const held = [...queue.heldMessages()];
     // what the sync brought, then the copies it named (in its order), then the others
@@ -72,7 +72,7 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
     const { router, intake, replica, store } = setup(false);
     const owner = consumer();
     router.subscribe(new Subscription(owner, 1, 'consume', 'jobs/v1', 100), ['*']);
-    router.beginCatchUp();
+    router.catchUp.begin();
     store.gated = true;
     const publishing = intake.publish('p', [sent('slow')]);
     replica.applySettled([{ messageId: 'slow', group: 'c|*' }], []);
@@ -84,19 +84,19 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
 
   test("a move freezing a queue queues what the catch-up holds first (a hand-over exports it), and holds nothing of that queue after (atk31g F1)", async () => {
     const { router, intake } = setup(true);
-    router.beginCatchUp();
+    router.catchUp.begin();
     await intake.publish('p', [sent('held-1'), sent('held-2')]);
     expect(router.queues.get('jobs/v1')?.size ?? 0).toBe(0);
     router.moving.freeze('jobs/v1', true);
     expect([...router.queues.get('jobs/v1')!.heldMessages()].map((m) => m.messageId)).toEqual(['held-1', 'held-2']);
-    router.beginCatchUp();
+    router.catchUp.begin();
     await intake.publish('p', [sent('during-move')]);
     expect(router.queues.get('jobs/v1')!.size).toBe(3);
   });
 
   test("copies the master's sync names are queued in its order, before the others (a copy re-sent at a reconnection arrived after a newer one: ci18, 1,753 after 1,756)", async () => {
     const { router, intake, replica } = setup(false);
-    router.beginCatchUp();
+    router.catchUp.begin();
     await intake.publish('p', [sent('n2'), sent('n1'), sent('n4'), sent('n3')]);
     await replica.applyMessages([fromMaster('n0'), fromMaster('n1'), fromMaster('n2')]);
     replica.endCatchUp('in step');
@@ -105,7 +105,7 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
 
   test("a slave's held copy the master's feed names is queued in the feed's order, among the messages it brings that this broker lacked (atk27e E5: 436-578 OK sends out of order)", async () => {
     const { router, intake, replica, store } = setup(false);
-    router.beginCatchUp();
+    router.catchUp.begin();
     // re-sent at the client's reconnection; the sends after them reached this broker by the feed first
     await intake.publish('p', [sent('h1'), sent('h2')]);
     await replica.applyMessages([fromMaster('o1'), fromMaster('h1')]);
@@ -125,7 +125,7 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
   test("in step, a slave's client copies wait for its master's feed to name them, and are queued in its order (a client's link back here before its older sends reached us by the feed: atk27e E5, 45-165 out of order)", async () => {
     const { router, intake, replica } = setup(false);
     const queued = () => [...(router.queues.get('jobs/v1')?.heldMessages() ?? [])].map((m) => m.messageId);
-    router.beginCatchUp();
+    router.catchUp.begin();
     await intake.publish('p', [sent('n2')]);
     // the sync is done; n2 not named yet: it keeps waiting
     replica.endCatchUp('in step', true);
@@ -146,9 +146,9 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
     await intake.publish('p', [sent('lone')]);
     now += NAMING_HOLD_MS - 1;
     await intake.publish('p', [sent('later')]);
-    expect(router.releaseUnnamed()).toBe(0);
+    expect(router.catchUp.releaseUnnamed()).toBe(0);
     now += 1;
-    expect(router.releaseUnnamed()).toBe(1);
+    expect(router.catchUp.releaseUnnamed()).toBe(1);
     expect(queued()).toEqual(['lone']);
     replica.stopTracking();
     expect(queued()).toEqual(['lone', 'later']);
@@ -159,7 +159,7 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
   test("what a slave offered its master after a sync is offered again if the master never names it (atk27f F1: a master fenced for a moment as the offer reached it lost 21-93 sends answered E_NO_MASTER with storedBy)", async () => {
     let now = 1_000_000;
     const { router, intake, replica } = setup(false, () => now);
-    router.beginCatchUp();
+    router.catchUp.begin();
     await intake.publish('p', [sent('only-here')]);
     replica.endCatchUp('in step', true);
     replica.startTracking('a', 2);
@@ -183,7 +183,7 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
     expect(router.queues.get('jobs/v1')!.storedCount).toBe(2);
     replica.applySettled([], ['done']);
     expect(router.queues.get('jobs/v1')!.storedCount).toBe(1);
-    expect(router.heldForCatchUp('done')).toBeUndefined();
+    expect(router.catchUp.heldCopy('done')).toBeUndefined();
     await replica.applyMessages([fromMaster('done'), fromMaster('waiting')]);
     expect([...router.queues.get('jobs/v1')!.heldMessages()].map((m) => m.messageId)).toEqual(['waiting']);
   });
@@ -203,7 +203,7 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
 
   test('a copy removed by the master while held is not queued at the end', async () => {
     const { router, intake, replica } = setup(false);
-    router.beginCatchUp();
+    router.catchUp.begin();
     await intake.publish('p', [sent('a'), sent('b')]);
     replica.applySettled([], ['a']);
     replica.endCatchUp('in step');
@@ -212,13 +212,13 @@ describe('a mirror catching up (messages/catch-up-hold.ts)', () => {
 
   test('past its bound (64 MiB of bodies) every copy held is queued, where it arrived, and nothing more is held', async () => {
     const { router, intake } = setup(false);
-    router.beginCatchUp();
+    router.catchUp.begin();
     const body = 'x'.repeat(1_048_576);
     const count = Math.ceil(CATCH_UP_HOLD_MAX_BYTES / body.length);
     for (let i = 0; i < count - 1; i++) await intake.publish('p', [sent(`m-${i}`, { body })]);
     expect(router.queues.get('jobs/v1')?.size ?? 0).toBe(0);
     await intake.publish('p', [sent(`m-${count - 1}`, { body })]);
-    expect(router.catchingUp).toBe(false);
+    expect(router.catchUp.active).toBe(false);
     expect(router.queues.get('jobs/v1')!.size).toBe(count);
     await intake.publish('p', [sent('after')]);
     expect(router.queues.get('jobs/v1')!.size).toBe(count + 1);
