@@ -19,6 +19,8 @@ export interface CatchingUpEnv {
   readonly queueHeld: (message: StoredMessage, settled: readonly string[], finished: string[], feed: boolean) => boolean;
   /** ids settled for good while they were held: remembered, not queued */
   readonly recordRemoved: (messageIds: readonly string[]) => void;
+  /** the master named a client's copy a move holds aside (moving.ts `named`); `here`: after what it brought before it */
+  readonly namedAside: (messageId: string, here: boolean) => void;
 }
 
 /**
@@ -114,9 +116,14 @@ export class CatchingUp {
     return this.#hold.message(messageId);
   }
 
-  /** the master's sync or feed names this message: a held copy of it is queued in the master's order */
+  /**
+   * the master's sync or feed names this message: a held copy of it is queued in the master's
+   * order (holding copies: mirror/replica.ts queues it by `queueNamedHeld`, in that order, a
+   * copy aside too; else a copy aside is marked named here)
+   */
   namedByMaster(messageId: string): void {
     this.#hold.named(messageId);
+    if (!this.#hold.holding) this.#env.namedAside(messageId, false);
   }
 
   /** the master settled a held copy for `group`: applied when it is queued; false if it is not held */
@@ -135,6 +142,8 @@ export class CatchingUp {
   queueNamedHeld(messageId: string): void {
     const held = this.#hold.take(messageId);
     if (held) this.#queue([held]);
+    // a copy a move holds aside (or put aside just now, its queue aside): released in this place
+    this.#env.namedAside(messageId, true);
   }
 
   /**

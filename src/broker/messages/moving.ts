@@ -8,8 +8,10 @@ export interface MovingEnv {
   /** the queue of that name, made if needed */
   queue(name: string): Queue;
   existing(name: string): Queue | undefined;
-  /** the queue delivers or not by the role, a step-down and whether it is frozen (the router decides) */
-  deliveringChanged(name: string): void;
+  /** the queue delivers or not by the role, a step-down and whether it is frozen (the router decides); `frozen`: frozen now */
+  deliveringChanged(name: string, frozen: boolean): void;
+  /** a client's copy released from aside, unnamed: held as a slave holds its clients' copies (catch-up-hold.ts); false: queue it */
+  holdCopy(message: StoredMessage): boolean;
   /** held by a queue now (the router's message index) */
   isHeld(messageId: string): boolean;
   /** held by a queue, or being stored: a hand-over's copy of it is not stored again */
@@ -44,7 +46,20 @@ export class Moving {
   readonly #frozen = new Set<string>();
   /** per queue being handed over to this set: messages stored meanwhile, queued after the hand-over */
   readonly #aside = new Map<string, StoredMessage[]>();
-  readonly #asideIds = new Set<string>();
+  /**
+   * per message aside, its place in the release order: the order stored, or, for a client's copy
+   * a slave's master named (its sync or feed, `named`), the place it named it, among the
+   * messages it brought (stored aside after those it named before)
+   */
+  readonly #places = new Map<string, number>();
+  #lastPlace = 0;
+  /**
+   * clients' copies aside (and a restart's, put aside again) the master has not named: released
+   * on a slave catching up they wait for its sync as its other clients' copies do; queued at once,
+   * a restarted slave gave a consumer newer sends before the older ones its sync brought next
+   * (atk31h calloff-a-down A_FAILOVER run7: 1,279 order breaks, `seq 452 after 792`)
+   */
+  readonly #unnamed = new Set<string>();
   /**
    * per queue held aside: the seq before a range set apart for the hand-over, stored after what
    * waits aside yet queued before it. A queue is restored in seq order (store load) and a retry
@@ -88,7 +103,8 @@ export class Moving {
       if (message.seq >= range.next) range.next = message.seq + 1;
       return false;
     }
-    return this.putAside(message);
+    // a client's or its master's copy, not known now: its master's sync names it if it has it
+    return this.putAside(message, true);
   }
 
   /** the last seq set apart at start (the router's next seq is past it) */
@@ -112,7 +128,7 @@ export class Moving {
     if (frozen === this.#frozen.has(queue)) return;
     if (frozen) this.#frozen.add(queue);
     else this.#frozen.delete(queue);
-    this.#env.deliveringChanged(queue);
+    this.#env.deliveringChanged(queue, frozen);
   }
 
   /** from now on, messages stored for `queue` wait aside (not queued) until `releaseAside` */
@@ -136,24 +152,49 @@ export class Moving {
 
   /** held aside (stored, not queued yet): a copy of it is not stored again */
   isAside(messageId: string): boolean {
-    return this.#asideIds.has(messageId);
+    return this.#places.has(messageId);
   }
 
-  /** a message stored: false when its queue is not held aside (the router queues it) */
-  putAside(message: StoredMessage): boolean {
+  /** a message stored: false when its queue is not held aside (the router queues it). `fromClient`: a client's copy (not its master's) */
+  putAside(message: StoredMessage, fromClient = false): boolean {
     const aside = this.#aside.get(message.queue);
     if (!aside) return false;
     aside.push(message);
-    this.#asideIds.add(message.messageId);
+    this.#places.set(message.messageId, ++this.#lastPlace);
+    if (fromClient) this.#unnamed.add(message.messageId);
     return true;
   }
 
   /**
-   * The messages held aside enter their queue, in the order they were stored; those that are
-   * copies of messages the old set settled (a move's hand-over of recent ids, `settled`) are
-   * dropped at once instead: a re-send is not delivered twice.
+   * This slave's master named a message (its sync or feed, catch-up-hold.ts): a client's copy of
+   * it aside is no longer waited for; `here` (run after the messages it brought before it were
+   * stored): released in this place, after them
    */
-  releaseAside(queue: string, settled?: ReadonlySet<string>): number {
+  named(messageId: string, here = false): void {
+    if (!this.#places.has(messageId)) return;
+    this.#unnamed.delete(messageId);
+    if (here) this.#places.set(messageId, ++this.#lastPlace);
+  }
+
+  /** a client's copy aside that the master has not named yet */
+  awaitsNaming(messageId: string): boolean {
+    return this.#unnamed.has(messageId);
+  }
+
+  #forget(messageId: string): void {
+    this.#places.delete(messageId);
+    this.#unnamed.delete(messageId);
+  }
+
+  /**
+   * The messages held aside enter their queue, in the order they were stored (a client's copy
+   * its master named: where it named it); those that are copies of messages the old set settled
+   * (a move's hand-over of recent ids, `settled`) are dropped at once instead: a re-send is not
+   * delivered twice. `here` (the queue stays on this set): a client's copy the master has not
+   * named waits, on a slave holding its clients' copies, for its master's sync or feed to name it
+   * (`holdCopy`), as one stored now would; a queue moved away drops what it released.
+   */
+  releaseAside(queue: string, settled?: ReadonlySet<string>, here = false): number {
     const aside = this.#aside.get(queue);
     if (!aside) return 0;
     this.#aside.delete(queue);
@@ -161,10 +202,17 @@ export class Moving {
     this.#restored.delete(queue);
     this.#save();
     const into = this.#env.queue(queue);
-    for (const message of aside) {
-      this.#asideIds.delete(message.messageId);
-      into.accept(message);
-      if (settled?.has(message.messageId)) into.remove(message.messageId);
+    const places = this.#places;
+    const ordered = aside.map((message, index) => ({ message, place: places.get(message.messageId) ?? index })).sort((a, b) => a.place - b.place);
+    for (const { message } of ordered) {
+      const unnamed = this.#unnamed.has(message.messageId);
+      this.#forget(message.messageId);
+      if (settled?.has(message.messageId)) {
+        into.accept(message);
+        into.remove(message.messageId);
+      } else if (!(here && unnamed && this.#env.holdCopy(message))) {
+        into.accept(message);
+      }
     }
     this.#env.history?.releaseMoving(queue);
     return aside.length;
@@ -243,7 +291,7 @@ export class Moving {
     const queue = env.queue(queueName);
     let count = 0;
     for (const { message, records, stored } of ordered) {
-      this.#asideIds.delete(message.messageId);
+      this.#forget(message.messageId);
       if (env.isHeld(message.messageId)) continue;
       if (stored) env.made(message);
       queue.importMessage(message, records);

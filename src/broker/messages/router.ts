@@ -156,17 +156,18 @@ export class Router {
       historyAsMaster: () => this.#historyRole(true),
       queueHeld: (message, settled, finished, feed) => this.#queueHeld(message, settled, finished, feed),
       recordRemoved: (messageIds) => this.recordRemoved(messageIds),
+      namedAside: (messageId, here) => this.#moving.named(messageId, here),
     });
     this.#moving = new Moving({
       queue: (name) => this.#queue(name),
       existing: (name) => this.#queues.get(name),
-      deliveringChanged: (name) => {
-        // a move freezes or frees a queue: what a catch-up holds goes to its queues first, so a
-        // hand-over exports it (held, it missed the hand-over and was dropped with the queue:
-        // atk31g F1, 2,413 answered sends lost after a lease lost just before a hand-over)
-        this.#catchingUp.releaseHeld(`queue ${name} moves`);
+      deliveringChanged: (name, frozen) => {
+        // a move freezes a queue: what a catch-up holds is queued first, a hand-over exports it (atk31g
+        // F1). Not when it frees one: a restarted slave's catch-up ended there (atk31h calloff-a-down run7)
+        if (frozen) this.#catchingUp.releaseHeld(`queue ${name} moves`);
         this.#queues.get(name)?.setDelivering(this.#delivers(name));
       },
+      holdCopy: (message) => !this.#isMaster && this.#holdCopy(message),
       isHeld: (messageId) => this.#rows.find(messageId) >= 0,
       isHeldOrUnderWay: (messageId) => this.#rows.find(messageId) >= 0 || this.#appends.of(messageId) !== undefined || this.#hold.has(messageId),
       storedSoon: (messageId) => (this.#appends.of(messageId) === undefined ? undefined : this.#appends.finished(messageId)),
@@ -235,7 +236,6 @@ export class Router {
     return this.#isMaster;
   }
 
-  /** the role this broker acts in, decided by its config and its peers (src/broker/mirror/peers.ts) */
   /** `listener` sees every message as it enters its queue, until the returned function is called */
   tap(listener: (message: StoredMessage) => void): () => void {
     this.#taps.add(listener);
@@ -404,10 +404,7 @@ export class Router {
     if (!this.#isMaster) this.#appends.afterAdmit(messageId, settle);
   }
 
-  /**
-   * Stored: queued, unless a master finished with it while it was being written (it is then in
-   * the dedupe window already: only a replica puts an id there during its append).
-   */
+  /** Stored: queued, unless a master finished with it while it was written (in the dedupe window: only a replica puts one there then) */
   #admit(messages: readonly StoredMessage[], fromClient: boolean): void {
     const finished: string[] = [];
     for (const message of messages) {
@@ -418,10 +415,8 @@ export class Router {
         finished.push(message.messageId);
         continue;
       }
-      // a mirror catching up: after what its catch-up brings (its followers hear of it then)
-      // (not a queue a move froze or holds aside: the move decides where its messages go)
-      const held = fromClient && !this.#moving.isFrozen(message.queue) && !this.#moving.isHeldAside(message.queue) && this.#hold.hold(message, this.now());
-      if (held) this.#queue(message.queue).waitingForMaster++;
+      // a mirror catching up: after what its catch-up brings (not a queue a move froze or holds aside)
+      const held = fromClient && !this.#moving.isFrozen(message.queue) && !this.#moving.isHeldAside(message.queue) && this.#holdCopy(message);
       // a mirror may not hear it from the client (not reconnected yet): it hears it from us
       if (this.#isMaster) {
         if (!held) this.#hooks?.made(message);
@@ -434,11 +429,18 @@ export class Router {
       }
       for (const tap of this.#taps) tap(message);
       // a move hands this queue over to this set: it is queued after the hand-over (SPEC §13)
-      if (!held && !this.#moving.putAside(message)) this.#queue(message.queue).accept(message);
+      if (!held && !this.#moving.putAside(message, fromClient)) this.#queue(message.queue).accept(message);
       this.#appends.admitted(message.messageId);
     }
     this.recordRemoved(finished);
+  }
+
+  /** a client's copy held while catching up, or until the master names it (false: not holding) */
+  #holdCopy(message: StoredMessage): boolean {
+    if (!this.#hold.hold(message, this.now())) return false;
+    this.#queue(message.queue).waitingForMaster++;
     if (this.#hold.full) this.#catchingUp.end(`${this.#hold.size} clients' messages held: the bound (200,000 or 64 MiB; they are queued where they arrived)`);
+    return true;
   }
 
   // ---- a mirror catching up (catching-up.ts, catch-up-hold.ts) -----------------------------
@@ -465,7 +467,7 @@ export class Router {
     }
     // a master's followers hear of it now, in this order: their histories place it there
     if (this.#isMaster && feed) this.#hooks?.made(message);
-    if (this.#moving.putAside(message)) return false;
+    if (this.#moving.putAside(message, true)) return false;
     const queue = this.#queue(message.queue);
     queue.accept(message);
     for (const group of settled) queue.settleFromPeer(message.messageId, group);

@@ -217,7 +217,7 @@ export class Replica {
     for (const m of messages) {
       this.#unconfirmed.confirm(m.messageId);
       if (!router.isMaster) router.catchUp.namedByMaster(m.messageId);
-      if (inOrder && !seen.has(m.messageId) && (router.catchUp.heldCopy(m.messageId) || router.appendUnderWay(m.messageId))) {
+      if (inOrder && !seen.has(m.messageId) && (router.catchUp.heldCopy(m.messageId) || router.appendUnderWay(m.messageId) || router.moving.awaitsNaming(m.messageId))) {
         seen.add(m.messageId);
         steps.push(m.messageId);
         continue;
