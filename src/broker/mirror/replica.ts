@@ -358,8 +358,13 @@ export class Replica {
     const messages: StoredMessage[] = [];
     const settled: string[] = [];
     let older = 0;
-    // clients' copies waiting for the master to name them first: the newest
-    for (const m of router.catchUp.heldCopies()) if (!named.has(m.messageId)) messages.push(m);
+    // clients' copies waiting for the master to name them first: the newest; one accepted in step
+    // with this master past the window (a restart's copy a move kept aside, moving.ts) it settled
+    for (const m of router.catchUp.heldCopies()) {
+      if (named.has(m.messageId)) continue;
+      if (m.acceptedAt < acceptedSince && this.#inStepLog?.covers(m.acceptedAt, m.acceptedAt + IN_STEP_PROOF_MS, master, epoch)) settled.push(m.messageId);
+      else messages.push(m);
+    }
     for (const queue of router.queues.values()) {
       for (const m of queue.heldMessages()) {
         if (named.has(m.messageId)) continue;

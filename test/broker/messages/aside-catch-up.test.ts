@@ -1,9 +1,13 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { compilePolicy } from '../../../src/broker/access/policy.js';
 import { Lifecycle } from '../../../src/broker/lifecycle.js';
 import type { AsideFile, AsideQueue } from '../../../src/broker/messages/aside-file.js';
 import { Intake } from '../../../src/broker/messages/intake.js';
 import { Router } from '../../../src/broker/messages/router.js';
+import { InStepLog } from '../../../src/broker/mirror/in-step-log.js';
 import { Replica } from '../../../src/broker/mirror/replica.js';
 import { MemoryStore } from '../../../src/broker/store/memory.js';
 import { makeStoredMessage, type RecoveredState } from '../../../src/broker/store/store.js';
@@ -35,16 +39,17 @@ const MOVE_SEQS = 1 << 22;
 const sent = (messageId: string) => ({ messageId, channel: `${QUEUE}/1`, data: { n: messageId }, created: Date.now() });
 const fromMaster = (messageId: string) => ({ messageId, queue: QUEUE, id: '1', data: { n: messageId }, created: Date.now(), acceptedAt: Date.now(), from: 'p' });
 
-/** a slave that restarts with `old` queued and `aside` put aside before it stopped; its catch-up begins (broker/parts.ts) */
-async function restarted(old: readonly string[], aside: readonly string[], asideQueues: readonly AsideQueue[] = [{ queue: QUEUE, before: 100 }]) {
-  const messages = [...old.map((id, n) => makeStoredMessage(n + 1, fromMaster(id))), ...aside.map((id, n) => makeStoredMessage(100 + MOVE_SEQS + 1 + n, fromMaster(id)))];
+/** a slave that restarts with `old` queued and `aside` put aside before it stopped (accepted `asideAt`); its catch-up begins (broker/parts.ts) */
+async function restarted(old: readonly string[], aside: readonly string[], inStepLog: InStepLog | null = null, asideAt = Date.now()) {
+  const asideQueues: readonly AsideQueue[] = [{ queue: QUEUE, before: 100 }];
+  const messages = [...old.map((id, n) => makeStoredMessage(n + 1, fromMaster(id))), ...aside.map((id, n) => makeStoredMessage(100 + MOVE_SEQS + 1 + n, { ...fromMaster(id), acceptedAt: asideAt }))];
   const store = new LoadedStore({ messages: messages.map((message) => ({ message, records: [] })), recent: [] });
   const file = { load: () => asideQueues, save: () => undefined } as unknown as AsideFile;
   const lifecycle = new Lifecycle();
   const router = new Router({ policy: compilePolicy(brokerConfig({ defaultPolicy: 'allow', isMaster: false, maxItemsInQueue: 1_000_000 })), store, log: createLogger('silent'), now: Date.now, lifecycle, asideFile: file });
   await router.restore();
   router.catchUp.begin();
-  return { router, intake: new Intake(router, lifecycle), replica: new Replica(router) };
+  return { router, intake: new Intake(router, lifecycle), replica: new Replica(router, false, inStepLog) };
 }
 
 const queued = (router: Router) => [...(router.queues.get(QUEUE)?.heldMessages() ?? [])].map((m) => m.messageId);
@@ -104,5 +109,26 @@ describe('a restarted slave catching up, a queue it kept aside (messages/moving.
     router.moving.freeze(QUEUE, false);
     expect(router.catchUp.active).toBe(true);
     expect(held(router)).toEqual(['other-1']);
+  });
+
+  test('a copy it had put aside, older than the dedupe window, accepted in step with its master and not named by its sync: the set settled it, it is forgotten (not offered as new)', async () => {
+    // in step with master a from 400 s to 100 s ago; the send put aside 300 s ago, during a move
+    let now = Date.now() - 400_000;
+    const inStepLog = new InStepLog(join(mkdtempSync(join(tmpdir(), 'aside-catch-up-')), 'in-step.json'), () => now);
+    inStepLog.begin('a', 1);
+    now += 300_000;
+    inStepLog.end();
+    now = Date.now();
+    const { router, replica } = await restarted([], ['aside-old', 'aside-new'], inStepLog, Date.now() - 300_000);
+    router.moving.releaseAside(QUEUE, undefined, true);
+    router.moving.freeze(QUEUE, false);
+    expect(held(router)).toEqual(['aside-old', 'aside-new']);
+    // its master's sync named neither: it settled both for good long ago
+    const { messages, settled } = await replica.heldOnlyHere(new Set(), 'a', 1);
+    expect(messages.map((m) => m.messageId)).toEqual([]);
+    expect(settled).toEqual(['aside-old', 'aside-new']);
+    replica.forgetSettled(settled);
+    expect(held(router)).toEqual([]);
+    expect(queued(router)).toEqual([]);
   });
 });
