@@ -115,7 +115,8 @@ export class Mover {
       // (atk31h calloff-a-down A_FAILOVER run7: queued now, they went before the older messages
       // the sync brought next, 1,279 order breaks once that slave was elected)
       const away = placement !== undefined && placement.set !== me;
-      moving.releaseAside(queue, undefined, !away);
+      if (away) moving.releaseAside(queue);
+      else moving.releaseRestored(queue);
       if (away) {
         const dropped = moving.dropMoved(queue);
         this.#log.info('queue moved away while this broker was down: what it held of it here is the other set\'s', { queue, to: placement.set, dropped });
@@ -177,13 +178,12 @@ export class Mover {
         // a move out again may have begun meanwhile (a slave still taking the hand-over): it keeps the queue frozen
         const now = this.#cluster.placement(queue);
         if (now?.move || now?.set !== me) return;
-        router.moving.releaseAside(queue, undefined, true);
+        router.moving.releaseAside(queue);
         router.moving.freeze(queue, false);
       });
       return;
     }
-    // moved away (dropped below), or its placement gone (it stays here)
-    router.moving.releaseAside(queue, undefined, placement === undefined);
+    router.moving.releaseAside(queue);
     if (placement) {
       // moved away: the new set holds it now; nothing of it is delivered here again
       const dropped = router.moving.dropMoved(queue);
@@ -310,7 +310,7 @@ export class Mover {
     }
     // what a restart during the move loaded into the queue goes to those groups too, as if from aside
     router.moving.nameHeld(queue, items);
-    const aside = router.moving.releaseAside(queue, new Set(recent.map(([messageId]) => messageId)), true);
+    const aside = router.moving.releaseAside(queue, new Set(recent.map(([messageId]) => messageId)));
     this.#log.info('move: hand-over taken', { queue, from: placement.set, messages: items.length, queued, sentMeanwhile: aside, history: written, recentIds: recent.length, reservations: reservations.length, groups: groups.length });
   }
 
@@ -337,7 +337,7 @@ export class Mover {
     } finally {
       router.history?.stored(storedNext);
     }
-    const aside = router.moving.releaseAside(queue, undefined, true);
+    const aside = router.moving.releaseAside(queue);
     this.#log.info('move called off: sends taken meanwhile are back', { queue, from: move.to, messages: items.length, queued, sentMeanwhile: aside, history: written });
   }
 

@@ -34,6 +34,9 @@ export interface MovingEnv {
 }
 
 /**
+ * Why this file is long: the one owner of a move's state on a broker (frozen queues, what waits
+ * aside and where it goes when released, the hand-over read out and put in), which these share.
+ *
  * Queues moving from or to this broker's set (`whisker move`, SPEC §13, cluster/move.ts says
  * when): which deliver nothing whatever the role (frozen), the messages stored for a queue
  * being handed over to this set meanwhile (aside, queued after the hand-over), and the
@@ -187,14 +190,41 @@ export class Moving {
   }
 
   /**
-   * The messages held aside enter their queue, in the order they were stored (a client's copy
-   * its master named: where it named it); those that are copies of messages the old set settled
-   * (a move's hand-over of recent ids, `settled`) are dropped at once instead: a re-send is not
-   * delivered twice. `here` (the queue stays on this set): a client's copy the master has not
-   * named waits, on a slave holding its clients' copies, for its master's sync or feed to name it
-   * (`holdCopy`), as one stored now would; a queue moved away drops what it released.
+   * The messages held aside enter their queue, in the order they were stored; those that are
+   * copies of messages the old set settled (a move's hand-over of recent ids, `settled`) are
+   * dropped at once instead: a re-send is not delivered twice.
    */
-  releaseAside(queue: string, settled?: ReadonlySet<string>, here = false): number {
+  releaseAside(queue: string, settled?: ReadonlySet<string>): number {
+    return this.#release(queue, (message, into) => {
+      into.accept(message);
+      if (settled?.has(message.messageId)) into.remove(message.messageId);
+    });
+  }
+
+  /**
+   * A queue this broker kept aside across a restart whose move ended while it was down, and
+   * that stays on this set (cluster/move.ts #settleRestored): this broker took no hand-over of
+   * it, so on a slave still catching up its master's sync brings what the move queued before
+   * what waited here (a call-off's hand-back). What its master named while it waited aside is
+   * queued now, where it named it; the clients' copies it has not named (those loaded included)
+   * wait in the catch-up hold for its sync, as its other clients' copies do (`holdCopy`). Queued
+   * at once, a restarted slave, elected, gave a consumer newer sends before older ones (atk31h
+   * calloff-a-down A_FAILOVER run7: 1,279 order breaks, `seq 452 after 792`). Not where this
+   * broker takes the hand-over itself: that queues it first, and a master queues its own kept
+   * copies without naming them to its followers (a restarted slave holding those waited for a
+   * naming that never came, and, elected, delivered them after newer sends: 21, run10 here).
+   */
+  releaseRestored(queue: string): number {
+    return this.#release(
+      queue,
+      (message, into, unnamed) => {
+        if (!unnamed || !this.#env.holdCopy(message)) into.accept(message);
+      },
+      true,
+    );
+  }
+
+  #release(queue: string, take: (message: StoredMessage, into: Queue, unnamed: boolean) => void, byPlace = false): number {
     const aside = this.#aside.get(queue);
     if (!aside) return 0;
     this.#aside.delete(queue);
@@ -203,16 +233,11 @@ export class Moving {
     this.#save();
     const into = this.#env.queue(queue);
     const places = this.#places;
-    const ordered = aside.map((message, index) => ({ message, place: places.get(message.messageId) ?? index })).sort((a, b) => a.place - b.place);
-    for (const { message } of ordered) {
+    const ordered = byPlace ? aside.map((message, index) => ({ message, place: places.get(message.messageId) ?? index })).sort((a, b) => a.place - b.place).map(({ message }) => message) : aside;
+    for (const message of ordered) {
       const unnamed = this.#unnamed.has(message.messageId);
       this.#forget(message.messageId);
-      if (settled?.has(message.messageId)) {
-        into.accept(message);
-        into.remove(message.messageId);
-      } else if (!(here && unnamed && this.#env.holdCopy(message))) {
-        into.accept(message);
-      }
+      take(message, into, unnamed);
     }
     this.#env.history?.releaseMoving(queue);
     return aside.length;

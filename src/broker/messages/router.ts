@@ -167,7 +167,7 @@ export class Router {
         if (frozen) this.#catchingUp.releaseHeld(`queue ${name} moves`);
         this.#queues.get(name)?.setDelivering(this.#delivers(name));
       },
-      holdCopy: (message) => !this.#isMaster && this.#holdCopy(message),
+      holdCopy: (message) => !this.#isMaster && this.#hold.active && this.#holdCopy(message),
       isHeld: (messageId) => this.#rows.find(messageId) >= 0,
       isHeldOrUnderWay: (messageId) => this.#rows.find(messageId) >= 0 || this.#appends.of(messageId) !== undefined || this.#hold.has(messageId),
       storedSoon: (messageId) => (this.#appends.of(messageId) === undefined ? undefined : this.#appends.finished(messageId)),

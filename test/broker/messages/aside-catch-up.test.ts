@@ -63,7 +63,7 @@ describe('a restarted slave catching up, a queue it kept aside (messages/moving.
     // a client's copy before the placements are read: aside too
     await intake.publish('p', [sent('new-1')]);
     // the placements read: the call-off ended (set a's master took the hand-back), released as #settleRestored does
-    router.moving.releaseAside(QUEUE, undefined, true);
+    router.moving.releaseRestored(QUEUE);
     router.moving.freeze(QUEUE, false);
     // a client's copy after it: still catching up
     await intake.publish('p', [sent('new-2')]);
@@ -84,7 +84,7 @@ describe('a restarted slave catching up, a queue it kept aside (messages/moving.
     await intake.publish('p', [sent('c1'), sent('c2')]);
     // the sync comes while the queue is still aside (the move under way): its messages wait aside too; it names c1
     await replica.applyMessages([fromMaster('m1'), fromMaster('c1')]);
-    router.moving.releaseAside(QUEUE, undefined, true);
+    router.moving.releaseRestored(QUEUE);
     router.moving.freeze(QUEUE, false);
     expect(queued(router)).toEqual(['m1', 'c1']);
     expect(held(router)).toEqual(['c2']);
@@ -105,7 +105,7 @@ describe('a restarted slave catching up, a queue it kept aside (messages/moving.
   test('unfreezing a queue does not end the catch-up: a client copy of another queue stays held', async () => {
     const { router, intake } = await restarted([], []);
     await intake.publish('p', [{ ...sent('other-1'), channel: 'other/v1/1' }]);
-    router.moving.releaseAside(QUEUE, undefined, true);
+    router.moving.releaseRestored(QUEUE);
     router.moving.freeze(QUEUE, false);
     expect(router.catchUp.active).toBe(true);
     expect(held(router)).toEqual(['other-1']);
@@ -120,7 +120,7 @@ describe('a restarted slave catching up, a queue it kept aside (messages/moving.
     inStepLog.end();
     now = Date.now();
     const { router, replica } = await restarted([], ['aside-old', 'aside-new'], inStepLog, Date.now() - 300_000);
-    router.moving.releaseAside(QUEUE, undefined, true);
+    router.moving.releaseRestored(QUEUE);
     router.moving.freeze(QUEUE, false);
     expect(held(router)).toEqual(['aside-old', 'aside-new']);
     // its master's sync named neither: it settled both for good long ago
