@@ -3,6 +3,10 @@
 //  calloff-a-stop      : A=2, called off; once both a brokers log `sends taken meanwhile are back` (+STOP_DELAY_MS, 0), a's master
 //                        SIGSTOP for STOP_MS (3000: past leaseTtl 2 s, the slave is elected), SIGCONT: it follows the new master (sync)
 //  calloff-a-stop-early: the same, a's master stopped as soon as IT logs `sends taken meanwhile are back` (its slave takes it alone, is elected)
+//  calloff-a-down-stagger (helper c31): calloff-a-down with A_FAILOVER forced: both a brokers kill -9 as b logs `handing back`
+//                        (+KILL_DELAY_MS), a's master restarted DOWN_MS later alone, a's slave only once that master logged `the queue
+//                        is on this set again` (+STAGGER_MS, 300): it starts with mv/v1 in aside.json, the call-off ended, and reads
+//                        the placements before its sync (atk31h run7's sequence); then the slave in step, +1 s, a's master kill -9
 // atk31g (seventh outside check, src/ not read): moveb.mjs of atk31e plus three modes of its own:
 //  twice      : set c of one broker added; as b's master logs `taking the queue over` (+KILL_DELAY_MS, default 300) a second
 //               `whisker move mv/v1 --to b` (from a's master's config) and a `whisker move mv/v1 --to c`: docs say the second
@@ -155,6 +159,16 @@ else if (mode === 'slave-nomove') { // control for b-slave, no move: a's slave k
   const m = await waitMaster(nodes, 'a'); faults++; mark(`kill9-${m.id}`); await kill9(m); await sleep(DOWN_MS); mark(`restart-${m.id}`); m.prev = [...(m.prev ?? []), ...m.log, '--- kill -9']; await startNode(m); mark(`started-${m.id}`); }
 else if (mode === 'calloff-a-down') { trigger(mb, 'handing back', async () => { await downUp(as, 'a'); if (process.env.A_FAILOVER) await aFailover(); }); mv = move('b', cfgMove); }
 else if (mode === 'calloff-b-start') { trigger(ma, 'move called off', () => downUp(bs, 'b')); mv = move('b', cfgMove); }
+else if (mode === 'calloff-a-down-stagger') { // the run waits for the whole sequence (a's failover included), then drains
+  const chain = trigger(mb, 'handing back', async () => {
+    const m0 = ma; const sl0 = as.find((n) => n !== m0); faults++; fired ??= Date.now() - T0;
+    for (const n of as) if (existsSync(asideOf(n))) note(`${n.id} aside.json before kill: ${readFileSync(asideOf(n), 'utf8').slice(0, 300)}`);
+    mark('kill9-a'); await Promise.all(as.map(kill9)); for (const n of as) n.prev = [...(n.prev ?? []), ...n.log, `--- kill -9 @${Date.now() - T0}`];
+    await sleep(DOWN_MS); mark(`restart-${m0.id}`); await startNode(m0); // (startNode drops the log watchers: polled)
+    for (let i = 0; i < 300 && !m0.log.some((l) => l.includes('the queue is on this set again')); i++) await sleep(100);
+    mark(`${m0.id}-calloff-ended:${m0.log.some((l) => l.includes('the queue is on this set again'))}`); await sleep(Number(process.env.STAGGER_MS ?? 300));
+    mark(`restart-${sl0.id}`); await startNode(sl0); mark(`started-${sl0.id}`); await aFailover(); });
+  mv = Promise.all([move('b', cfgMove), chain]); }
 else if (mode === 'calloff-a-stop' || mode === 'calloff-a-stop-early') {
   const m0 = ma; const sl0 = as.find((n) => n !== m0);
   const waits = mode === 'calloff-a-stop' ? [waitLog(m0, 'sends taken meanwhile are back', 120000), waitLog(sl0, 'sends taken meanwhile are back', 120000)] : [waitLog(m0, 'sends taken meanwhile are back', 120000)];
