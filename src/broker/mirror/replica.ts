@@ -358,13 +358,6 @@ export class Replica {
     const messages: StoredMessage[] = [];
     const settled: string[] = [];
     let older = 0;
-    // clients' copies waiting for the master to name them first: the newest; one accepted in step
-    // with this master past the window (a restart's copy a move kept aside, moving.ts) it settled
-    for (const m of router.catchUp.heldCopies()) {
-      if (named.has(m.messageId)) continue;
-      if (m.acceptedAt < acceptedSince && this.#inStepLog?.covers(m.acceptedAt, m.acceptedAt + IN_STEP_PROOF_MS, master, epoch)) settled.push(m.messageId);
-      else messages.push(m);
-    }
     for (const queue of router.queues.values()) {
       for (const m of queue.heldMessages()) {
         if (named.has(m.messageId)) continue;
@@ -372,6 +365,15 @@ export class Replica {
         else if (this.#inStepLog?.covers(m.acceptedAt, m.acceptedAt + IN_STEP_PROOF_MS, master, epoch)) settled.push(m.messageId);
         else older++;
       }
+    }
+    // then the clients' copies waiting for the master to name them: the newest (a master catching
+    // up queues an offer in its order; offered first, a restarted slave's copies since its start
+    // went before sends it had queued: atk31h calloff-a-down run13, 10 listener breaks). One
+    // accepted in step with this master past the window (a restart's copy a move kept aside) it settled
+    for (const m of router.catchUp.heldCopies()) {
+      if (named.has(m.messageId)) continue;
+      if (m.acceptedAt < acceptedSince && this.#inStepLog?.covers(m.acceptedAt, m.acceptedAt + IN_STEP_PROOF_MS, master, epoch)) settled.push(m.messageId);
+      else messages.push(m);
     }
     return { messages: await this.withBodies(messages), older, settled };
   }

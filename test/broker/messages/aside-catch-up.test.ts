@@ -141,4 +141,18 @@ describe('a restarted slave catching up, a queue it kept aside (messages/moving.
     expect(held(router)).toEqual([]);
     expect(queued(router)).toEqual([]);
   });
+
+  test("after its sync it offers its master what it queued before the copies it holds (a master catching up queues offers in their order: atk31h calloff-a-down run13, 10 listener breaks, 'seq 471 after 782')", async () => {
+    // a1 took the call-off's hand-back itself: its sends kept aside are queued; its clients' copies since its restart held
+    const { router, intake, replica } = await restarted([], ['aside-1']);
+    router.moving.releaseAside(QUEUE);
+    router.moving.freeze(QUEUE, false);
+    await intake.publish('p', [sent('new-1')]);
+    expect(queued(router)).toEqual(['aside-1']);
+    expect(held(router)).toEqual(['new-1']);
+    // its master's sync named neither (it lacked aside-1, and holds new-1 for its peers' offers)
+    replica.endCatchUp('in step', true);
+    const { messages } = await replica.heldOnlyHere(new Set(), 'a', 1);
+    expect(messages.map((m) => m.messageId)).toEqual(['aside-1', 'new-1']);
+  });
 });
