@@ -6,18 +6,21 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import net from 'node:net';
-const { client } = await import('/work/wt-atk27g/dist/index.js');
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const { client } = await import(join(root, 'dist', 'index.js'));
 const { generateKeyPairSync } = await import('node:crypto');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const dir = process.argv[2]; const rec = JSON.parse(readFileSync(process.argv[3]));
 const res = {};
-let port = 29100;
+let port = 29100 + Math.floor(Math.random() * 400) * 2;
 for (const id of ['a', 'b', 'c']) {
   const cfgP = `${dir}/${id}/config.json`; const cfg = JSON.parse(readFileSync(cfgP));
   delete cfg.election; cfg.peers = []; cfg.isMaster = true; cfg.socketServer = { host: '127.0.0.1', port: ++port }; cfg.management = { host: '127.0.0.1', port: ++port };
   cfg.dataDirectory = `${dir}/${id}/data`; cfg.registeredClientsPath = `${dir}/${id}/clients`; cfg.keysDirectory = `${dir}/${id}/keys`;
   writeFileSync(`${dir}/${id}/solo.json`, JSON.stringify(cfg));
-  const p = spawn('node', ['/work/wt-atk27g/bin/whisker', 'start', '-c', `${dir}/${id}/solo.json`, '--no-watch'], { stdio: 'ignore' });
+  const p = spawn('node', [join(root, 'bin', 'whisker'), 'start', '-c', `${dir}/${id}/solo.json`, '--no-watch'], { stdio: 'ignore' });
   for (let i = 0; i < 300; i++) { const ok = await new Promise((r) => { const s = net.connect(cfg.socketServer.port, '127.0.0.1'); s.once('connect', () => { s.destroy(); r(true); }); s.once('error', () => r(false)); }); if (ok) break; await sleep(100); }
   await sleep(1000);
   const { privateKey } = generateKeyPairSync('ed25519');
