@@ -150,25 +150,15 @@ class RecordColumn {
 
   set(slot: number, records: readonly RecordTuple[]): void {
     const old = this.#refs.get(slot);
-    let key = records.length === 0 ? null : assignedKey(records);
-    if (key === null && records.length === 1) {
-      // one group delivered or requeued (a consumer's message): few distinct, interned by a short key
-      const [group, n, nb] = records[0]!;
-      key = `${group}\u0001${n}\u0001${nb}`;
+    if (underWayToSeveral(records) && (old === IN_FLIGHT || this.#inFlight.size < MAX_BY_REFERENCE)) {
+      this.#inFlight.set(slot, records);
+      this.#refs.set(slot, IN_FLIGHT);
+    } else {
+      // the new one first: a list set again is not dropped in between (past the bound, requeued
+      // messages piling up waiting share interned lists, as the waiting ones do)
+      this.#refs.set(slot, records.length === 0 ? 0 : this.#lists.ref(listKey(records), records) + 1);
+      if (old === IN_FLIGHT) this.#inFlight.delete(slot);
     }
-    if (key === null && records.length > 0) {
-      if (old === IN_FLIGHT || this.#inFlight.size < MAX_BY_REFERENCE) {
-        this.#inFlight.set(slot, records);
-        this.#refs.set(slot, IN_FLIGHT);
-        if (old !== 0 && old !== IN_FLIGHT) this.#lists.unref(old - 1);
-        return;
-      }
-      // past the bound (requeued messages piling up waiting): interned, as the waiting ones are
-      key = `\0${JSON.stringify(records)}`;
-    }
-    // the new one first: a list set again is not dropped in between
-    this.#refs.set(slot, key === null ? 0 : this.#lists.ref(key, records) + 1);
-    if (old === IN_FLIGHT) this.#inFlight.delete(slot);
     if (old !== 0 && old !== IN_FLIGHT) this.#lists.unref(old - 1);
   }
 
@@ -187,10 +177,22 @@ const IN_FLIGHT = 0xffffffff;
  */
 const MAX_BY_REFERENCE = 65_536;
 
-/** the key of a list whose groups were only assigned: its groups (a group alone makes no string); null for any other */
-function assignedKey(records: readonly RecordTuple[]): string | null {
-  for (const r of records) if (r[1] !== 0 || r[2] !== 0) return null;
-  return records.length === 1 ? records[0]![0] : records.map((r) => r[0]).join('\0');
+/** several groups, one of them delivered or requeued: kept by reference */
+function underWayToSeveral(records: readonly RecordTuple[]): boolean {
+  return records.length > 1 && records.some((r) => r[1] !== 0 || r[2] !== 0);
+}
+
+/**
+ * One key per distinct list: a group alone, never delivered (the common case, no string made);
+ * one group delivered or requeued, by a short key; several groups only assigned, their names;
+ * any other, its JSON after a NUL (group keys hold no NUL nor \u0001)
+ */
+function listKey(records: readonly RecordTuple[]): string {
+  if (records.length === 1) {
+    const [group, n, nb] = records[0]!;
+    return n === 0 && nb === 0 ? group : `${group}\u0001${n}\u0001${nb}`;
+  }
+  return records.some((r) => r[1] !== 0 || r[2] !== 0) ? `\0${JSON.stringify(records)}` : records.map((r) => r[0]).join('\0');
 }
 
 /**
