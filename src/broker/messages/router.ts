@@ -31,6 +31,8 @@ export interface MirrorHooks {
   made(message: StoredMessage): void;
   /** a slave stored a client's message: its master's feed should name it soon */
   storedFromClient(message: StoredMessage): void;
+  /** a peer's offer taken as master, stored once fenced: the kept feed names it, or followers wrote their copies 30 s late (atk27f f1) */
+  offeredWhileFenced?(message: StoredMessage): void;
 }
 
 export interface RouterOptions {
@@ -382,11 +384,12 @@ export class Router {
   /**
    * Appends the messages, then queues them: rejects when the store refused them. `placed`: their
    * history records are written already (a slave in step writes its master's feed in its order:
-   * History.place)
+   * History.place). Begun on a master, a store not from a client is a peer's offer (its feed names it)
    */
   store(messages: readonly StoredMessage[], fromClient: boolean, placed = false): Promise<void> {
     const append = placed ? (m: readonly StoredMessage[]) => this.#store.append(m) : (m: readonly StoredMessage[]) => this.#append(m, fromClient);
-    return this.#appends.run(messages, append, () => this.#admit(messages, fromClient));
+    const offered = !fromClient && this.#isMaster;
+    return this.#appends.run(messages, append, () => this.#admit(messages, fromClient, offered));
   }
 
   /** reads back bodies a queue left on disk, in the order asked */
@@ -408,7 +411,7 @@ export class Router {
    * Stored: queued, unless a master finished with it while it was being written (it is then in
    * the dedupe window already: only a replica puts an id there during its append).
    */
-  #admit(messages: readonly StoredMessage[], fromClient: boolean): void {
+  #admit(messages: readonly StoredMessage[], fromClient: boolean, offered = false): void {
     const finished: string[] = [];
     for (const message of messages) {
       if (this.#rows.find(message.messageId) >= 0) continue;
@@ -431,7 +434,8 @@ export class Router {
         // its release named the older ones put its followers' histories out of order: nemesis
         // seed 27, CI at load 17, 482 records)
         this.#hooks?.storedFromClient(message);
-      }
+        // a peer's offer taken as master, stored once fenced: the kept feed names it (MirrorHooks)
+      } else if (offered) this.#hooks?.offeredWhileFenced?.(message);
       for (const tap of this.#taps) tap(message);
       // a move hands this queue over to this set: it is queued after the hand-over (SPEC §13)
       if (!held && !this.#moving.putAside(message)) this.#queue(message.queue).accept(message);
