@@ -93,6 +93,7 @@ export async function startParts(config: Config, options: BrokerOptions, hooks: 
         replicaOf.storedFromClient(message);
         feed.storedWhileFenced(message);
       },
+      offeredWhileFenced: (message) => feed.storedWhileFenced(message),
     });
     router.reservations.observe((set, released) => feed.reservationsChanged(set, released));
     const sessions = () => server?.sessions ?? [];

@@ -31,6 +31,8 @@ export interface MirrorHooks {
   made(message: StoredMessage): void;
   /** a slave stored a client's message: its master's feed should name it soon */
   storedFromClient(message: StoredMessage): void;
+  /** a peer's offer taken as master, stored once fenced: the kept feed names it, or followers wrote their copies 30 s late (atk27f f1) */
+  offeredWhileFenced?(message: StoredMessage): void;
 }
 
 export interface RouterOptions {
@@ -162,8 +164,7 @@ export class Router {
       queue: (name) => this.#queue(name),
       existing: (name) => this.#queues.get(name),
       deliveringChanged: (name, frozen) => {
-        // a move freezes a queue: what a catch-up holds is queued first, a hand-over exports it (atk31g
-        // F1). Not when it frees one: a restarted slave's catch-up ended there (atk31h calloff-a-down run7)
+        // a queue frozen: what a catch-up holds is queued first, for the export (atk31g F1); freed: not (atk31h run7)
         if (frozen) this.#catchingUp.releaseHeld(`queue ${name} moves`);
         this.#queues.get(name)?.setDelivering(this.#delivers(name));
       },
@@ -382,11 +383,12 @@ export class Router {
   /**
    * Appends the messages, then queues them: rejects when the store refused them. `placed`: their
    * history records are written already (a slave in step writes its master's feed in its order:
-   * History.place)
+   * History.place). Begun on a master, a store not from a client is a peer's offer (its feed names it)
    */
   store(messages: readonly StoredMessage[], fromClient: boolean, placed = false): Promise<void> {
     const append = placed ? (m: readonly StoredMessage[]) => this.#store.append(m) : (m: readonly StoredMessage[]) => this.#append(m, fromClient);
-    return this.#appends.run(messages, append, () => this.#admit(messages, fromClient));
+    const offered = !fromClient && this.#isMaster;
+    return this.#appends.run(messages, append, () => this.#admit(messages, fromClient, offered));
   }
 
   /** reads back bodies a queue left on disk, in the order asked */
@@ -405,7 +407,7 @@ export class Router {
   }
 
   /** Stored: queued, unless a master finished with it while it was written (in the dedupe window: only a replica puts one there then) */
-  #admit(messages: readonly StoredMessage[], fromClient: boolean): void {
+  #admit(messages: readonly StoredMessage[], fromClient: boolean, offered = false): void {
     const finished: string[] = [];
     for (const message of messages) {
       if (this.#rows.find(message.messageId) >= 0) continue;
@@ -415,7 +417,6 @@ export class Router {
         finished.push(message.messageId);
         continue;
       }
-      // a mirror catching up: after what its catch-up brings (not a queue a move froze or holds aside)
       const held = fromClient && !this.#moving.isFrozen(message.queue) && !this.#moving.isHeldAside(message.queue) && this.#holdCopy(message);
       // a mirror may not hear it from the client (not reconnected yet): it hears it from us
       if (this.#isMaster) {
@@ -426,7 +427,8 @@ export class Router {
         // its release named the older ones put its followers' histories out of order: nemesis
         // seed 27, CI at load 17, 482 records)
         this.#hooks?.storedFromClient(message);
-      }
+        // a peer's offer taken as master, stored once fenced: the kept feed names it (MirrorHooks)
+      } else if (offered) this.#hooks?.offeredWhileFenced?.(message);
       for (const tap of this.#taps) tap(message);
       // a move hands this queue over to this set: it is queued after the hand-over (SPEC §13)
       if (!held && !this.#moving.putAside(message, fromClient)) this.#queue(message.queue).accept(message);
@@ -435,7 +437,7 @@ export class Router {
     this.recordRemoved(finished);
   }
 
-  /** a client's copy held while catching up, or until the master names it (false: not holding) */
+  /** a client's copy held while catching up (after what it brings), or until the master names it (false: not holding; #admit asks it only for a queue no move froze or holds aside) */
   #holdCopy(message: StoredMessage): boolean {
     if (!this.#hold.hold(message, this.now())) return false;
     this.#queue(message.queue).waitingForMaster++;

@@ -247,7 +247,7 @@ export class PeerFeed {
     this.#flush(); // what happened before the fence heads the kept feed
   }
 
-  /** a client's message stored here while fenced (not master): the kept feed names it, as a master's would */
+  /** a client's message (or a peer's offer taken as master) stored here while fenced: the kept feed names it, as a master's would */
   storedWhileFenced(message: StoredMessage): void {
     if (this.#suspended.size === 0 || this.#replica.isMaster) return;
     this.#messages.push(encodePeerMessage(message));

@@ -7,6 +7,7 @@ import { MessageRows } from './rows.js';
 import { RowRing } from './row-ring.js';
 import { QueueViews } from './views.js';
 import type { QueueEnvironment, QueueSettings } from './types.js';
+import { deliveriesLeft, spendDelivery } from './turn-budget.js';
 import { WakeTimer } from './wake-timer.js';
 import type { Settlement, StoredMessage, StoreEvent } from '../store/store.js';
 
@@ -384,8 +385,14 @@ export abstract class QueueCore extends QueueViews {
       }
       const body = this.bodies.get(row);
       if (!body) return this.bodies.load(group);
+      if (!deliveriesLeft()) {
+        // this turn's deliveries are made (turn-budget.ts): the group goes on next turn
+        this.#pumpSoon.add(group);
+        return this.later();
+      }
       const member = group.pickMember(this.#hasCapacity);
       if (!member) return;
+      spendDelivery();
       if (fresh) group.takeFresh();
       else group.takeRetry();
       this.#deliver(fresh ? this.materialize(row, group) : retry!, member, now, body);

@@ -48,8 +48,10 @@ describe('a client revoked in the middle of its sends (real broker processes)', 
     await pump;
     const start = Date.now();
     while (outcome.size < n && Date.now() - start < 25_000) await new Promise((resolve) => setTimeout(resolve, 100));
-    await new Promise((resolve) => setTimeout(resolve, 1500)); // deliveries still on their way
     const ok = [...outcome].filter(([, code]) => code === 'ok').map(([i]) => i);
+    // deliveries still on their way (CI preview ci23 at load 20: 450 of 7,650 not there 1.5 s later)
+    for (const until = Date.now() + 15_000; ok.some((i) => !delivered.has(i)) && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, 500)); // nothing more (a refused send delivered late)
     const refused = [...outcome].filter(([, code]) => code === 'E_AUTH').map(([i]) => i);
     console.log(`revoked mid-stream: ${n} sent, ${ok.length} ok, ${refused.length} E_AUTH, ${delivered.size} delivered`);
     expect(ok.length).toBeGreaterThan(0);

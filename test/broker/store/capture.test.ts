@@ -30,3 +30,30 @@ describe('LiveIndex capture', () => {
     index.release(capture);
   });
 });
+
+describe('LiveIndex record lists', () => {
+  test('lists of several groups under way (kept by reference up to a bound, interned past it) read back as applied, through a capture too, and go with their settlements', () => {
+    const index = new LiveIndex(60_000, Date.now);
+    const n = 70_000; // past the 65,536 lists kept by reference
+    const groups = ['l|a|*', 'l|b|*', 'c|c|*'];
+    for (let i = 0; i < n; i++) {
+      const id = message(i).messageId;
+      index.apply({ k: 'm', m: message(i) }, 100, place(i * 1000));
+      index.apply({ k: 'a', id, g: groups }, 0, place(0));
+      index.apply({ k: 'r', id, g: groups[i % 3]!, n: 1 + (i % 2), nb: 0 }, 0, place(0));
+    }
+    index.recovered();
+    const expected = (i: number) => groups.map((g, k) => [g, k === i % 3 ? 1 + (i % 2) : 0, 0]);
+    for (const i of [0, 1, 2, 65_535, 65_536, 65_537, n - 1]) expect(index.get(message(i).messageId)?.records).toEqual(expected(i));
+    const capture = index.capture();
+    // every message's first group settles; the lists change after the capture, which keeps them
+    for (let i = 0; i < n; i++) index.apply({ k: 's', id: message(i).messageId, g: groups[0]!, o: 'acked' }, 0, place(0));
+    for (const i of [0, 1, 65_536, n - 1]) {
+      expect(capture.entry(i)?.records).toEqual(expected(i));
+      expect(index.get(message(i).messageId)?.records).toEqual(expected(i).slice(1));
+    }
+    index.release(capture);
+    for (let i = 0; i < n; i++) for (const g of groups.slice(1)) index.apply({ k: 's', id: message(i).messageId, g, o: 'acked' }, 0, place(0));
+    for (const i of [0, 65_536, n - 1]) expect(index.get(message(i).messageId)?.records).toEqual([]);
+  });
+});
