@@ -7,8 +7,7 @@ import { Router } from '../../../src/broker/messages/router.js';
 import { Replica } from '../../../src/broker/mirror/replica.js';
 import { UNCONFIRMED_AFTER_MS } from '../../../src/broker/mirror/unconfirmed.js';
 import { Subscription, type SubscriptionOwner } from '../../../src/broker/queue/subscription.js';
-import { MemoryStore } from '../../../src/broker/store/memory.js';
-import type { StoredMessage } from '../../../src/broker/store/store.js';
+import { GatedStore } from '../../support/gated-store.js';
 import { createLogger } from '../../../src/runtime/logger.js';
 import type { Delivery } from '../../../src/protocol/frames.js';
 import { brokerConfig } from '../../support/harness.js';
@@ -18,14 +17,6 @@ import { brokerConfig } from '../../support/harness.js';
  * started holds its clients' copies out of its queues until its master's sync is done; what the
  * sync brings is queued first, and a restart would load it first too (its seqs come before).
  */
-class GatedStore extends MemoryStore {
-  readonly gate: Array<() => void> = [];
-  gated = false;
-  override append(messages: readonly StoredMessage[]): Promise<void> {
-    if (!this.gated) return super.append(messages);
-    return new Promise((resolve) => this.gate.push(() => resolve(super.append(messages))));
-  }
-}
 
 function setup(isMaster: boolean, now: () => number = Date.now) {
   const store = new GatedStore();

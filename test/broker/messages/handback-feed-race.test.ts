@@ -4,8 +4,7 @@ import { Lifecycle } from '../../../src/broker/lifecycle.js';
 import { Intake } from '../../../src/broker/messages/intake.js';
 import { Router } from '../../../src/broker/messages/router.js';
 import { Replica } from '../../../src/broker/mirror/replica.js';
-import { MemoryStore } from '../../../src/broker/store/memory.js';
-import type { StoredMessage } from '../../../src/broker/store/store.js';
+import { GatedStore } from '../../support/gated-store.js';
 import { createLogger } from '../../../src/runtime/logger.js';
 import { brokerConfig } from '../../support/harness.js';
 
@@ -18,14 +17,6 @@ import { brokerConfig } from '../../support/harness.js';
  * took the hand-back): the slave logged `queued: 75` of 495 and, elected, gave the consumer 420
  * handed-back sends after newer ones (`seq 587 after 703`).
  */
-class GatedStore extends MemoryStore {
-  readonly gate: Array<() => void> = [];
-  gated = false;
-  override append(messages: readonly StoredMessage[]): Promise<void> {
-    if (!this.gated) return super.append(messages);
-    return new Promise((resolve) => this.gate.push(() => resolve(super.append(messages))));
-  }
-}
 
 const QUEUE = 'jobs/v1';
 const sent = (messageId: string) => ({ messageId, channel: `${QUEUE}/1`, data: { n: messageId }, created: Date.now() });

@@ -5,21 +5,15 @@ import { Intake } from '../../../src/broker/messages/intake.js';
 import { Router } from '../../../src/broker/messages/router.js';
 import { Replica } from '../../../src/broker/mirror/replica.js';
 import { Subscription, type SubscriptionOwner } from '../../../src/broker/queue/subscription.js';
-import { MemoryStore } from '../../../src/broker/store/memory.js';
-import type { StoredMessage, StoreEvent } from '../../../src/broker/store/store.js';
+import { GatedStore } from '../../support/gated-store.js';
+import type { StoreEvent } from '../../../src/broker/store/store.js';
 import { createLogger } from '../../../src/runtime/logger.js';
 import type { Delivery } from '../../../src/protocol/frames.js';
 import { brokerConfig } from '../../support/harness.js';
 
 /** The message path without sockets: intake -> appends -> router -> queue, and a replica beside it. */
-class GatedStore extends MemoryStore {
-  readonly gate: Array<() => void> = [];
+class RecordingGatedStore extends GatedStore {
   readonly events: StoreEvent[] = [];
-  gated = false;
-  override append(messages: readonly StoredMessage[]): Promise<void> {
-    if (!this.gated) return super.append(messages);
-    return new Promise((resolve) => this.gate.push(() => resolve(super.append(messages))));
-  }
   override record(events: readonly StoreEvent[]): void {
     this.events.push(...events);
     super.record(events);
@@ -27,7 +21,7 @@ class GatedStore extends MemoryStore {
 }
 
 function setup(overrides: Record<string, unknown> = {}, now: () => number = Date.now) {
-  const store = new GatedStore();
+  const store = new RecordingGatedStore();
   const lifecycle = new Lifecycle();
   const router = new Router({ policy: compilePolicy(brokerConfig({ defaultPolicy: 'allow', ...overrides })), store, log: createLogger('silent'), now, lifecycle });
   return { store, lifecycle, router, intake: new Intake(router, lifecycle), replica: new Replica(router) };

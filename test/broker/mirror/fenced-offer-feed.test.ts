@@ -5,21 +5,11 @@ import { Intake } from '../../../src/broker/messages/intake.js';
 import { Router } from '../../../src/broker/messages/router.js';
 import { PeerFeed } from '../../../src/broker/mirror/feed.js';
 import { Replica } from '../../../src/broker/mirror/replica.js';
-import { MemoryStore } from '../../../src/broker/store/memory.js';
-import type { StoredMessage } from '../../../src/broker/store/store.js';
+import { GatedStore } from '../../support/gated-store.js';
 import { type BrokerFrame, decodeBrokerFrame } from '../../../src/protocol/frames.js';
 import { createLogger } from '../../../src/runtime/logger.js';
 import { brokerConfig } from '../../support/harness.js';
 
-/** a store whose appends wait until the test lets them go (a master paused while it stores an offer) */
-class GatedStore extends MemoryStore {
-  readonly gate: Array<() => void> = [];
-  gated = false;
-  override append(messages: readonly StoredMessage[]): Promise<void> {
-    if (!this.gated) return super.append(messages);
-    return new Promise((resolve) => this.gate.push(() => resolve(super.append(messages))));
-  }
-}
 
 /** a master as src/broker/parts.ts wires it (router, replica, feed), without sockets */
 function master() {
