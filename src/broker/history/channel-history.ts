@@ -6,6 +6,14 @@ import { dropFromSegments, newestIds, readSide, SIDE_GAP, type SideLine, takeRec
 
 export { HistoryView } from './history-view.js';
 
+/** a follower's catch-up begins this many records before its newest (`anchors`) */
+export const ANCHOR_BACK = 10_000;
+/**
+ * at the join, the records this broker had are compared with the catch-up's from this long
+ * before the oldest it brought (acceptance times come from different brokers' clocks)
+ */
+const COMPARE_SLACK_MS = 600_000;
+
 /** a segment closes past this size, or past an eighth of `maxBytes`, so trimming stays fine-grained */
 const SEGMENT_BYTES = 8 * 1_048_576;
 
@@ -324,10 +332,22 @@ export class ChannelHistory {
     return side;
   }
 
-  /** the ids of the newest `count` records written before this broker fell out of step, oldest first */
+  /**
+   * The ids a follower names for its catch-up, from the records written before this broker fell
+   * out of step, oldest first: half of `count` from ANCHOR_BACK records before the newest (the
+   * oldest when it has fewer), half the newest. The master sends what follows the earliest it finds, so the catch-up begins
+   * ANCHOR_BACK records back: this broker's newest records need not end a prefix of its
+   * master's history (a master killed -9 wrote sends its successor placed after others it
+   * lacks: outside check atk27g G1, G3). The newest anchor it when the older ones are gone.
+   */
   async anchors(count: number): Promise<string[]> {
     await this.#writing;
-    return newestIds(this.#main(), count);
+    const older = Math.floor(count / 2);
+    const main = this.#main();
+    const newest = await newestIds(main, count - older);
+    const total = main.reduce((sum, s) => sum + s.count, 0);
+    const back = await newestIds(main, older, Math.min(ANCHOR_BACK, Math.max(0, total - older)));
+    return [...back, ...newest.filter((id) => !back.includes(id))];
   }
 
   /**
@@ -343,7 +363,11 @@ export class ChannelHistory {
       if (after === null) {
         for (const segment of this.#main()) await this.#drop(segment);
       }
-      const skip = new Set(await newestIds(this.#main(), tail));
+      // what an earlier catch-up of this side line wrote is not written again; what this broker
+      // had before falling out of step is, in the master's place, and goes from there at the join
+      const side = this.#side!;
+      const earlier = side.catchUpFrom === null ? [] : this.#main().filter((s) => s.seq >= side.catchUpFrom!);
+      const skip = new Set(await newestIds(earlier, tail));
       this.#catchUp = { segment: null, handle: null, skip, replacing: after === null };
     });
   }
@@ -451,6 +475,11 @@ export class ChannelHistory {
         const caughtUp = this.#segments.filter((s) => s.seq >= from && s.seq < side.from);
         const own = this.#segments.filter((s) => s.seq >= side.from);
         for (const emptied of await dropFromSegments(own, caughtUp, side.replacedBefore ?? -Infinity)) await this.#drop(emptied);
+        // what this broker had that the catch-up brought too (it began up to ANCHOR_BACK records
+        // back): the master's place wins. Records older than the catch-up by far are not compared.
+        const oldestBrought = Math.min(...caughtUp.map((s) => s.firstAt));
+        const had = this.#segments.filter((s) => s.seq < from && s.lastAt >= oldestBrought - COMPARE_SLACK_MS);
+        for (const emptied of await dropFromSegments(had, caughtUp)) await this.#drop(emptied);
       }
       if (hold) {
         // a slave in step: its recent own records the catch-up did not bring are messages its

@@ -44,17 +44,24 @@ export async function writeSide(dir: string, side: SideLine | null): Promise<voi
   else await writeFile(path, JSON.stringify(side), { mode: 0o600 });
 }
 
-/** the ids of the newest `count` records of these segments (in order), oldest first */
-export async function newestIds(segments: readonly SegmentMeta[], count: number): Promise<string[]> {
+/**
+ * The ids of `count` records of these segments (in order), oldest first: the newest ones once
+ * the `back` newest are left out (fewer when the segments hold fewer).
+ */
+export async function newestIds(segments: readonly SegmentMeta[], count: number, back = 0): Promise<string[]> {
   const ids: string[] = [];
+  let leaveOut = back;
   for (let i = segments.length - 1; i >= 0 && ids.length < count; i--) {
     const segment = segments[i]!;
-    // the last `want` ids of this segment, in a ring
+    const usable = segment.count - leaveOut;
+    leaveOut = Math.max(0, -usable);
+    if (usable <= 0) continue;
+    // the last `want` ids of this segment's first `usable` records, in a ring
     const want = count - ids.length;
     const ring: string[] = [];
     let seen = 0;
     await forEachRecord(segment.path, segment.bytes, (record) => {
-      ring[seen++ % want] = record.messageId;
+      if (seen < usable) ring[seen++ % want] = record.messageId;
     });
     const here = seen <= want ? ring : [...ring.slice(seen % want), ...ring.slice(0, seen % want)];
     ids.unshift(...here);
