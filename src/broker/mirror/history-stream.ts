@@ -7,8 +7,8 @@ export const HISTORY_CHUNK_RECORDS = 1_000;
 export const HISTORY_CHUNK_BYTES = 1_048_576;
 /** `history` frames a follower has not answered with `historyAck`, at most: bounded memory on both sides */
 export const HISTORY_WINDOW = 4;
-/** the follower's named ids are looked for this many records back from the newest one found */
-export const HISTORY_LOOK_BACK = 10_000;
+/** the follower's named ids are looked for this many records back from the newest one found (its older ones are 10,000 before its newest, and this master may hold more between them) */
+export const HISTORY_LOOK_BACK = 40_000;
 
 /** what one follower's catch-up reads: every retained channel as it was when it asked */
 export interface HistoryPlan {

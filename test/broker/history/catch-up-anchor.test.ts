@@ -90,4 +90,26 @@ describe('history catch-up anchors (real history files)', () => {
     expect(got).toEqual(want);
     await Promise.all([master.close(), slave.close()]);
   }, 60_000);
+
+  test('the master finds the follower\'s older anchors past the records it lacks between them and its newest (15,000)', async () => {
+    const log = createLogger('silent');
+    const master = new History(tempDir('whisker-an-master-'), retention, log, Date.now);
+    const slave = new History(tempDir('whisker-an-slave-'), retention, log, Date.now);
+    await Promise.all([master.open(), slave.open()]);
+    await master.inStep();
+    await slave.inStep();
+    const t0 = Date.now() - 120_000;
+    const had = messages('p', 10_030, t0);
+    await slave.append(had);
+    const lacked = messages('x', 15_000, t0 + 5_000);
+    await master.append(had.slice(0, 10_000));
+    await master.append(lacked);
+    await master.append(had.slice(10_000));
+    await slave.outOfStep();
+    await catchUp(master, slave);
+    await slave.inStep();
+    const got = new Set(await replayIds(slave));
+    expect(lacked.filter((m) => !got.has(m.messageId)).length).toBe(0);
+    await Promise.all([master.close(), slave.close()]);
+  }, 60_000);
 });
