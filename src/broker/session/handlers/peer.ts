@@ -1,16 +1,9 @@
 import { protocolError } from '../../../protocol/errors.js';
 import type { ClientFrame } from '../../../protocol/frames.js';
-import { nextTurn } from '../../messages/appends.js';
 import type { SessionPort } from '../ports.js';
 
 /** per peer link, the stores of what it offered, until the last one: its offer's end waits for them */
 const offersStoring = new WeakMap<SessionPort, Promise<void>>();
-/**
- * per peer link, when the apply of its last offer frame began: the next one begins in a later turn
- * of the event loop (frames read together were applied in one turn: atk27f F2, a master with
- * leaseTtl 2 fenced as it took 4,000-10,000 offered messages)
- */
-const offersBegun = new WeakMap<SessionPort, Promise<void>>();
 
 /** A mirror broker's link carries these five frames only (docs/protocol.md#peers). */
 export function handlePeerFrame(session: SessionPort, frame: ClientFrame): void {
@@ -33,16 +26,9 @@ export function handlePeerFrame(session: SessionPort, frame: ClientFrame): void 
       // what only a follower stored (a send answered E_NO_MASTER) becomes the master's too
       if (!ctx.router.isMaster) return;
       const before = offersStoring.get(session) ?? Promise.resolve();
-      let stored = before;
-      if (frame.messages.length > 0) {
-        const begun = (offersBegun.get(session) ?? Promise.resolve()).then(nextTurn);
-        offersBegun.set(session, begun);
-        // fenced meanwhile: not taken, as a frame read while fenced (a post-sync offer is made again
-        // if this master's feed does not name it: mirror/peer-link.ts #offerHeldOnlyHere)
-        stored = begun
-          .then(() => (ctx.router.isMaster ? ctx.replica.applyMessages(frame.messages) : undefined))
-          .catch((error: unknown) => ctx.log.error('could not store what a mirror offered', { peer: session.label, messages: frame.messages.length, error: (error as Error).message }));
-      }
+      const stored = frame.messages.length === 0 ? before : ctx.replica.applyMessages(frame.messages).catch((error: unknown) =>
+        ctx.log.error('could not store what a mirror offered', { peer: session.label, messages: frame.messages.length, error: (error as Error).message }),
+      );
       // its offer's end: once what it offered is stored, clients' sends held for it go on (mirror/promotion-gate.ts)
       const all = Promise.all([before, stored]).then(() => undefined);
       offersStoring.set(session, all);
