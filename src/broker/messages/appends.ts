@@ -1,6 +1,18 @@
 import type { StoredMessage } from '../store/store.js';
 
 /**
+ * Messages admitted (queued, delivered, fed to mirrors) in one turn of the event loop, past which
+ * the next append's admission waits for the next turn: appends that end together (one synced
+ * write for several, a master storing thousands of its peers' offers) were admitted one after
+ * the other in one turn, and a master with leaseTtl 2 missed its renewals and fenced itself
+ * (atk27f F2). Order is kept: each admission still waits for the one before it.
+ */
+export const ADMIT_PER_TURN = 500;
+
+/** resolves in the next turn of the event loop (after the I/O waiting now) */
+export const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
  * Store appends under way, by message id: a second copy of an id waits for the first one's
  * append (SPEC §7), and on a slave an ack that overtook its message waits until the message is
  * queued (docs/protocol.md#peers).
@@ -15,6 +27,9 @@ export class Appends {
   readonly #finished = new Map<string, Promise<void>>();
   /** settles once every append begun so far is admitted or failed: the next one admits after it */
   #admitted: Promise<void> = Promise.resolve();
+  /** messages admitted in this turn of the event loop (reset at the next one) */
+  #admittedThisTurn = 0;
+  #turnEnds = false;
 
   /** the append under way for this id, if any */
   of(messageId: string): Promise<void> | undefined {
@@ -36,7 +51,9 @@ export class Appends {
       const failed = await stored.then(() => null, (error: unknown) => ({ error }));
       await before;
       if (failed) throw failed.error;
+      if (this.#admittedThisTurn >= ADMIT_PER_TURN) await nextTurn();
       admit();
+      this.#spent(messages.length);
     } finally {
       done();
       for (const message of messages) {
@@ -45,6 +62,17 @@ export class Appends {
         if (this.#finished.get(message.messageId) === finished) this.#finished.delete(message.messageId);
       }
     }
+  }
+
+  /** counts admissions of this turn of the event loop: the count starts again at the next one */
+  #spent(count: number): void {
+    this.#admittedThisTurn += count;
+    if (this.#turnEnds) return;
+    this.#turnEnds = true;
+    setImmediate(() => {
+      this.#admittedThisTurn = 0;
+      this.#turnEnds = false;
+    });
   }
 
   /** settles once this id is admitted or its append failed (at once if none is under way) */

@@ -7,6 +7,12 @@ import { Unconfirmed, UNCONFIRMED_AFTER_MS } from './unconfirmed.js';
 
 /** how far two mirrors' clocks may disagree on when a message was accepted */
 const CLOCK_MARGIN_MS = 10_000;
+/**
+ * A master stores a peer's offer in appends of this many messages at most: each is admitted in
+ * its own turn of the event loop once a turn's share is used (messages/appends.ts ADMIT_PER_TURN),
+ * so thousands offered at once are not one long turn (atk27f F2: leaseTtl 2, fenced as it took them)
+ */
+const OFFER_APPEND = 250;
 /** a catch-up's records are compared with this many of the follower's newest ones (written once) */
 const CATCH_UP_TAIL = 10_000;
 /**
@@ -230,6 +236,8 @@ export class Replica {
       if (typeof last === 'object') last.push(message);
       else steps.push([message]);
     }
+    // a master taking a peer's offer: in smaller appends (a slave's steps stay whole: one write per feed batch)
+    if (router.isMaster) splitRuns(steps, OFFER_APPEND);
     // a slave in step: the history in the feed's order, clients' copies held until now included
     const history = router.history;
     const placing = history?.placing === true;
@@ -394,5 +402,17 @@ export class Replica {
       if (message) messages.push(message);
     }
     return this.withBodies(messages);
+  }
+}
+
+/** the runs of messages in `steps` cut into runs of at most `size`, in place and in order */
+function splitRuns(steps: Array<StoredMessage[] | string>, size: number): void {
+  for (let i = 0; i < steps.length; i++) {
+    const step = steps[i]!;
+    if (typeof step === 'string' || step.length <= size) continue;
+    const parts: StoredMessage[][] = [];
+    for (let at = 0; at < step.length; at += size) parts.push(step.slice(at, at + size));
+    steps.splice(i, 1, ...parts);
+    i += parts.length - 1;
   }
 }
