@@ -315,6 +315,13 @@ export class ChannelHistory {
     return side ? this.#segments.filter((s) => s.seq < side.from) : this.#segments;
   }
 
+  /** the segments an earlier catch-up of this side line wrote (none while in step) */
+  #earlierCatchUp(): SegmentMeta[] {
+    const side = this.#side;
+    const from = side?.catchUpFrom;
+    return side && from !== null && from !== undefined ? this.#segments.filter((s) => s.seq >= from && s.seq < side.from) : [];
+  }
+
   /** from now on this broker's own writes go after whatever a catch-up will put before them */
   beginSide(): Promise<void> {
     return this.#queue(async () => {
@@ -342,6 +349,10 @@ export class ChannelHistory {
    */
   async anchors(count: number): Promise<string[]> {
     await this.#writing;
+    // a catch-up of this time out of step was cut short: what it wrote continues the master's
+    // history, so the next one follows its newest records (it skips those it wrote: catchUpBegin)
+    const earlier = this.#earlierCatchUp();
+    if (earlier.length > 0) return newestIds(earlier, count);
     const older = Math.floor(count / 2);
     const main = this.#main();
     const newest = await newestIds(main, count - older);
@@ -365,9 +376,7 @@ export class ChannelHistory {
       }
       // what an earlier catch-up of this side line wrote is not written again; what this broker
       // had before falling out of step is, in the master's place, and goes from there at the join
-      const side = this.#side!;
-      const earlier = side.catchUpFrom === null ? [] : this.#main().filter((s) => s.seq >= side.catchUpFrom!);
-      const skip = new Set(await newestIds(earlier, tail));
+      const skip = new Set(await newestIds(this.#earlierCatchUp(), tail));
       this.#catchUp = { segment: null, handle: null, skip, replacing: after === null };
     });
   }
