@@ -62,6 +62,8 @@ export class Replica {
   readonly #router: Router;
   /** on a slave in step with its master: client messages the master has not named yet */
   readonly #unconfirmed = new Unconfirmed();
+  /** ids of messages held here whose records a history catch-up brought (heldOnlyHere); at most what is held */
+  readonly #brought = new Set<string>();
   #followingLinks = 0;
   #followGeneration = 0;
   #grace: NodeJS.Timeout | null = null;
@@ -205,7 +207,10 @@ export class Replica {
 
   /** a master's `history` frame: written before this broker's own writes since it fell out of step */
   async applyHistory(frame: HistoryFrame): Promise<void> {
-    const history = this.#router.history;
+    const router = this.#router;
+    // the master accepted these: one held here that its sync does not name, it settled (heldOnlyHere)
+    for (const record of frame.records) if (router.catchUp.heldCopy(record.messageId) || router.holding(record.messageId)) this.#brought.add(record.messageId);
+    const history = router.history;
     if (!history) return;
     if (frame.after !== undefined) await history.catchUpBegin(frame.queue, frame.after, CATCH_UP_TAIL);
     if (frame.records.length > 0) await history.catchUpWrite(frame.queue, frame.records);
@@ -358,7 +363,10 @@ export class Replica {
    * have settled and forgotten: one accepted while this broker was in step with this master (or
    * one elected after it), and in step IN_STEP_PROOF_MS after, reached it, so the set settled it
    * (`settled`, forgotten here as the feed's `removed` would: issue 27, nemesis seed 27); the rest
-   * stay here, counted in `older`.
+   * stay here, counted in `older`. One whose record the sync's history catch-up brought, the
+   * master accepted: not named, it settled it, whatever its age (a slave starved for minutes at
+   * load read its clients' copies of sends its master had settled and forgotten, and offered
+   * them as new: nemesis seed 27, 6,742 records twice in every history).
    */
   async heldOnlyHere(named: ReadonlySet<string>, master: string, epoch: number | undefined): Promise<{ messages: PeerMessage[]; older: number; settled: string[] }> {
     const router = this.#router;
@@ -366,10 +374,12 @@ export class Replica {
     const messages: StoredMessage[] = [];
     const settled: string[] = [];
     let older = 0;
+    const brought = this.#brought;
     for (const queue of router.queues.values()) {
       for (const m of queue.heldMessages()) {
         if (named.has(m.messageId)) continue;
-        if (m.acceptedAt >= acceptedSince) messages.push(m);
+        if (brought.has(m.messageId)) settled.push(m.messageId);
+        else if (m.acceptedAt >= acceptedSince) messages.push(m);
         else if (this.#inStepLog?.covers(m.acceptedAt, m.acceptedAt + IN_STEP_PROOF_MS, master, epoch)) settled.push(m.messageId);
         else older++;
       }
@@ -380,9 +390,10 @@ export class Replica {
     // accepted in step with this master past the window (a restart's copy a move kept aside) it settled
     for (const m of router.catchUp.heldCopies()) {
       if (named.has(m.messageId)) continue;
-      if (m.acceptedAt < acceptedSince && this.#inStepLog?.covers(m.acceptedAt, m.acceptedAt + IN_STEP_PROOF_MS, master, epoch)) settled.push(m.messageId);
+      if (brought.has(m.messageId) || (m.acceptedAt < acceptedSince && this.#inStepLog?.covers(m.acceptedAt, m.acceptedAt + IN_STEP_PROOF_MS, master, epoch))) settled.push(m.messageId);
       else messages.push(m);
     }
+    this.#brought.clear();
     return { messages: await this.withBodies(messages), older, settled };
   }
 

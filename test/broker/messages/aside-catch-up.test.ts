@@ -142,6 +142,19 @@ describe('a restarted slave catching up, a queue it kept aside (messages/moving.
     expect(queued(router)).toEqual([]);
   });
 
+  test('a copy held here whose record its sync\'s history catch-up brought, not named by the sync: the master settled it, it is forgotten (not offered as new), whatever its age (nemesis seed 27: 6,742 records twice)', async () => {
+    const { router, intake, replica } = await restarted([], []);
+    // a queue not kept aside: its copies wait for the sync as any client's copy of a mirror catching up
+    await intake.publish('p', [{ ...sent('settled-1'), channel: 'other/v1/1' }, { ...sent('only-here'), channel: 'other/v1/1' }]);
+    expect(held(router)).toEqual(['settled-1', 'only-here']);
+    const record = (messageId: string) => ({ messageId, id: '1', acceptedAt: Date.now(), created: Date.now(), from: 'p', data: { n: messageId } });
+    await replica.applyHistory({ type: 'history', n: 1, queue: 'other/v1', after: null, records: [record('settled-1'), record('other')], last: true });
+    replica.endCatchUp('in step', true);
+    const { messages, settled } = await replica.heldOnlyHere(new Set(), 'a', 1);
+    expect(settled).toEqual(['settled-1']);
+    expect(messages.map((m) => m.messageId)).toEqual(['only-here']);
+  });
+
   test("after its sync it offers its master what it queued before the copies it holds (a master catching up queues offers in their order: atk31h calloff-a-down run13, 10 listener breaks, 'seq 471 after 782')", async () => {
     // a1 took the call-off's hand-back itself: its sends kept aside are queued; its clients' copies since its restart held
     const { router, intake, replica } = await restarted([], ['aside-1']);
