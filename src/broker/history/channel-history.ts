@@ -13,6 +13,8 @@ export const ANCHOR_BACK = 10_000;
  * before the oldest it brought (acceptance times come from different brokers' clocks)
  */
 const COMPARE_SLACK_MS = 600_000;
+/** ... and only its newest segments up to this many records (a catch-up begins at most ANCHOR_BACK plus the master's look-back before them) */
+const COMPARE_RECORDS = 60_000;
 
 /** a segment closes past this size, or past an eighth of `maxBytes`, so trimming stays fine-grained */
 const SEGMENT_BYTES = 8 * 1_048_576;
@@ -487,7 +489,13 @@ export class ChannelHistory {
         // what this broker had that the catch-up brought too (it began up to ANCHOR_BACK records
         // back): the master's place wins. Records older than the catch-up by far are not compared.
         const oldestBrought = Math.min(...caughtUp.map((s) => s.firstAt));
-        const had = this.#segments.filter((s) => s.seq < from && s.lastAt >= oldestBrought - COMPARE_SLACK_MS);
+        const had: SegmentMeta[] = [];
+        let records = 0;
+        for (const segment of this.#segments.filter((s) => s.seq < from).reverse()) {
+          if (records >= COMPARE_RECORDS || segment.lastAt < oldestBrought - COMPARE_SLACK_MS) break;
+          had.unshift(segment);
+          records += segment.count;
+        }
         for (const emptied of await dropFromSegments(had, caughtUp)) await this.#drop(emptied);
       }
       if (hold) {
