@@ -363,10 +363,12 @@ export class Replica {
    * have settled and forgotten: one accepted while this broker was in step with this master (or
    * one elected after it), and in step IN_STEP_PROOF_MS after, reached it, so the set settled it
    * (`settled`, forgotten here as the feed's `removed` would: issue 27, nemesis seed 27); the rest
-   * stay here, counted in `older`. One whose record the sync's history catch-up brought, the
-   * master accepted: not named, it settled it, whatever its age (a slave starved for minutes at
-   * load read its clients' copies of sends its master had settled and forgotten, and offered
-   * them as new: nemesis seed 27, 6,742 records twice in every history).
+   * stay here, counted in `older`. One past the window whose record the sync's history catch-up
+   * brought, the master accepted and no longer holds: it settled it (a slave starved for minutes
+   * at load read its clients' copies of sends its master had settled and forgotten, and offered
+   * them as new: nemesis seed 27, 6,742 records twice in every history). Within the window, such
+   * a message may be one a master catching up holds out of its queues (its feed names it later):
+   * it is offered, and the master, which remembers it, does not take it twice.
    */
   async heldOnlyHere(named: ReadonlySet<string>, master: string, epoch: number | undefined): Promise<{ messages: PeerMessage[]; older: number; settled: string[] }> {
     const router = this.#router;
@@ -378,8 +380,8 @@ export class Replica {
     for (const queue of router.queues.values()) {
       for (const m of queue.heldMessages()) {
         if (named.has(m.messageId)) continue;
-        if (brought.has(m.messageId)) settled.push(m.messageId);
-        else if (m.acceptedAt >= acceptedSince) messages.push(m);
+        if (m.acceptedAt >= acceptedSince) messages.push(m);
+        else if (brought.has(m.messageId)) settled.push(m.messageId);
         else if (this.#inStepLog?.covers(m.acceptedAt, m.acceptedAt + IN_STEP_PROOF_MS, master, epoch)) settled.push(m.messageId);
         else older++;
       }
@@ -390,7 +392,7 @@ export class Replica {
     // accepted in step with this master past the window (a restart's copy a move kept aside) it settled
     for (const m of router.catchUp.heldCopies()) {
       if (named.has(m.messageId)) continue;
-      if (brought.has(m.messageId) || (m.acceptedAt < acceptedSince && this.#inStepLog?.covers(m.acceptedAt, m.acceptedAt + IN_STEP_PROOF_MS, master, epoch))) settled.push(m.messageId);
+      if (m.acceptedAt < acceptedSince && (brought.has(m.messageId) || this.#inStepLog?.covers(m.acceptedAt, m.acceptedAt + IN_STEP_PROOF_MS, master, epoch))) settled.push(m.messageId);
       else messages.push(m);
     }
     this.#brought.clear();
