@@ -1,5 +1,6 @@
 import { WhiskerError } from '../../protocol/errors.js';
-import { type Body, LOAD_RETRY_MS, QueueBodies } from './bodies.js';
+import type { Delivery } from '../../protocol/frames.js';
+import { type Body, LOAD_RETRY_MS, QueueBodies, TextBody, TextBodyDelivery } from './bodies.js';
 import { type DeliveryRecord, Group, parseGroupKey, type Subscriber } from './group.js';
 import { InFlight } from './in-flight.js';
 import { MinHeap } from './heap.js';
@@ -414,7 +415,12 @@ export abstract class QueueCore extends QueueViews {
     this.counters.delivered++;
     const messageId = this.rows.messageId(row);
     this.record([{ kind: 'deliver', messageId, group: group.key, nbRequeues: record.nbRequeues, slot: this.rows.storeSlot(row) }]);
-    const delivery = { sub: 0, messageId, channel: `${this.name}/${this.rows.id(row)}`, data: body.data, created: this.rows.created(row), nbRequeues: record.nbRequeues, from: this.rows.from(row), via: group.pattern };
+    const channel = `${this.name}/${this.rows.id(row)}`;
+    // a body read back as text is parsed only if the subscriber reads `data` (the frame takes the text)
+    const delivery: Delivery =
+      body instanceof TextBody
+        ? new TextBodyDelivery(messageId, channel, body, this.rows.created(row), record.nbRequeues, this.rows.from(row), group.pattern)
+        : { sub: 0, messageId, channel, data: body.data, created: this.rows.created(row), nbRequeues: record.nbRequeues, from: this.rows.from(row), via: group.pattern };
     subscriber.deliver(delivery, body.json);
   }
 
