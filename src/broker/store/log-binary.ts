@@ -211,9 +211,8 @@ export function bodyOfFrame(frame: Buffer, messageId: string): unknown {
 }
 
 /**
- * The same, as the JSON text it was written from (what JSON.stringify made of it at intake),
- * not parsed: a queue splices it into the deliver frame as it is (bodies.ts). The frame's CRC
- * covers it; undefined when the message has no body.
+ * The same as the JSON text written at intake, not parsed: a queue splices it into the deliver
+ * frame (bodies.ts). The frame's CRC covers it; undefined when the message has no body.
  */
 export function bodyTextOfFrame(frame: Buffer, messageId: string): string | undefined | typeof NO_BODY {
   const end = frame.length;
