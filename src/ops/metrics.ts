@@ -316,6 +316,7 @@ export class BrokerMetrics {
       readsBodies: store.readsBodies,
       ...(store.messageIds ? { messageIds: store.messageIds } : {}),
       readBodies: (messageIds) => store.readBodies(messageIds),
+      ...(store.readBodyTexts ? { readBodyTexts: (messageIds: readonly string[]) => store.readBodyTexts!(messageIds) } : {}),
       isHealthy: () => store.isHealthy(),
       close: () => store.close(),
     };

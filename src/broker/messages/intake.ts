@@ -158,6 +158,9 @@ export class Intake {
 }
 
 function tooDeep(value: unknown, limit: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  // a body of one level (most are) is looked at in place: no stack, no Object.values array
+  if (limit >= 1 && isFlat(value)) return false;
   const stack: Array<[unknown, number]> = [[value, 1]];
   while (stack.length > 0) {
     const [item, depth] = stack.pop()!;
@@ -168,6 +171,20 @@ function tooDeep(value: unknown, limit: number): boolean {
     }
   }
   return false;
+}
+
+/** no value of this object or array is an object or array */
+function isFlat(value: object): boolean {
+  if (Array.isArray(value)) {
+    for (const child of value) if (typeof child === 'object' && child !== null) return false;
+    return true;
+  }
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const child = (value as Record<string, unknown>)[key];
+    if (typeof child === 'object' && child !== null) return false;
+  }
+  return true;
 }
 
 function toPayload(error: unknown): ErrorPayload {

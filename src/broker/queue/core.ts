@@ -1,5 +1,6 @@
 import { WhiskerError } from '../../protocol/errors.js';
-import { type Body, LOAD_RETRY_MS, QueueBodies } from './bodies.js';
+import type { Delivery } from '../../protocol/frames.js';
+import { type Body, LOAD_RETRY_MS, QueueBodies, TextBody, TextBodyDelivery } from './bodies.js';
 import { type DeliveryRecord, Group, parseGroupKey, type Subscriber } from './group.js';
 import { InFlight } from './in-flight.js';
 import { MinHeap } from './heap.js';
@@ -10,6 +11,8 @@ import type { QueueEnvironment, QueueSettings } from './types.js';
 import { deliveriesLeft, spendDelivery } from './turn-budget.js';
 import { WakeTimer } from './wake-timer.js';
 import type { Settlement, StoredMessage, StoreEvent } from '../store/store.js';
+
+const NO_GROUPS: readonly string[] = [];
 
 /**
  * The mechanics of one queue (queue.ts has its verbs): its rows' records change here (settle,
@@ -188,11 +191,14 @@ export abstract class QueueCore extends QueueViews {
   protected settle(row: number, key: string, outcome: Settlement): void {
     const group = this.groups.get(key)!;
     const record = this.recordOf(row, key);
-    const left = this.rows.groups(row).filter((k) => k !== key);
-    this.#changing(row, () => {
-      if (record) this.#dropRecord(record);
-      if (left.length > 0) this.rows.setGroups(row, left);
-    });
+    const named = this.rows.groups(row);
+    // a message's last group (a consumer's ack): no array made
+    const left = named.length === 1 && named[0] === key ? NO_GROUPS : named.filter((k) => k !== key);
+    // `depth` follows the row's change (#changing, without a closure per settlement)
+    const waitedBefore = this.rows.isWaiting(row);
+    if (record) this.#dropRecord(record);
+    if (left.length > 0) this.rows.setGroups(row, left);
+    if (waitedBefore !== this.rows.isWaiting(row)) this.#depth += waitedBefore ? -1 : 1;
     group.recordCount--;
     const messageId = this.rows.messageId(row);
     this.record([{ kind: 'settle', messageId, group: key, outcome, slot: this.rows.storeSlot(row) }]);
@@ -205,8 +211,10 @@ export abstract class QueueCore extends QueueViews {
     const wasListed = record.state === 'ready' && record.listed;
     record.state = 'settled';
     if (wasListed) record.group.unlisted();
-    const records = this.records.get(record.row)!.filter((r) => r !== record);
-    if (records.length > 0) this.records.set(record.row, records);
+    const held = this.records.get(record.row)!;
+    // the row's only record (a consumer's delivery): no array made
+    const records = held.length === 1 && held[0] === record ? null : held.filter((r) => r !== record);
+    if (records && records.length > 0) this.records.set(record.row, records);
     else this.records.delete(record.row);
   }
 
@@ -414,7 +422,12 @@ export abstract class QueueCore extends QueueViews {
     this.counters.delivered++;
     const messageId = this.rows.messageId(row);
     this.record([{ kind: 'deliver', messageId, group: group.key, nbRequeues: record.nbRequeues, slot: this.rows.storeSlot(row) }]);
-    const delivery = { sub: 0, messageId, channel: `${this.name}/${this.rows.id(row)}`, data: body.data, created: this.rows.created(row), nbRequeues: record.nbRequeues, from: this.rows.from(row), via: group.pattern };
+    const channel = `${this.name}/${this.rows.id(row)}`;
+    // a body read back as text is parsed only if the subscriber reads `data` (the frame takes the text)
+    const delivery: Delivery =
+      body instanceof TextBody
+        ? new TextBodyDelivery(messageId, channel, body, this.rows.created(row), record.nbRequeues, this.rows.from(row), group.pattern)
+        : { sub: 0, messageId, channel, data: body.data, created: this.rows.created(row), nbRequeues: record.nbRequeues, from: this.rows.from(row), via: group.pattern };
     subscriber.deliver(delivery, body.json);
   }
 

@@ -201,6 +201,20 @@ export const NO_BODY: unique symbol = Symbol('no body');
  * for its queue, id and sender (a drain reads a million bodies back).
  */
 export function bodyOfFrame(frame: Buffer, messageId: string): unknown {
+  const text = bodyTextOfFrame(frame, messageId);
+  if (text === NO_BODY || text === undefined) return text;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return NO_BODY;
+  }
+}
+
+/**
+ * The same as the JSON text written at intake, not parsed: a queue splices it into the deliver
+ * frame (bodies.ts). The frame's CRC covers it; undefined when the message has no body.
+ */
+export function bodyTextOfFrame(frame: Buffer, messageId: string): string | undefined | typeof NO_BODY {
   const end = frame.length;
   if (end <= FRAME_HEADER_BYTES || frame.readUInt32LE(0) !== end - FRAME_HEADER_BYTES || frame[FRAME_HEADER_BYTES] !== MESSAGE) return NO_BODY;
   if (crc32(frame.subarray(FRAME_HEADER_BYTES)) !== frame.readUInt32LE(4)) return NO_BODY;
@@ -218,11 +232,7 @@ export function bodyOfFrame(frame: Buffer, messageId: string): unknown {
     if (at > end) return NO_BODY;
   }
   if (at >= end) return undefined;
-  try {
-    return JSON.parse(frame.toString('utf8', at, end));
-  } catch {
-    return NO_BODY;
-  }
+  return frame.toString('utf8', at, end);
 }
 
 /** `length` bytes of `buffer` from `at` are `text` in utf8 (ASCII compared byte by byte, no string made) */

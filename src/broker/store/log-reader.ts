@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { bodyOfFrame, NO_BODY } from './log-binary.js';
+import { bodyOfFrame, bodyTextOfFrame, NO_BODY } from './log-binary.js';
 import { decodeRecord, segmentName } from './log-format.js';
 import type { LogFile, LogFs } from './log-fs.js';
 import type { LiveEntry, LiveIndex } from './log-index.js';
@@ -112,8 +112,11 @@ export class BodyReader {
     this.#frames = frames;
   }
 
-  /** sorted by place, so a backlog read in acceptance order costs one read per megabyte */
-  async read(messageIds: readonly string[]): Promise<unknown[]> {
+  /**
+   * Sorted by place, so a backlog read in acceptance order costs one read per megabyte.
+   * `asText`: each body as the JSON text it was written from (`MessageStore.readBodyTexts`)
+   */
+  async read(messageIds: readonly string[], asText = false): Promise<unknown[]> {
     const bodies: unknown[] = messageIds.map(() => undefined);
     const wanted: Array<{ index: number; entry: LiveEntry }> = [];
     messageIds.forEach((messageId, index) => {
@@ -124,23 +127,23 @@ export class BodyReader {
     for (const { index, entry } of wanted) {
       // in the window read last (most of a backlog read in order): decoded without a promise per body
       const frame = this.#frames.frameInWindow(entry.segment, entry.offset, entry.bytes);
-      const body = frame === undefined ? NOT_THERE : bodyOf(frame, entry);
-      bodies[index] = body !== NOT_THERE ? body : await this.#readOne(entry);
+      const body = frame === undefined ? NOT_THERE : bodyOf(frame, entry, asText);
+      bodies[index] = body !== NOT_THERE ? body : await this.#readOne(entry, asText);
     }
     return bodies;
   }
 
-  async #readOne(entry: LiveEntry, again = true): Promise<unknown> {
+  async #readOne(entry: LiveEntry, asText: boolean, again = true): Promise<unknown> {
     try {
       const frame = await this.#frames.frame(entry.segment, entry.offset, entry.bytes);
-      const body = bodyOf(frame, entry);
+      const body = bodyOf(frame, entry, asText);
       if (body === NOT_THERE) throw new Error(`store segment ${segmentName(entry.segment)} does not hold message ${entry.messageId} at byte ${entry.offset}`);
       return body;
     } catch (error) {
       // a compaction may have moved it between the look-up and the read
       const now = this.#index.get(entry.messageId);
       if (!now) return undefined;
-      if (again && (now.segment !== entry.segment || now.offset !== entry.offset)) return this.#readOne(now, false);
+      if (again && (now.segment !== entry.segment || now.offset !== entry.offset)) return this.#readOne(now, asText, false);
       throw error;
     }
   }
@@ -148,12 +151,13 @@ export class BodyReader {
 
 const NOT_THERE = Symbol('not there');
 
-/** the body of the entry's message from its frame; NOT_THERE when the frame holds another record */
-function bodyOf(frame: Buffer, entry: LiveEntry): unknown {
-  const body = bodyOfFrame(frame, entry.messageId);
+/** the body of the entry's message from its frame (as JSON text: `asText`); NOT_THERE when the frame holds another record */
+function bodyOf(frame: Buffer, entry: LiveEntry, asText: boolean): unknown {
+  const body = asText ? bodyTextOfFrame(frame, entry.messageId) : bodyOfFrame(frame, entry.messageId);
   if (body !== NO_BODY) return body;
   // a version 1 (JSON) frame, or not this message's
   const decoded = decodeRecord(frame, 0, frame.length);
   const record = decoded.ok ? decoded.records[0] : undefined;
-  return record?.k === 'm' && record.m.messageId === entry.messageId ? record.m.data : NOT_THERE;
+  if (record?.k !== 'm' || record.m.messageId !== entry.messageId) return NOT_THERE;
+  return asText && record.m.data !== undefined ? JSON.stringify(record.m.data) : record.m.data;
 }

@@ -140,6 +140,10 @@ export class LogStore implements MessageStore {
     return this.#bodies.read(messageIds);
   }
 
+  readBodyTexts(messageIds: readonly string[]): Promise<Array<string | undefined>> {
+    return this.#bodies.read(messageIds, true) as Promise<Array<string | undefined>>;
+  }
+
   isHealthy(): boolean {
     return this.#state === 'open';
   }

@@ -85,6 +85,12 @@ export interface MessageStore {
    */
   readBodies(messageIds: readonly string[]): Promise<unknown[]>;
   /**
+   * The same bodies as the JSON text they were stored from (`StoredMessage.json`), not parsed:
+   * a queue delivers them as they are (queue/bodies.ts). Optional: without it a queue parses
+   * what `readBodies` gives.
+   */
+  readBodyTexts?(messageIds: readonly string[]): Promise<Array<string | undefined>>;
+  /**
    * The store's id map of the messages it holds, when it keeps one (the durable store's index):
    * the router's rows key their columns by the same slots, so an id is kept once (queue/rows.ts)
    */

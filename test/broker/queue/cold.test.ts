@@ -102,6 +102,19 @@ describe('cold rows (messages past the window)', () => {
     expect(ns(slow)).toEqual(ns(fast));
   });
 
+  test('a cold row\'s body comes back as the JSON text it was stored from: the frame takes it as it is, `data` is parsed when read', async () => {
+    const { queue, store } = await open(newDir());
+    const got: Array<{ d: Delivery; json: string | undefined }> = [];
+    const a: Subscriber = { clientName: 'a', mode: 'consume', prefetch: 100, isWritable: () => true, deliver: (d, json) => void got.push({ d, json }) };
+    const sent = await send(queue, store, 30);
+    expect(queue.coldSize).toBe(30 - WINDOW);
+    queue.subscribe(a, '*');
+    await until(() => got.length === 30, 'all 30');
+    // those read back have their body's text for the frame (the first WINDOW kept what they came with: none here)
+    expect(got.slice(WINDOW).map((g) => g.json)).toEqual(sent.slice(WINDOW).map((n) => JSON.stringify({ n })));
+    expect(got.map((g) => (g.d.data as { n: number }).n)).toEqual(sent);
+  });
+
   test('a slave answers acks, settlements and forgets heard for cold rows; a nack there is a requeue; promoted, it delivers the rest once', async () => {
     const dir = newDir();
     const { queue, store } = await open(dir, {}, false);

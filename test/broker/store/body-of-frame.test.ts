@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { bodyOfFrame, FrameWriter, NO_BODY } from '../../../src/broker/store/log-binary.js';
+import { bodyOfFrame, bodyTextOfFrame, FrameWriter, NO_BODY } from '../../../src/broker/store/log-binary.js';
 import { decodeRecord } from '../../../src/broker/store/log-format.js';
 import type { StoredMessage } from '../../../src/broker/store/store.js';
 
@@ -28,6 +28,8 @@ describe('bodyOfFrame', () => {
       const decoded = decodeRecord(frame, 0, frame.length);
       expect(decoded.ok && decoded.records[0]!.k === 'm' ? decoded.records[0]!.m.data : 'not decoded').toEqual(m.data);
       expect(bodyOfFrame(frame, m.messageId)).toEqual(m.data);
+      // as text: what JSON.stringify made of it at intake, byte for byte (a delivery splices it in)
+      expect(bodyTextOfFrame(frame, m.messageId)).toBe(m.data === undefined ? undefined : JSON.stringify(m.data));
     }
   });
 
@@ -39,6 +41,8 @@ describe('bodyOfFrame', () => {
     const corrupt = Buffer.from(frame);
     corrupt[corrupt.length - 2] = corrupt[corrupt.length - 2]! ^ 0xff;
     expect(bodyOfFrame(corrupt, 'm-10')).toBe(NO_BODY);
+    expect(bodyTextOfFrame(corrupt, 'm-10')).toBe(NO_BODY);
+    expect(bodyTextOfFrame(frame, 'm-1')).toBe(NO_BODY);
     const writer = new FrameWriter();
     writer.reset();
     writer.event({ k: 'x', id: 'm-10' });

@@ -52,6 +52,8 @@ describe('LogStore: bodies read back from disk', () => {
     store.record(ack('m-5'));
     const asked = ['m-2999', 'm-0', 'm-1500', 'm-7'];
     expect(await store.readBodies(asked)).toEqual([bodyOf(2999), bodyOf(0), bodyOf(1500), bodyOf(7)]);
+    // the same as the text they were stored from, not parsed (a queue delivers it as it is)
+    expect(await store.readBodyTexts(asked)).toEqual([2999, 0, 1500, 7].map((n) => JSON.stringify(bodyOf(n))));
     // and from a restart with no body kept in memory
     await store.close();
     const reopened = open({ replayBodyBytes: 0 }, dir).store;
