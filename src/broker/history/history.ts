@@ -5,6 +5,7 @@ import type { Logger } from '../../runtime/logger.js';
 import type { StoredMessage } from '../store/store.js';
 import { ChannelHistory, type HistoryView, type ReadRange } from './channel-history.js';
 import type { HistoryRecord, ReadRecord } from './segment.js';
+import { trace, traceIds, tracing } from './trace.js';
 
 export type { HistoryRecord, ReadRecord } from './segment.js';
 export type { HistoryView, ReadRange } from './channel-history.js';
@@ -158,14 +159,16 @@ export class History {
    */
   append(messages: readonly StoredMessage[], fromClient = false): Promise<void> {
     if (fromClient && this.#placing) {
+      if (tracing) trace('hold', { dir: this.#dir, ids: traceIds(messages) });
       this.#hold(messages);
       return this.#lastAppend;
     }
-    return this.#write(messages);
+    return this.#write(messages, fromClient ? 'client' : 'peer');
   }
 
   /** writes the records of these messages (retained channels only) where each channel writes now */
-  #write(messages: readonly PeerMessageLike[]): Promise<void> {
+  #write(messages: readonly PeerMessageLike[], why = 'append'): Promise<void> {
+    if (tracing) trace('write', { dir: this.#dir, why, outOfStep: this.#outOfStep, placing: this.#placing, ids: traceIds(messages), alreadyWritten: traceIds(messages.filter((m) => this.#alreadyWritten.has(m.messageId))) });
     let byQueue: Map<string, HistoryRecord[]> | null = null;
     for (const m of messages) {
       if (m.data === undefined || this.#retention(m.queue) === null) continue;
@@ -292,7 +295,7 @@ export class History {
     }
     if (records.length === 0) return this.#lastAppend;
     if (why !== '') this.#log.warn('history records of clients\' copies written where they arrived, not placed by the master\'s feed', { records: records.length, reason: why });
-    return this.#write(records);
+    return this.#write(records, `release:${why}`);
   }
 
   /** a slave in step: its history takes the master's order (clients' copies wait for the feed) */
@@ -317,7 +320,8 @@ export class History {
         placed.push(m);
       }
     }
-    return this.#write(placed);
+    if (tracing) trace('place', { dir: this.#dir, named: traceIds(messages) });
+    return this.#write(placed, 'place');
   }
 
   /** held copies older than HOLD_MAX_MS: the master never named them */
@@ -368,6 +372,7 @@ export class History {
     // older than HOLD_MAX_MS, a join would not hold them again anyway
     for (const m of missing) this.#recovered.add(m.messageId);
     if (missing.length > 0) setTimeout(() => this.#recovered.clear(), HOLD_MAX_MS).unref();
+    if (tracing) trace('recover', { dir: this.#dir, missing: traceIds(missing), alreadyWritten: [...this.#alreadyWritten] });
     if (missing.length > 0 || this.#alreadyWritten.size > 0) this.#log.warn('history made whole after a stop', { written: missing.length, unanswered: this.#alreadyWritten.size });
     return missing.sort((a, b) => a.seq - b.seq);
   }
@@ -436,6 +441,7 @@ export class History {
    * master's catch-up will bring (a no-op while already so).
    */
   outOfStep(): Promise<void> {
+    if (tracing) trace('outOfStep', { dir: this.#dir, held: this.#held.size, joining: this.#joining });
     this.#outOfStep = true;
     const turn = ++this.#turn;
     const sides = Promise.all([...this.#channels.values()].map((c) => c.beginSide()));
@@ -478,6 +484,7 @@ export class History {
    * (clients' copies wait for the feed: `place`); a master writes what it holds at once.
    */
   inStep(placing = false): Promise<void> {
+    if (tracing) trace('inStep', { dir: this.#dir, placing, held: this.#held.size, joining: this.#joining, recovered: this.#recovered.size });
     this.#outOfStep = false;
     const turn = ++this.#turn;
     const held = placing ? this.#lastAppend : this.#afterJoins(turn, () => this.#stopPlacing());
@@ -502,6 +509,7 @@ export class History {
    */
   #holdAgain(queue: string, records: readonly HistoryRecord[]): void {
     if (records.length === 0) return;
+    if (tracing) trace('holdAgain', { dir: this.#dir, placing: this.#placing, ids: traceIds(records) });
     const at = this.#now();
     const since = [...this.#held];
     this.#held.clear();
