@@ -356,11 +356,16 @@ export class ChannelHistory {
     });
   }
 
-  /** the master's records, in its order, before this broker's own writes since it fell out of step */
-  catchUpWrite(records: readonly HistoryRecord[], retention: Retention, now: () => number): Promise<void> {
+  /**
+   * the master's records, in its order, before this broker's own writes since it fell out of
+   * step; resolves true when a catch-up took them (written, or in the history already)
+   */
+  catchUpWrite(records: readonly HistoryRecord[], retention: Retention, now: () => number): Promise<boolean> {
+    let taken = false;
     return this.#queue(async () => {
       const catchUp = this.#catchUp;
       if (!catchUp || !this.#side) return;
+      taken = true;
       const limit = segmentLimit(retention);
       const maxBytes = retention.maxBytes ?? Infinity;
       // runs that fit the open catch-up segment, each written at once (one O_DSYNC write)
@@ -397,7 +402,7 @@ export class ChannelHistory {
       }
       await flush();
       await this.#trim(retention, now());
-    });
+    }).then(() => taken);
   }
 
   /** records that fit one segment: the open catch-up segment if they fit, else a new one in the gap */
