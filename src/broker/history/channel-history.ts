@@ -2,7 +2,7 @@ import { mkdir, rm, unlink, type FileHandle } from 'node:fs/promises';
 import type { Retention } from '../../config/types.js';
 import { encodeRecord, forEachRecord, type HistoryRecord, openForAppend, type ReadRecord, scanSegments, type SegmentMeta, segmentPath, writeSegmentMeta } from './segment.js';
 import { HistoryView } from './history-view.js';
-import { dropFromSegments, newestIds, readSide, SIDE_GAP, type SideLine, takeRecent, writeSide } from './side-line.js';
+import { dropFromSegments, idsAt, newestIds, readSide, SIDE_GAP, type SideLine, takeRecent, writeSide } from './side-line.js';
 import { trace, traceIds, tracing } from './trace.js';
 
 export { HistoryView } from './history-view.js';
@@ -24,6 +24,17 @@ interface Gathering {
   readonly records: HistoryRecord[];
   retention: Retention;
   done: Promise<void>;
+}
+
+/** the deepest anchor a follower names (`anchorDistances`): well within the 10,000 newest records a catch-up does not write again */
+const DEEPEST_ANCHOR = 4_096;
+
+/** how far back from the newest record each of `count` anchors lies: the newest ones, then 8, 16, ... DEEPEST_ANCHOR */
+export function anchorDistances(count: number): number[] {
+  const far: number[] = [];
+  for (let d = DEEPEST_ANCHOR; d >= 8 && far.length < count - 1; d /= 2) far.unshift(d);
+  const near = Array.from({ length: Math.max(0, count - far.length) }, (_, i) => i + 1).filter((d) => d < (far[0] ?? Infinity));
+  return [...near, ...far].slice(0, count);
 }
 
 /** the size past which a segment is closed: an eighth of `maxBytes` (at most 8 MiB) */
@@ -329,10 +340,16 @@ export class ChannelHistory {
     return side;
   }
 
-  /** the ids of the newest `count` records written before this broker fell out of step, oldest first */
+  /**
+   * `count` ids of records written before this broker fell out of step, oldest first, for its
+   * master to find where its catch-up starts (the earliest it has): the newest few, then records
+   * ever further back (8, 16, ... 4,096 records back). The newest alone may be its own writes that
+   * the master placed after records this broker lacks: the catch-up began after those (atk27g
+   * G3). What the master sends that this broker has is not written again (its 10,000 newest).
+   */
   async anchors(count: number): Promise<string[]> {
     await this.#writing;
-    const ids = await newestIds(this.#main(), count);
+    const ids = await idsAt(this.#main(), anchorDistances(count));
     if (tracing) trace('anchors', { dir: this.#dir, side: this.#side, main: this.#main().map((m) => m.seq), ids });
     return ids;
   }

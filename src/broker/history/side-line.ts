@@ -64,6 +64,24 @@ export async function newestIds(segments: readonly SegmentMeta[], count: number)
 }
 
 /**
+ * The ids of the records `distances` back from the newest of these segments (1: the newest),
+ * oldest first; distances past the oldest record are left out
+ */
+export async function idsAt(segments: readonly SegmentMeta[], distances: readonly number[]): Promise<string[]> {
+  const want = [...new Set(distances)].filter((d) => d >= 1).sort((a, b) => a - b);
+  const found: string[] = [];
+  let newer = 0; // records in the segments already read (newer ones)
+  for (let i = segments.length - 1; i >= 0 && want.length > 0; i--) {
+    const segment = segments[i]!;
+    const ids: string[] = [];
+    await forEachRecord(segment.path, segment.bytes, (record) => void ids.push(record.messageId));
+    while (want.length > 0 && want[0]! <= newer + ids.length) found.push(ids[ids.length - (want.shift()! - newer)]!);
+    newer += ids.length;
+  }
+  return found.reverse();
+}
+
+/**
  * Removes from `own` the records whose ids `caughtUp` holds, and those accepted before
  * `olderThan`, rewriting those segments (a copy renamed over each); returns the segments left
  * empty. A round at a time of own records.
