@@ -3,7 +3,6 @@ import type { Retention } from '../../config/types.js';
 import { encodeRecord, forEachRecord, type HistoryRecord, openForAppend, type ReadRecord, scanSegments, type SegmentMeta, segmentPath, writeSegmentMeta } from './segment.js';
 import { HistoryView } from './history-view.js';
 import { dropFromSegments, idsAt, newestIds, readSide, SIDE_GAP, type SideLine, takeRecent, writeSide } from './side-line.js';
-import { trace, traceIds, tracing } from './trace.js';
 
 export { HistoryView } from './history-view.js';
 
@@ -160,12 +159,9 @@ export class ChannelHistory {
     let first: HistoryRecord | null = null;
     let last: HistoryRecord | null = null;
     let count = 0;
-    let traced: HistoryRecord[] = [];
     const flush = async () => {
       if (count === 0) return;
       await this.#write(Buffer.concat(chunk, chunkBytes), count, first!.acceptedAt, last!.acceptedAt, limit, ageLimitMs, maxBytes);
-      if (tracing) trace('append', { dir: this.#dir, seq: this.#segments.at(-1)?.seq, side: this.#side?.from ?? null, ids: traceIds(traced) });
-      traced = [];
       chunk = [];
       chunkBytes = 0;
       count = 0;
@@ -178,7 +174,6 @@ export class ChannelHistory {
       const room = this.#current && open ? limit - open.bytes : limit;
       if (count > 0 && (chunkBytes + buffer.length > Math.max(room, 0) || record.acceptedAt - first!.acceptedAt > ageLimitMs)) await flush();
       chunk.push(buffer);
-      if (tracing) traced.push(record);
       chunkBytes += buffer.length;
       first ??= record;
       last = record;
@@ -349,9 +344,7 @@ export class ChannelHistory {
    */
   async anchors(count: number): Promise<string[]> {
     await this.#writing;
-    const ids = await idsAt(this.#main(), anchorDistances(count));
-    if (tracing) trace('anchors', { dir: this.#dir, side: this.#side, main: this.#main().map((m) => m.seq), ids });
-    return ids;
+    return idsAt(this.#main(), anchorDistances(count));
   }
 
   /**
@@ -368,7 +361,6 @@ export class ChannelHistory {
         for (const segment of this.#main()) await this.#drop(segment);
       }
       const skip = new Set(await newestIds(this.#main(), tail));
-      if (tracing) trace('catchUpBegin', { dir: this.#dir, after, side: this.#side, main: this.#main().map((m) => m.seq), skip: skip.size });
       this.#catchUp = { segment: null, handle: null, skip, replacing: after === null };
     });
   }
@@ -390,10 +382,6 @@ export class ChannelHistory {
       let runBytes = 0;
       let firstAt = 0;
       let lastAt = 0;
-      if (tracing) {
-        const skipped = records.filter((r) => catchUp.skip.has(r.messageId));
-        trace('catchUpWrite', { dir: this.#dir, ids: traceIds(records.filter((r) => !catchUp.skip.has(r.messageId))), skipped: traceIds(skipped) });
-      }
       const flush = async () => {
         if (run.length === 0) return;
         await this.#writeCatchUp(Buffer.concat(run, runBytes), run.length, firstAt, lastAt, limit, maxBytes);
@@ -478,7 +466,6 @@ export class ChannelHistory {
     return this.#queue(async () => {
       const side = this.#side;
       if (!side) return;
-      if (tracing) trace('joinSide', { dir: this.#dir, side, segs: this.#segments.map((m) => m.seq), hold: hold !== undefined });
       await this.#endCatchUp();
       await this.#closeCurrent();
       if (side.catchUpFrom !== null) {
@@ -494,7 +481,6 @@ export class ChannelHistory {
         const { records, emptied } = await takeRecent(this.#segments.filter((s) => s.seq >= side.from), hold.since, hold.maxBytes, hold.keep);
         for (const segment of emptied) await this.#drop(segment);
         held = records;
-        if (tracing) trace('joinTakeRecent', { dir: this.#dir, ids: traceIds(records) });
       }
       this.#side = null;
       await writeSide(this.#dir, null);

@@ -5,7 +5,6 @@ import type { Logger } from '../../runtime/logger.js';
 import type { StoredMessage } from '../store/store.js';
 import { ChannelHistory, type HistoryView, type ReadRange } from './channel-history.js';
 import type { HistoryRecord, ReadRecord } from './segment.js';
-import { trace, traceIds, tracing } from './trace.js';
 
 export type { HistoryRecord, ReadRecord } from './segment.js';
 export type { HistoryView, ReadRange } from './channel-history.js';
@@ -175,16 +174,14 @@ export class History {
    */
   append(messages: readonly StoredMessage[], fromClient = false): Promise<void> {
     if (fromClient && this.#placing) {
-      if (tracing) trace('hold', { dir: this.#dir, ids: traceIds(messages) });
       this.#hold(messages);
       return this.#lastAppend;
     }
-    return this.#write(messages, fromClient ? 'client' : 'peer');
+    return this.#write(messages);
   }
 
   /** writes the records of these messages (retained channels only) where each channel writes now */
-  #write(messages: readonly PeerMessageLike[], why = 'append'): Promise<void> {
-    if (tracing) trace('write', { dir: this.#dir, why, outOfStep: this.#outOfStep, placing: this.#placing, ids: traceIds(messages), alreadyWritten: traceIds(messages.filter((m) => this.#alreadyWritten.has(m.messageId))) });
+  #write(messages: readonly PeerMessageLike[]): Promise<void> {
     let byQueue: Map<string, HistoryRecord[]> | null = null;
     for (const m of messages) {
       if (m.data === undefined || this.#retention(m.queue) === null) continue;
@@ -311,7 +308,7 @@ export class History {
     }
     if (records.length === 0) return this.#lastAppend;
     if (why !== '') this.#log.warn('history records of clients\' copies written where they arrived, not placed by the master\'s feed', { records: records.length, reason: why });
-    return this.#write(records, `release:${why}`);
+    return this.#write(records);
   }
 
   /** a slave in step: its history takes the master's order (clients' copies wait for the feed) */
@@ -336,8 +333,7 @@ export class History {
         placed.push(m);
       }
     }
-    if (tracing) trace('place', { dir: this.#dir, named: traceIds(messages) });
-    return this.#write(placed, 'place');
+    return this.#write(placed);
   }
 
   /** held copies older than HOLD_MAX_MS: the master never named them */
@@ -388,7 +384,6 @@ export class History {
     // older than HOLD_MAX_MS, a join would not hold them again anyway
     for (const m of missing) this.#recovered.add(m.messageId);
     if (missing.length > 0) setTimeout(() => this.#recovered.clear(), HOLD_MAX_MS).unref();
-    if (tracing) trace('recover', { dir: this.#dir, missing: traceIds(missing), alreadyWritten: [...this.#alreadyWritten] });
     if (missing.length > 0 || this.#alreadyWritten.size > 0) this.#log.warn('history made whole after a stop', { written: missing.length, unanswered: this.#alreadyWritten.size });
     return missing.sort((a, b) => a.seq - b.seq);
   }
@@ -458,7 +453,6 @@ export class History {
    * master's catch-up will bring (a no-op while already so).
    */
   outOfStep(): Promise<void> {
-    if (tracing) trace('outOfStep', { dir: this.#dir, held: this.#held.size, joining: this.#joining });
     this.#outOfStep = true;
     const turn = ++this.#turn;
     const sides = Promise.all([...this.#channels.values()].map((c) => c.beginSide()));
@@ -501,7 +495,6 @@ export class History {
    * (clients' copies wait for the feed: `place`); a master writes what it holds at once.
    */
   inStep(placing = false): Promise<void> {
-    if (tracing) trace('inStep', { dir: this.#dir, placing, held: this.#held.size, joining: this.#joining, recovered: this.#recovered.size });
     this.#outOfStep = false;
     const turn = ++this.#turn;
     const held = placing ? this.#lastAppend : this.#afterJoins(turn, () => this.#stopPlacing());
@@ -526,7 +519,6 @@ export class History {
    */
   #holdAgain(queue: string, records: readonly HistoryRecord[]): void {
     if (records.length === 0) return;
-    if (tracing) trace('holdAgain', { dir: this.#dir, placing: this.#placing, ids: traceIds(records) });
     const at = this.#now();
     const since = [...this.#held];
     this.#held.clear();

@@ -1,6 +1,5 @@
 import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { trace, tracing } from './trace.js';
 import { encodeRecord, forEachRecord, type HistoryRecord, type ReadRecord, type SegmentMeta, writeSegmentMeta } from './segment.js';
 
 /**
@@ -102,7 +101,6 @@ export async function dropFromSegments(own: readonly SegmentMeta[], caughtUp: re
         if (ids.has(record.messageId)) twice.add(record.messageId);
       });
     }
-    if (tracing) trace('joinDropTwice', { segs: round.map((s) => s.path), count: twice.size });
     if (twice.size === 0 && !round.some((segment) => segment.firstAt < olderThan)) continue;
     for (const segment of round) if (!(await rewriteWithout(segment, twice, olderThan))) emptied.push(segment);
   }

@@ -1,6 +1,5 @@
 import type { FollowHistory } from '../../protocol/frames.js';
 import type { HistoryView, ReadRecord } from '../history/history.js';
-import { trace, tracing } from '../history/trace.js';
 
 /** records per `history` frame at most */
 export const HISTORY_CHUNK_RECORDS = 1_000;
@@ -67,8 +66,6 @@ export class HistoryStream {
       const at = anchors && anchors.length > 0 ? await view.find(new Set(anchors), HISTORY_LOOK_BACK) : null;
       // the follower's records continue after this one; null: it has none this master has
       let after: string | null | undefined = at === null ? null : at.messageId;
-      const sentIds: string[] = [];
-      if (tracing) trace('streamBegin', { queue, anchors, at });
       let chunk: string[] = [];
       let bytes = 0;
       const flush = async (last: boolean): Promise<boolean> => {
@@ -90,11 +87,9 @@ export class HistoryStream {
           if (!(await flush(false))) return false;
         }
         chunk.push(text);
-        if (tracing) sentIds.push(record.dataJson.length < 200 ? `${record.dataJson}=${record.messageId}` : record.messageId);
         bytes += text.length;
         return !this.#cancelled;
       });
-      if (tracing) trace('streamSent', { queue, ids: sentIds, skipped: plan.skip.size });
       if (!(await flush(true))) return false;
     }
     return !this.#cancelled;
