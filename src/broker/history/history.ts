@@ -417,6 +417,7 @@ export class History {
 
   /** `whisker delete QUEUE --history`: the channel's history emptied; bytes freed */
   async clear(queue: string): Promise<number> {
+    this.#caughtUp.clear();
     return (await this.#channels.get(queue)?.clear()) ?? 0;
   }
 
@@ -546,6 +547,8 @@ export class History {
 
   /** the master's records of `queue` follow `after` (null: from the start); `tail`: own newest ids compared */
   catchUpBegin(queue: string, after: string | null, tail: number): Promise<void> {
+    // the records it had go (the master's whole history follows): earlier catch-ups' ids may be among them
+    if (after === null) this.#caughtUp.clear();
     return this.#channel(queue).catchUpBegin(after, tail);
   }
 

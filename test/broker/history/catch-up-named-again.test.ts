@@ -85,4 +85,29 @@ describe('a catch-up\'s records named again by the master\'s feed (real history 
       await Promise.all([master.close(), follower.close()]);
     });
   }
+
+  test('a later catch-up that replaces the whole history (a master lacking them) lets the feed write them again', async () => {
+    const log = createLogger('silent');
+    const first = new History(tempDir('whisker-na-first-'), retention, log, Date.now);
+    const second = new History(tempDir('whisker-na-second-'), retention, log, Date.now);
+    const follower = new History(tempDir('whisker-na-follower-'), retention, log, Date.now);
+    await Promise.all([first.open(), second.open(), follower.open()]);
+    await Promise.all([first.inStep(), second.inStep()]);
+    const t0 = Date.now() - 20_000;
+    const held = messages('h', 10, t0 + 1_000);
+    await first.append(held, true);
+    await follower.outOfStep();
+    await catchUp(first, follower);
+    await follower.inStep(true);
+    // another master, which has none of what the follower had: its whole history replaces it
+    const other = messages('o', 5, t0 + 2_000);
+    await second.append(other);
+    await follower.outOfStep();
+    await catchUp(second, follower);
+    await follower.inStep(true);
+    // that master's feed names them later: they are written then
+    await follower.place(asPeer(held), () => true);
+    expect(await replayIds(follower)).toEqual([...other, ...held].map((m) => m.messageId));
+    await Promise.all([first.close(), second.close(), follower.close()]);
+  });
 });
