@@ -344,8 +344,8 @@ export class ChannelHistory {
   /**
    * The ids a follower names for its catch-up, from the records written before this broker fell
    * out of step, oldest first: half of `count` from ANCHOR_BACK records before the newest (the
-   * oldest when it has fewer), half the newest. The master sends what follows the earliest it finds, so the catch-up begins
-   * ANCHOR_BACK records back: this broker's newest records need not end a prefix of its
+   * oldest when it has fewer), half the newest. The master sends what follows the earliest it
+   * finds, so the catch-up begins ANCHOR_BACK records back: this broker's newest records need not end a prefix of its
    * master's history (a master killed -9 wrote sends its successor placed after others it
    * lacks: outside check atk27g G1, G3). The newest anchor it when the older ones are gone.
    */
@@ -383,11 +383,16 @@ export class ChannelHistory {
     });
   }
 
-  /** the master's records, in its order, before this broker's own writes since it fell out of step */
-  catchUpWrite(records: readonly HistoryRecord[], retention: Retention, now: () => number): Promise<void> {
+  /**
+   * the master's records, in its order, before this broker's own writes since it fell out of
+   * step; resolves true when a catch-up took them (written, or in the history already)
+   */
+  catchUpWrite(records: readonly HistoryRecord[], retention: Retention, now: () => number): Promise<boolean> {
+    let taken = false;
     return this.#queue(async () => {
       const catchUp = this.#catchUp;
       if (!catchUp || !this.#side) return;
+      taken = true;
       const limit = segmentLimit(retention);
       const maxBytes = retention.maxBytes ?? Infinity;
       // runs that fit the open catch-up segment, each written at once (one O_DSYNC write)
@@ -420,7 +425,7 @@ export class ChannelHistory {
       }
       await flush();
       await this.#trim(retention, now());
-    });
+    }).then(() => taken);
   }
 
   /** records that fit one segment: the open catch-up segment if they fit, else a new one in the gap */

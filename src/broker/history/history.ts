@@ -24,6 +24,14 @@ export const HOLD_MAX_BYTES = 16 * 1_048_576;
 /** a client's copy the feed has not placed after this long (the master never took it) is written where it arrived */
 export const HOLD_MAX_MS = 30_000;
 
+/**
+ * ids a catch-up wrote (accepted within this long) are not written again by this broker's own
+ * writes for this long: a master's feed may name them after its catch-up (`#caughtUp`)
+ */
+export const CAUGHT_UP_MS = 60_000;
+/** at most this many such ids (the oldest go first): bounded memory */
+const CAUGHT_UP_MAX = 200_000;
+
 /** a client's copy waiting for the master's feed to place it */
 interface Held {
   readonly queue: string;
@@ -73,6 +81,14 @@ export class History {
    * writes): when the client sends them again they are accepted, and not written a second time
    */
   readonly #alreadyWritten = new Set<string>();
+  /**
+   * ids of recent records a master's catch-up wrote here, and when: not written again by this
+   * broker's own writes (the feed's `place`, a client's copy) until CAUGHT_UP_MS later. A master
+   * elected while catching up holds its clients' copies out of its queues while its history may
+   * have them already (written where they arrived when it was fenced meanwhile): its catch-up
+   * brings them, and its feed names them again when its hold ends (atk27g G4: 416 twice)
+   */
+  readonly #caughtUp = new Map<string, number>();
   /**
    * ids of the records `recover` found missing (the caller writes them at start, with this
    * broker's own writes): accepted before the stop, so not held again at its first join as if
@@ -169,7 +185,7 @@ export class History {
     let byQueue: Map<string, HistoryRecord[]> | null = null;
     for (const m of messages) {
       if (m.data === undefined || this.#retention(m.queue) === null) continue;
-      if (this.#alreadyWritten.delete(m.messageId)) continue;
+      if (this.#alreadyWritten.delete(m.messageId) || this.#caughtUp.has(m.messageId)) continue;
       const moving = this.#heldBeforeMoving.delete(m.messageId) ? undefined : this.#moving.get(m.queue);
       if (moving) {
         moving.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
@@ -401,10 +417,12 @@ export class History {
 
   /** `whisker delete QUEUE --history`: the channel's history emptied; bytes freed */
   async clear(queue: string): Promise<number> {
+    this.#caughtUp.clear();
     return (await this.#channels.get(queue)?.clear()) ?? 0;
   }
 
   async trimAll(): Promise<void> {
+    this.#forgetCaughtUp(this.#now());
     await this.#releaseOld().catch((error: unknown) => this.#log.error('held history records could not be written', { error: (error as Error).message }));
     const now = this.#now();
     for (const [queue, channel] of this.#channels) {
@@ -529,13 +547,35 @@ export class History {
 
   /** the master's records of `queue` follow `after` (null: from the start); `tail`: own newest ids compared */
   catchUpBegin(queue: string, after: string | null, tail: number): Promise<void> {
+    // the records it had go (the master's whole history follows): earlier catch-ups' ids may be among them
+    if (after === null) this.#caughtUp.clear();
     return this.#channel(queue).catchUpBegin(after, tail);
   }
 
   catchUpWrite(queue: string, records: readonly HistoryRecord[]): Promise<void> {
     const retention = this.#retention(queue);
     if (retention === null) return Promise.resolve(); // not retained here: kept nowhere
-    return this.#channel(queue).catchUpWrite(records, retention, this.#now);
+    return this.#channel(queue)
+      .catchUpWrite(records, retention, this.#now)
+      .then((taken) => void (taken && this.#caught(records)));
+  }
+
+  /** remembers the recent records of a catch-up (`#caughtUp`) */
+  #caught(records: readonly { messageId: string; acceptedAt: number }[]): void {
+    const now = this.#now();
+    for (const r of records) {
+      if (r.acceptedAt < now - CAUGHT_UP_MS) continue;
+      this.#caughtUp.delete(r.messageId);
+      this.#caughtUp.set(r.messageId, now);
+    }
+    this.#forgetCaughtUp(now);
+  }
+
+  #forgetCaughtUp(now: number): void {
+    for (const [messageId, at] of this.#caughtUp) {
+      if (at >= now - CAUGHT_UP_MS && this.#caughtUp.size <= CAUGHT_UP_MAX) break;
+      this.#caughtUp.delete(messageId);
+    }
   }
 
   /**
@@ -551,7 +591,8 @@ export class History {
       if (!records) byQueue.set(m.queue, (records = []));
       records.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
     }
-    return Promise.all([...byQueue].map(([queue, records]) => this.#channels.get(queue)!.catchUpWrite(records, this.#retention(queue)!, this.#now))).then(() => undefined);
+    const writes = [...byQueue].map(([queue, records]) => this.#channels.get(queue)!.catchUpWrite(records, this.#retention(queue)!, this.#now).then((taken) => void (taken && this.#caught(records))));
+    return Promise.all(writes).then(() => undefined);
   }
 
   catchUpEnd(queue: string): Promise<void> {
