@@ -1,10 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import type { HistoryFrame } from '../../../src/protocol/frames.js';
 import { History } from '../../../src/broker/history/history.js';
-import { HistoryStream } from '../../../src/broker/mirror/history-stream.js';
-import { makeStoredMessage, type StoredMessage } from '../../../src/broker/store/store.js';
 import { createLogger } from '../../../src/runtime/logger.js';
 import { tempDir } from '../../support/harness.js';
+import { historyMessages, replayIds as replayOf, streamCatchUp } from '../../support/history-catch-up.js';
 
 /**
  * Where a mirror's history catch-up starts (docs/protocol.md#history-catch-up). A mirror's
@@ -19,37 +17,12 @@ import { tempDir } from '../../support/harness.js';
 const QUEUE = 'an/v1';
 const retention = () => ({ seconds: 3_600 });
 
-function messages(prefix: string, count: number, at: number): StoredMessage[] {
-  return Array.from({ length: count }, (_, n) => makeStoredMessage(n + 1, { messageId: `${prefix}${n}`, queue: QUEUE, id: 'k', data: { n: `${prefix}${n}` }, created: at + n, acceptedAt: at + n, from: 'producer' }));
-}
+const messages = (prefix: string, count: number, at: number) => historyMessages(QUEUE, prefix, count, at);
+const replayIds = (history: History) => replayOf(history, QUEUE);
 
-async function replayIds(history: History): Promise<string[]> {
-  const ids: string[] = [];
-  await history.read(QUEUE, {}, (record) => {
-    ids.push(record.messageId);
-    return true;
-  });
-  return ids;
-}
-
-/** the catch-up as a master sends it and a follower writes it (replica.applyHistory), then the join; `cut`: frames applied before its link is lost (no join) */
+/** the catch-up as a master sends it and a follower writes it, then the join; `cut`: frames applied before its link is lost (no join) */
 async function catchUp(master: History, slave: History, cut?: number): Promise<void> {
-  const plan = HistoryStream.plan(master.views(), new Set(), await slave.anchors(16));
-  const frames: HistoryFrame[] = [];
-  const stream: HistoryStream = new HistoryStream({
-    sendText: (text) => {
-      const frame = JSON.parse(text) as HistoryFrame;
-      frames.push(frame);
-      queueMicrotask(() => stream.acked(frame.n));
-    },
-    whenWritable: () => Promise.resolve(),
-  });
-  expect(await stream.run(plan)).toBe(true);
-  for (const frame of frames.slice(0, cut)) {
-    if (frame.after !== undefined) await slave.catchUpBegin(frame.queue, frame.after, 10_000);
-    if (frame.records.length > 0) await slave.catchUpWrite(frame.queue, frame.records);
-    if (frame.last) await slave.catchUpEnd(frame.queue);
-  }
+  await streamCatchUp(master, slave, { cut });
   if (cut === undefined) await slave.inStep(true);
 }
 

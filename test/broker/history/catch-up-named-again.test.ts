@@ -1,10 +1,9 @@
 import { describe, expect, test } from 'vitest';
-import type { HistoryFrame } from '../../../src/protocol/frames.js';
 import { History } from '../../../src/broker/history/history.js';
-import { HistoryStream } from '../../../src/broker/mirror/history-stream.js';
-import { makeStoredMessage, type StoredMessage } from '../../../src/broker/store/store.js';
+import type { StoredMessage } from '../../../src/broker/store/store.js';
 import { createLogger } from '../../../src/runtime/logger.js';
 import { tempDir } from '../../support/harness.js';
+import { historyMessages, replayIds as replayOf, streamCatchUp } from '../../support/history-catch-up.js';
 
 /**
  * A follower's history catch-up brings records whose messages its master's feed names only later
@@ -21,40 +20,14 @@ import { tempDir } from '../../support/harness.js';
 const QUEUE = 'na/v1';
 const retention = () => ({ seconds: 3_600 });
 
-function messages(prefix: string, count: number, at: number): StoredMessage[] {
-  return Array.from({ length: count }, (_, n) => makeStoredMessage(n + 1, { messageId: `${prefix}${n}`, queue: QUEUE, id: 'k', data: { n: `${prefix}${n}` }, created: at + n, acceptedAt: at + n, from: 'producer' }));
-}
+const messages = (prefix: string, count: number, at: number) => historyMessages(QUEUE, prefix, count, at);
 
 const asPeer = (list: readonly StoredMessage[]) => list.map(({ messageId, queue, id, data, created, acceptedAt, from }) => ({ messageId, queue, id, data, created, acceptedAt, from }));
 
-async function replayIds(history: History): Promise<string[]> {
-  const ids: string[] = [];
-  await history.read(QUEUE, {}, (record) => {
-    ids.push(record.messageId);
-    return true;
-  });
-  return ids;
-}
+const replayIds = (history: History) => replayOf(history, QUEUE);
 
 /** the master's catch-up for the follower, written as replica.applyHistory writes it */
-async function catchUp(master: History, follower: History): Promise<void> {
-  const plan = HistoryStream.plan(master.views(), new Set(), await follower.anchors(16));
-  const frames: HistoryFrame[] = [];
-  const stream: HistoryStream = new HistoryStream({
-    sendText: (text) => {
-      const frame = JSON.parse(text) as HistoryFrame;
-      frames.push(frame);
-      queueMicrotask(() => stream.acked(frame.n));
-    },
-    whenWritable: () => Promise.resolve(),
-  });
-  expect(await stream.run(plan)).toBe(true);
-  for (const frame of frames) {
-    if (frame.after !== undefined) await follower.catchUpBegin(frame.queue, frame.after, 10_000);
-    if (frame.records.length > 0) await follower.catchUpWrite(frame.queue, frame.records);
-    if (frame.last) await follower.catchUpEnd(frame.queue);
-  }
-}
+const catchUp = (master: History, follower: History) => streamCatchUp(master, follower);
 
 describe('a catch-up\'s records named again by the master\'s feed (real history files)', () => {
   for (const how of ['the feed stores them here', 'a client\'s copy held, then named'] as const) {

@@ -1,11 +1,9 @@
 import { describe, expect, test } from 'vitest';
-import type { HistoryFrame } from '../../../src/protocol/frames.js';
 import { FOLLOW_ANCHORS } from '../../../src/protocol/frames.js';
 import { History } from '../../../src/broker/history/history.js';
-import { HistoryStream } from '../../../src/broker/mirror/history-stream.js';
-import { makeStoredMessage, type StoredMessage } from '../../../src/broker/store/store.js';
 import { createLogger } from '../../../src/runtime/logger.js';
 import { tempDir } from '../../support/harness.js';
+import { historyMessages, replayIds as replayOf, streamCatchUp } from '../../support/history-catch-up.js';
 
 /**
  * The ids a follower names in its `follow` (issue 27, outside check atk27g G3). Its newest
@@ -22,18 +20,8 @@ import { tempDir } from '../../support/harness.js';
 const QUEUE = 'an/v1';
 const retention = () => ({ seconds: 3_600 });
 
-function messages(prefix: string, count: number, at: number): StoredMessage[] {
-  return Array.from({ length: count }, (_, n) => makeStoredMessage(n + 1, { messageId: `${prefix}${n}`, queue: QUEUE, id: 'k', data: { n: `${prefix}${n}` }, created: at + n, acceptedAt: at + n, from: 'producer' }));
-}
-
-async function replayIds(history: History): Promise<string[]> {
-  const ids: string[] = [];
-  await history.read(QUEUE, {}, (record) => {
-    ids.push(record.messageId);
-    return true;
-  });
-  return ids;
-}
+const messages = (prefix: string, count: number, at: number) => historyMessages(QUEUE, prefix, count, at);
+const replayIds = (history: History) => replayOf(history, QUEUE);
 
 describe('the ids a follower names for its history catch-up (real history files)', () => {
   test('its newest records placed late by its master do not hide the records it lacks before them', async () => {
@@ -57,22 +45,7 @@ describe('the ids a follower names for its history catch-up (real history files)
 
     const anchors = await follower.anchors(FOLLOW_ANCHORS);
     expect(anchors[0]!.after.length).toBeLessThanOrEqual(FOLLOW_ANCHORS);
-    const plan = HistoryStream.plan(master.views(), new Set(), anchors);
-    const frames: HistoryFrame[] = [];
-    const stream: HistoryStream = new HistoryStream({
-      sendText: (text) => {
-        const frame = JSON.parse(text) as HistoryFrame;
-        frames.push(frame);
-        queueMicrotask(() => stream.acked(frame.n));
-      },
-      whenWritable: () => Promise.resolve(),
-    });
-    expect(await stream.run(plan)).toBe(true);
-    for (const frame of frames) {
-      if (frame.after !== undefined) await follower.catchUpBegin(frame.queue, frame.after, 10_000);
-      if (frame.records.length > 0) await follower.catchUpWrite(frame.queue, frame.records);
-      if (frame.last) await follower.catchUpEnd(frame.queue);
-    }
+    await streamCatchUp(master, follower, { anchors });
     await follower.inStep();
 
     const theMaster = await replayIds(master);
