@@ -127,6 +127,8 @@ export class History {
   #changingRole = 0;
   /** settles after the last role change asked */
   #roleChanged: Promise<void> = Promise.resolve();
+  /** replays on a master waiting for what it holds back to be written (`whole`) */
+  #wholeWaiters: Array<() => void> = [];
   /** clients' copies waiting for the feed, oldest first (insertion order) */
   readonly #held = new Map<string, Held>();
   #heldBytes = 0;
@@ -308,7 +310,7 @@ export class History {
     }
     if (records.length === 0) return this.#lastAppend;
     if (why !== '') this.#log.warn('history records of clients\' copies written where they arrived, not placed by the master\'s feed', { records: records.length, reason: why });
-    return this.#write(records);
+    return this.#write(records).finally(() => this.#wake());
   }
 
   /** a slave in step: its history takes the master's order (clients' copies wait for the feed) */
@@ -346,7 +348,7 @@ export class History {
   /** no longer in step with a master as a slave: what is held is written where it arrived (then taken as this broker's own) */
   #stopPlacing(): Promise<void> {
     this.#placing = false;
-    return this.#release(() => true, '');
+    return this.#release(() => true, '').finally(() => this.#wake());
   }
 
   /**
@@ -476,9 +478,31 @@ export class History {
 
   #roleChange(change: Promise<unknown>): Promise<void> {
     this.#changingRole++;
-    const done = change.then(() => undefined).finally(() => this.#changingRole--);
+    const done = change.then(() => undefined).finally(() => {
+      this.#changingRole--;
+      this.#wake();
+    });
     this.#roleChanged = done.catch(() => undefined);
     return done;
+  }
+
+  /**
+   * Settles once nothing is held back from this history: no role change under way, no clients'
+   * copies waiting to be placed (a master catching up writes them once its peers' offers are in:
+   * mirror/promotion-gate.ts), and what was asked written. A replay on a master waits for it
+   * (docs/protocol.md#replay: it holds every send answered before it; outside check atk27h H1).
+   * On a slave in step it waits for its master's feed: not for replays there.
+   */
+  whole(): Promise<void> {
+    if (this.#changingRole === 0 && !this.#placing && this.#held.size === 0) return this.#lastAppend;
+    return new Promise<void>((resolve) => this.#wholeWaiters.push(resolve)).then(() => this.whole());
+  }
+
+  #wake(): void {
+    const waiters = this.#wholeWaiters;
+    if (waiters.length === 0) return;
+    this.#wholeWaiters = [];
+    for (const wake of waiters) wake();
   }
 
   /**
