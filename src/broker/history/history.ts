@@ -547,10 +547,15 @@ export class History {
     const at = this.#now();
     const since = [...this.#held];
     this.#held.clear();
+    // written already while the queue waits for a hand-over: before it, as a copy held when it began to wait
+    // (a slave of set a, its master killed at a call-off, elected while catching up before it took the
+    // hand-back: the copies only it had, sent before the move, went after the hand-back; slave-calloff-order.test)
+    const before = this.#moving.has(queue);
     for (const record of records) {
       const bytes = JSON.stringify(record.data).length + record.messageId.length + record.id.length + record.from.length + 100;
       this.#held.set(record.messageId, { queue, record, bytes, at });
       this.#heldBytes += bytes;
+      if (before) this.#heldBeforeMoving.add(record.messageId);
     }
     for (const [messageId, held] of since) if (!this.#held.has(messageId)) this.#held.set(messageId, held);
     else this.#heldBytes -= held.bytes;

@@ -78,4 +78,30 @@ describe('a slave\'s history at a call-off (real history files)', () => {
     expect(await replay(slave)).toEqual([...late, ...handBack].map((m) => m.messageId));
     await slave.close();
   });
+  test('its master killed, elected while catching up before it takes the hand-back: what it held stays before the hand-back', async () => {
+    const slave = new History(tempDir('whisker-co-slave-'), retention, createLogger('silent'), Date.now);
+    await slave.open();
+    await slave.inStep(true);
+    const t0 = Date.now() - 20_000;
+    const placed = messages('p', 10, t0);
+    await slave.append(placed, true);
+    await slave.place(placed, () => false);
+    // sent before the move, to this slave only (its master answered E_MOVED): no feed places them
+    const late = messages('l', 5, t0 + 100);
+    await slave.append(late, true);
+    slave.holdMoving(QUEUE);
+    // the master killed: out of step (what it held is written, aside), then elected while
+    // catching up (its peers' offers awaited: its recent own records wait again to be placed)
+    await slave.outOfStep();
+    await slave.inStep(true);
+    // set b's hand-back, taken as master, then what was sent since the call-off
+    const handBack = messages('h', 5, t0 + 1_000);
+    await slave.adopt(QUEUE, records(handBack), new Set(handBack.map((m) => m.messageId)));
+    await slave.append(handBack);
+    slave.releaseMoving(QUEUE);
+    // the offers are in: the master's history writes what it held
+    await slave.inStep();
+    expect(await replay(slave)).toEqual([...placed, ...late, ...handBack].map((m) => m.messageId));
+    await slave.close();
+  });
 });
