@@ -66,6 +66,8 @@ export class ChannelHistory {
    * writes go to segments from `side.from` on, and a catch-up from the master goes before them
    */
   #side: SideLine | null = null;
+  /** reads under way (replays): a join takes no record out of the files meanwhile (`joinSide`) */
+  #reading = 0;
   /** the catch-up being written: its open segment, and the ids this broker's history already ends with */
   #catchUp: { segment: SegmentMeta | null; handle: FileHandle | null; skip: ReadonlySet<string>; replacing: boolean } | null = null;
 
@@ -282,9 +284,27 @@ export class ChannelHistory {
    * call are read (it waits for them: a promoted slave still writing what it held, or its
    * master's last feed, replays them); those appended after it began are not: a replay ends.
    */
-  async read(range: ReadRange, notBefore: number, each: (record: ReadRecord) => boolean | Promise<boolean>): Promise<void> {
-    await this.#writing;
-    const segments = this.#segments.map((s) => ({ path: s.path, bytes: s.bytes, lastAt: s.lastAt }));
+  async read(range: ReadRange, notBefore: number, each: (record: ReadRecord) => boolean | Promise<boolean>, ready?: () => boolean): Promise<boolean> {
+    let segments: Array<{ path: string; bytes: number; lastAt: number }> = [];
+    let begun = false;
+    // the files as they are once the writes asked are done, taken in turn with the changes (a
+    // join's `hold` sees this read under way); not when `ready` says the history holds records back
+    await this.#queue(async () => {
+      if (ready && !ready()) return;
+      segments = this.#segments.map((s) => ({ path: s.path, bytes: s.bytes, lastAt: s.lastAt }));
+      this.#reading++;
+      begun = true;
+    });
+    if (!begun) return false;
+    try {
+      await this.#readSegments(segments, range, notBefore, each);
+    } finally {
+      this.#reading--;
+    }
+    return true;
+  }
+
+  async #readSegments(segments: ReadonlyArray<{ path: string; bytes: number; lastAt: number }>, range: ReadRange, notBefore: number, each: (record: ReadRecord) => boolean | Promise<boolean>): Promise<void> {
     const since = Math.max(range.since ?? -Infinity, notBefore);
     let waitingFor = range.sinceId;
     let stopped = false;
@@ -503,7 +523,10 @@ export class ChannelHistory {
         }
         for (const emptied of await dropFromSegments(had, caughtUp)) await this.#drop(emptied);
       }
-      if (hold) {
+      // not while a replay reads these files: it would miss the records taken out (outside check
+      // atk27i I3: a master fenced and elected again while its replay read lacked 2,295-6,417 sends
+      // it had answered); they stay where they arrived
+      if (hold && this.#reading === 0) {
         // a slave in step: its recent own records the catch-up did not bring are messages its
         // master may accept only now (clients' copies at the end of the sync, a client's re-sent
         // copies): they go back to wait for the feed to place them (issue 27)

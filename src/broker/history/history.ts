@@ -404,14 +404,28 @@ export class History {
    * Reads a channel's history in acceptance order (`each` as in ChannelHistory.read). Messages
    * past `retention.seconds` that are still on disk are skipped: a replay shows what is retained.
    */
-  async read(queue: string, range: ReadRange, each: (record: ReadRecord) => boolean | Promise<boolean>): Promise<void> {
-    const channel = this.#channels.get(queue);
-    if (!channel) return;
+  async read(queue: string, range: ReadRange, each: (record: ReadRecord) => boolean | Promise<boolean>, wholeWithinMs?: number): Promise<boolean> {
     const seconds = this.#retention(queue)?.seconds;
     this.replays++;
     this.replaying++;
     try {
-      await channel.read(range, seconds === undefined ? -Infinity : this.#now() - seconds * 1000, each);
+      const notBefore = seconds === undefined ? -Infinity : this.#now() - seconds * 1000;
+      if (wholeWithinMs === undefined) return (await this.#channels.get(queue)?.read(range, notBefore, each)) ?? true;
+      // a master's replay: begun only while nothing is held back (`whole`), up to the bound (the
+      // channel's first records may be among those held)
+      const until = performance.now() + wholeWithinMs;
+      for (;;) {
+        const left = until - performance.now();
+        const channel = this.#channels.get(queue);
+        if (left <= 0) {
+          await channel?.read(range, notBefore, each);
+          return false;
+        }
+        if (!channel ? this.#holdsNothing() : await channel.read(range, notBefore, each, () => this.#holdsNothing())) return true;
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([this.whole(), new Promise<void>((resolve) => (timer = setTimeout(resolve, left)))]);
+        clearTimeout(timer);
+      }
     } finally {
       this.replaying--;
     }
@@ -494,8 +508,12 @@ export class History {
    * On a slave in step it waits for its master's feed: not for replays there.
    */
   whole(): Promise<void> {
-    if (this.#changingRole === 0 && !this.#placing && this.#held.size === 0) return this.#lastAppend;
+    if (this.#holdsNothing()) return this.#lastAppend;
     return new Promise<void>((resolve) => this.#wholeWaiters.push(resolve)).then(() => this.whole());
+  }
+
+  #holdsNothing(): boolean {
+    return this.#changingRole === 0 && !this.#placing && this.#held.size === 0;
   }
 
   #wake(): void {

@@ -70,8 +70,10 @@ async function run(session: SessionPort, frame: ReplayFrame, ids: ReadonlySet<st
   };
   const range = { ...(frame.since !== undefined ? { since: frame.since } : {}), ...(frame.sinceId !== undefined ? { sinceId: frame.sinceId } : {}), ...(frame.until !== undefined ? { until: frame.until } : {}) };
   try {
-    await appliedFromOldMaster(session, queue);
-    await session.ctx.history.read(queue, range, deliver);
+    const asMaster = session.ctx.peers.isMaster;
+    if (asMaster) await session.ctx.peers.applied();
+    const whole = await session.ctx.history.read(queue, range, deliver, asMaster ? WHOLE_WAIT_MS : undefined);
+    if (!whole) session.ctx.log.warn("replay served before this master wrote the clients' copies it holds back (still catching up)", { client: session.label, queue, waitedMs: WHOLE_WAIT_MS });
     session.sendAfterDeliveries({ type: 'replayEnd', sub: frame.sub, count });
   } catch (error) {
     session.ctx.log.error('replay failed: its history could not be read', { client: session.label, queue, error: (error as Error).message });
@@ -81,27 +83,15 @@ async function run(session: SessionPort, frame: ReplayFrame, ids: ReadonlySet<st
   }
 }
 
-/** the longest a replay on a master waits for what its history holds back (History.whole) */
-export const WHOLE_WAIT_MS = 30_000;
-
 /**
- * A master replays every send answered before the replay was asked (SPEC §7, docs/protocol.md#replay):
- * when it was a slave promoted a moment ago, the feed frames it received from its old master may
- * still be waiting to be applied, so it waits for them first; then for what its history holds back
- * (a master catching up writes its clients' copies once its peers' offers are in, up to
- * OFFER_WAIT_MS after its election: outside check atk27h H1, 29,226 answered sends missing). Past
- * WHOLE_WAIT_MS (fenced and elected again and again) it replays what is written, with a warning.
- * A slave does not wait: it replays what it has applied, its lag behind its master can be long
+ * The longest a replay on a master waits for what its history holds back (History.read). A master
+ * replays every send answered before the replay was asked (SPEC §7, docs/protocol.md#replay): when
+ * it was a slave promoted a moment ago, the feed frames it received from its old master may still
+ * be waiting to be applied (peers.applied); then its history may hold back its clients' copies'
+ * records (a master catching up writes them once its peers' offers are in, up to OFFER_WAIT_MS
+ * after its election: outside check atk27h H1, 29,226 answered sends missing), so the read begins
+ * once nothing is held back. Past WHOLE_WAIT_MS (fenced and elected again and again) it replays
+ * what is written, with a warning. A slave does not wait: it replays what it has applied, its lag
+ * behind its master can be long.
  */
-async function appliedFromOldMaster(session: SessionPort, queue: string): Promise<void> {
-  const { peers, history, log } = session.ctx;
-  if (!peers.isMaster) return;
-  await peers.applied();
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), WHOLE_WAIT_MS);
-  });
-  const whole = await Promise.race([history.whole().then(() => true), bound]);
-  clearTimeout(timer);
-  if (!whole) log.warn('replay served before this master wrote the clients\' copies it holds back (still catching up)', { client: session.label, queue, waitedMs: WHOLE_WAIT_MS });
-}
+export const WHOLE_WAIT_MS = 30_000;
