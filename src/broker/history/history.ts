@@ -127,7 +127,7 @@ export class History {
   #changingRole = 0;
   /** settles after the last role change asked */
   #roleChanged: Promise<void> = Promise.resolve();
-  /** replays on a master waiting for what it holds back to be written (`whole`) */
+  /** replays on a master waiting for what it holds back to be written (`#whole`) */
   #wholeWaiters: Array<() => void> = [];
   /** clients' copies waiting for the feed, oldest first (insertion order) */
   readonly #held = new Map<string, Held>();
@@ -411,7 +411,7 @@ export class History {
     try {
       const notBefore = seconds === undefined ? -Infinity : this.#now() - seconds * 1000;
       if (wholeWithinMs === undefined) return (await this.#channels.get(queue)?.read(range, notBefore, each)) ?? true;
-      // a master's replay: begun only while nothing is held back (`whole`), up to the bound (the
+      // a master's replay: begun only while nothing is held back (`#whole`), up to the bound (the
       // channel's first records may be among those held)
       const until = performance.now() + wholeWithinMs;
       for (;;) {
@@ -423,7 +423,7 @@ export class History {
         }
         if (!channel ? this.#holdsNothing() : await channel.read(range, notBefore, each, () => this.#holdsNothing())) return true;
         let timer: NodeJS.Timeout | undefined;
-        await Promise.race([this.whole(), new Promise<void>((resolve) => (timer = setTimeout(resolve, left)))]);
+        await Promise.race([this.#whole(), new Promise<void>((resolve) => (timer = setTimeout(resolve, left)))]);
         clearTimeout(timer);
       }
     } finally {
@@ -503,13 +503,12 @@ export class History {
   /**
    * Settles once nothing is held back from this history: no role change under way, no clients'
    * copies waiting to be placed (a master catching up writes them once its peers' offers are in:
-   * mirror/promotion-gate.ts), and what was asked written. A replay on a master waits for it
-   * (docs/protocol.md#replay: it holds every send answered before it; outside check atk27h H1).
-   * On a slave in step it waits for its master's feed: not for replays there.
+   * mirror/promotion-gate.ts), and what was asked written. A master's replay (`read` with
+   * `wholeWithinMs`) waits for it between its tries.
    */
-  whole(): Promise<void> {
+  #whole(): Promise<void> {
     if (this.#holdsNothing()) return this.#lastAppend;
-    return new Promise<void>((resolve) => this.#wholeWaiters.push(resolve)).then(() => this.whole());
+    return new Promise<void>((resolve) => this.#wholeWaiters.push(resolve)).then(() => this.#whole());
   }
 
   #holdsNothing(): boolean {
