@@ -36,7 +36,7 @@ export async function streamCatchUp(master: History, follower: History, options:
   });
   if (!(await stream.run(plan))) throw new Error('the catch-up stream was cut short');
   for (const frame of frames.slice(0, options.cut)) {
-    if (frame.after !== undefined) await follower.catchUpBegin(frame.queue, frame.after, 10_000);
+    if (frame.after !== undefined) await follower.catchUpBegin(frame.queue, frame.after);
     if (frame.records.length > 0) await follower.catchUpWrite(frame.queue, frame.records);
     if (frame.last) await follower.catchUpEnd(frame.queue);
   }

@@ -69,7 +69,7 @@ export class ChannelHistory {
   /** reads under way (replays): a join takes no record out of the files meanwhile (`joinSide`) */
   #reading = 0;
   /** the catch-up being written: its open segment, and the ids this broker's history already ends with */
-  #catchUp: { segment: SegmentMeta | null; handle: FileHandle | null; skip: ReadonlySet<string>; replacing: boolean } | null = null;
+  #catchUp: { segment: SegmentMeta | null; handle: FileHandle | null; begun: boolean; replacing: boolean } | null = null;
 
   constructor(dir: string) {
     this.#dir = dir;
@@ -337,13 +337,6 @@ export class ChannelHistory {
     return side ? this.#segments.filter((s) => s.seq < side.from) : this.#segments;
   }
 
-  /** the segments an earlier catch-up of this side line wrote (none while in step) */
-  #earlierCatchUp(): SegmentMeta[] {
-    const side = this.#side;
-    const from = side?.catchUpFrom;
-    return side && from !== null && from !== undefined ? this.#segments.filter((s) => s.seq >= from && s.seq < side.from) : [];
-  }
-
   /** from now on this broker's own writes go after whatever a catch-up will put before them */
   beginSide(): Promise<void> {
     return this.#queue(async () => {
@@ -363,18 +356,16 @@ export class ChannelHistory {
 
   /**
    * The ids a follower names for its catch-up, from the records written before this broker fell
-   * out of step, oldest first: half of `count` from ANCHOR_BACK records before the newest (the
-   * oldest when it has fewer), half the newest. The master sends what follows the earliest it
-   * finds, so the catch-up begins ANCHOR_BACK records back: this broker's newest records need not end a prefix of its
-   * master's history (a master killed -9 wrote sends its successor placed after others it
-   * lacks: outside check atk27g G1, G3). The newest anchor it when the older ones are gone.
+   * out of step and by its catch-ups since, oldest first: half of `count` from ANCHOR_BACK records
+   * before the newest (the oldest when it has fewer), half the newest. The master sends what
+   * follows the earliest it finds, so the catch-up begins ANCHOR_BACK records back: this broker's
+   * newest records need not end a prefix of its master's history (a master killed -9 wrote sends
+   * its successor placed after others it lacks: outside check atk27g G1, G3; a catch-up cut short
+   * wrote its master's order, and the next master placed records before its newest that the
+   * first never sent: atk27i I1). The newest anchor it when the older ones are gone.
    */
   async anchors(count: number): Promise<string[]> {
     await this.#writing;
-    // a catch-up of this time out of step was cut short: what it wrote continues the master's
-    // history, so the next one follows its newest records (it skips those it wrote: catchUpBegin)
-    const earlier = this.#earlierCatchUp();
-    if (earlier.length > 0) return newestIds(earlier, count);
     const older = Math.floor(count / 2);
     const main = this.#main();
     const newest = await newestIds(main, count - older);
@@ -386,9 +377,10 @@ export class ChannelHistory {
   /**
    * A catch-up of this channel begins: the master's records follow `after` (null: from the
    * start, what this broker had before falling out of step goes). Its records land before this
-   * broker's own writes since; those it already ends with (`tail` ids) are not written twice.
+   * broker's own writes since, after those of an earlier catch-up cut short; at the join the
+   * records it brings leave every place before it (the master's place wins).
    */
-  catchUpBegin(after: string | null, tail: number): Promise<void> {
+  catchUpBegin(after: string | null): Promise<void> {
     return this.#queue(async () => {
       if (this.#closed) throw new Error('history closed');
       await this.#openSide();
@@ -396,10 +388,7 @@ export class ChannelHistory {
       if (after === null) {
         for (const segment of this.#main()) await this.#drop(segment);
       }
-      // what an earlier catch-up of this side line wrote is not written again; what this broker
-      // had before falling out of step is, in the master's place, and goes from there at the join
-      const skip = new Set(await newestIds(this.#earlierCatchUp(), tail));
-      this.#catchUp = { segment: null, handle: null, skip, replacing: after === null };
+      this.#catchUp = { segment: null, handle: null, begun: false, replacing: after === null };
     });
   }
 
@@ -427,7 +416,6 @@ export class ChannelHistory {
         runBytes = 0;
       };
       for (const record of records) {
-        if (catchUp.skip.has(record.messageId)) continue;
         if (catchUp.replacing) {
           // the master's whole history: own writes older than its oldest record go at the join
           catchUp.replacing = false;
@@ -459,6 +447,10 @@ export class ChannelHistory {
       await this.#endCatchUpSegment();
       const seq = side.gapNext++;
       if (side.catchUpFrom === null) side.catchUpFrom = seq;
+      if (!catchUp.begun) {
+        catchUp.begun = true;
+        side.catchUps = [...(side.catchUps ?? []), seq];
+      }
       await writeSide(this.#dir, side);
       const path = segmentPath(this.#dir, seq);
       segment = { path, seq, count: 0, bytes: 0, firstAt, lastAt };
@@ -511,17 +503,25 @@ export class ChannelHistory {
         const caughtUp = this.#segments.filter((s) => s.seq >= from && s.seq < side.from);
         const own = this.#segments.filter((s) => s.seq >= side.from);
         for (const emptied of await dropFromSegments(own, caughtUp, side.replacedBefore ?? -Infinity)) await this.#drop(emptied);
-        // what this broker had that the catch-up brought too (it began up to ANCHOR_BACK records
-        // back): the master's place wins. Records older than the catch-up by far are not compared.
-        const oldestBrought = Math.min(...caughtUp.map((s) => s.firstAt));
-        const had: SegmentMeta[] = [];
-        let records = 0;
-        for (const segment of this.#segments.filter((s) => s.seq < from).reverse()) {
-          if (records >= COMPARE_RECORDS || segment.lastAt < oldestBrought - COMPARE_SLACK_MS) break;
-          had.unshift(segment);
-          records += segment.count;
+        // what this broker had (and what an earlier catch-up cut short wrote) that a catch-up
+        // brought too (it began up to ANCHOR_BACK records back): the master's place wins, the
+        // newest catch-up's first. Records older than the catch-up by far are not compared.
+        const starts = side.catchUps && side.catchUps.length > 0 ? side.catchUps : [from];
+        for (let k = starts.length - 1; k >= 0; k--) {
+          const begin = starts[k]!;
+          const end = starts[k + 1] ?? side.from;
+          const brought = this.#segments.filter((s) => s.seq >= begin && s.seq < end);
+          if (brought.length === 0) continue;
+          const oldestBrought = Math.min(...brought.map((s) => s.firstAt));
+          const had: SegmentMeta[] = [];
+          let records = 0;
+          for (const segment of this.#segments.filter((s) => s.seq < begin).reverse()) {
+            if (records >= COMPARE_RECORDS || segment.lastAt < oldestBrought - COMPARE_SLACK_MS) break;
+            had.unshift(segment);
+            records += segment.count;
+          }
+          for (const emptied of await dropFromSegments(had, brought)) await this.#drop(emptied);
         }
-        for (const emptied of await dropFromSegments(had, caughtUp)) await this.#drop(emptied);
       }
       // not while a replay reads these files: it would miss the records taken out (outside check
       // atk27i I3: a master fenced and elected again while its replay read lacked 2,295-6,417 sends

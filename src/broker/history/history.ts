@@ -591,11 +591,11 @@ export class History {
     return anchors;
   }
 
-  /** the master's records of `queue` follow `after` (null: from the start); `tail`: own newest ids compared */
-  catchUpBegin(queue: string, after: string | null, tail: number): Promise<void> {
+  /** the master's records of `queue` follow `after` (null: from the start) */
+  catchUpBegin(queue: string, after: string | null): Promise<void> {
     // the records it had go (the master's whole history follows): earlier catch-ups' ids may be among them
     if (after === null) this.#caughtUp.clear();
-    return this.#channel(queue).catchUpBegin(after, tail);
+    return this.#channel(queue).catchUpBegin(after);
   }
 
   catchUpWrite(queue: string, records: readonly HistoryRecord[]): Promise<void> {

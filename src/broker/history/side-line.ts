@@ -17,6 +17,12 @@ export interface SideLine {
   /** the first catch-up segment: records from it on came from the master */
   catchUpFrom: number | null;
   /**
+   * the first segment of each catch-up of this line, oldest first (a catch-up cut short, then
+   * another, perhaps from another master): at the join, each one's records win over the same
+   * records in what comes before it
+   */
+  catchUps?: number[];
+  /**
    * a catch-up that replaced the whole history (`after: null`): the acceptance time of the
    * master's oldest record; own records older than it go at the join (the master's retention dropped them)
    */
@@ -31,7 +37,7 @@ const JOIN_ROUND = 100_000;
 export async function readSide(dir: string): Promise<SideLine | null> {
   try {
     const side = JSON.parse(await readFile(join(dir, 'side'), 'utf8')) as SideLine;
-    return typeof side.from === 'number' ? { from: side.from, gapNext: side.gapNext, catchUpFrom: side.catchUpFrom ?? null, replacedBefore: side.replacedBefore ?? null } : null;
+    return typeof side.from === 'number' ? { from: side.from, gapNext: side.gapNext, catchUpFrom: side.catchUpFrom ?? null, catchUps: side.catchUps ?? (typeof side.catchUpFrom === 'number' ? [side.catchUpFrom] : []), replacedBefore: side.replacedBefore ?? null } : null;
   } catch {
     return null;
   }

@@ -13,8 +13,6 @@ const CLOCK_MARGIN_MS = 10_000;
  * so thousands offered at once are not one long turn (atk27f F2: leaseTtl 2, fenced as it took them)
  */
 const OFFER_APPEND = 250;
-/** a catch-up's records are compared with this many of the follower's newest ones (written once) */
-const CATCH_UP_TAIL = 10_000;
 /**
  * A slave that stops following (its link to the master ended, or it just started) keeps leaving
  * ttl and drop-oldest to the master this long: a link back within it finds every delivery the
@@ -212,7 +210,7 @@ export class Replica {
     for (const record of frame.records) if (router.catchUp.heldCopy(record.messageId) || router.holding(record.messageId)) this.#brought.add(record.messageId);
     const history = router.history;
     if (!history) return;
-    if (frame.after !== undefined) await history.catchUpBegin(frame.queue, frame.after, CATCH_UP_TAIL);
+    if (frame.after !== undefined) await history.catchUpBegin(frame.queue, frame.after);
     if (frame.records.length > 0) await history.catchUpWrite(frame.queue, frame.records);
     if (frame.last) await history.catchUpEnd(frame.queue);
   }

@@ -86,6 +86,44 @@ describe('history catch-up anchors (real history files)', () => {
     await Promise.all([master.close(), slave.close()]);
   }, 60_000);
 
+  /**
+   * Outside check atk27i I1 (run i3-w30-1): a slave's catch-up from master a was cut short (a
+   * killed -9); the next master c had placed 243 sends before the slave's newest records that a
+   * never sent it (a held them), so a catch-up following the slave's newest records lacked them
+   * for good. And atk27i I2's shape: the next master placed late a block the first catch-up wrote
+   * early (its clients' copies, held while it caught up): written twice.
+   */
+  test.each([
+    ['the new master placed records before the follower\'s newest that the old one never sent', 'before'],
+    ['the new master placed late a block the old one placed early', 'late'],
+  ])('a catch-up cut short from one master, then one from another (%s): the new master\'s history, each record once', async (_label, shape) => {
+    const log = createLogger('silent');
+    const [oldMaster, newMaster, slave] = ['old', 'new', 'slave'].map((n) => new History(tempDir(`whisker-an-${n}-`), retention, log, Date.now));
+    await Promise.all([oldMaster!.open(), newMaster!.open(), slave!.open()]);
+    for (const h of [oldMaster!, newMaster!, slave!]) await h.inStep();
+    const t0 = Date.now() - 120_000;
+    const had = messages('p', 1_000, t0);
+    for (const h of [oldMaster!, newMaster!, slave!]) await h.append(had);
+    const x = messages('x', 20_000, t0 + 10_000);
+    const z = messages('z', 243, t0 + 40_000);
+    if (shape === 'before') {
+      await oldMaster!.append(x);
+      await newMaster!.append([...x.slice(0, 19_800), ...z, ...x.slice(19_800)]);
+    } else {
+      await oldMaster!.append([...z, ...x]);
+      await newMaster!.append([...x, ...z]);
+    }
+    await slave!.outOfStep();
+    await catchUp(oldMaster!, slave!, 1_000);
+    await catchUp(newMaster!, slave!);
+    await slave!.inStep();
+    const got = await replayIds(slave!);
+    expect(got.length - new Set(got).size).toBe(0);
+    expect(z.filter((m) => !got.includes(m.messageId)).length).toBe(0);
+    expect(got).toEqual(await replayIds(newMaster!));
+    await Promise.all([oldMaster!.close(), newMaster!.close(), slave!.close()]);
+  }, 60_000);
+
   test('the master finds the follower\'s older anchors past the records it lacks between them and its newest (15,000)', async () => {
     const log = createLogger('silent');
     const master = new History(tempDir('whisker-an-master-'), retention, log, Date.now);

@@ -74,7 +74,7 @@ describe('history catch-up during a hand-over (real history files)', () => {
     });
     expect(await stream.run(plan)).toBe(true);
     for (const frame of frames) {
-      if (frame.after !== undefined) await slave.catchUpBegin(frame.queue, frame.after, 10_000);
+      if (frame.after !== undefined) await slave.catchUpBegin(frame.queue, frame.after);
       if (frame.records.length > 0) await slave.catchUpWrite(frame.queue, frame.records);
       if (frame.last) await slave.catchUpEnd(frame.queue);
     }
