@@ -237,6 +237,8 @@ export class Peers implements LinkOwner {
       // a master fenced (or in conflict) no longer knows what its mirrors take: it catches up again
       if (wasMaster && !isMaster && this.#links.size > 0) {
         this.#gate.cancel();
+        // its hold released (or ended by a sync) before: a new catch-up, the whole bound again
+        if (!this.#deps.replica.catchingUp) this.#gate.reset();
         this.#deps.replica.beginCatchUp();
       }
       // master while catching up: its clients' copies wait for every configured peer's offer (one
