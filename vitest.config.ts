@@ -1,9 +1,14 @@
 import { defineConfig } from 'vitest/config';
 import LongestFirst from './test/support/sequencer.js';
+import { makeTempRoot } from './test/support/temp-root.js';
+
+makeTempRoot();
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // one temporary folder per run, removed at its end (test/support/temp-root.ts)
+    globalSetup: ['test/support/temp-root.ts'],
     // a deadline for a hung test, not a measure: tests that start CLI or broker processes took
     // over 20 s with two workers on a machine at load 25-50 (other runs beside the suite)
     testTimeout: 60_000,
