@@ -8,6 +8,10 @@
 // and is the same for two builds, so compare builds with it (DIST=dir for another build's dist/),
 // alternating them; ws, sockets and writev are not in it (docs/performance.md).
 // Usage: node bench/flow-cpu.mjs [p100|fanout4] [messages, default 50,000] [rounds, default 3]
+// Env: DIST, FAKE_FS=1, MEMORY_WINDOW, ALLOC_PROF=file, MARK=1 (below), WARM (warm-up messages,
+// default min(messages, 20,000)), EVENT_DELAY_MS (the store's hold of state changes, default 2),
+// DEDUPE_WINDOW (s, default 120). Instructions rather than CPU time (a loaded machine's CPU time
+// moves 10-20% between rounds): docs/performance.md#method-notes, "instructions per message".
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -98,9 +102,9 @@ const hex = (n) => n.toString(16).padStart(32, '0');
 
 async function once(n) {
   const dir = mkdtempSync(join(tmpdir(), 'whisker-flow-cpu-'));
-  const config = buildConfig({ logLevel: 'silent', defaultPolicy: 'allow', maxItemsInQueue: 2_000_000, socketServer: { port: 0 }, ...(process.env.MEMORY_WINDOW ? { memoryWindow: Number(process.env.MEMORY_WINDOW) } : {}) }, dir, null);
+  const config = buildConfig({ logLevel: 'silent', defaultPolicy: 'allow', maxItemsInQueue: 2_000_000, socketServer: { port: 0 }, ...(process.env.DEDUPE_WINDOW ? { dedupeWindow: Number(process.env.DEDUPE_WINDOW) } : {}), ...(process.env.MEMORY_WINDOW ? { memoryWindow: Number(process.env.MEMORY_WINDOW) } : {}) }, dir, null);
   const log = createLogger('silent');
-  const store = new LogStore(join(dir, 'store'), { dedupeWindowMs: config.dedupeWindow * 1000, log, now: Date.now, ...(process.env.FAKE_FS ? { fs: fakeFs() } : {}) });
+  const store = new LogStore(join(dir, 'store'), { dedupeWindowMs: config.dedupeWindow * 1000, log, now: Date.now, ...(process.env.EVENT_DELAY_MS ? { eventDelayMs: Number(process.env.EVENT_DELAY_MS) } : {}), ...(process.env.FAKE_FS ? { fs: fakeFs() } : {}) });
   const lifecycle = new Lifecycle();
   const router = new Router({ policy: compilePolicy(config), store, log, now: Date.now, lifecycle });
   await router.restore();
@@ -195,7 +199,7 @@ async function once(n) {
   return { us: (cpu.user + cpu.system) / expected, perSecond: expected / seconds, maxDepth, gcs };
 }
 
-await once(Math.min(count, 20_000)); // warm-up
+await once(process.env.WARM ? Number(process.env.WARM) : Math.min(count, 20_000)); // warm-up
 if (process.env.ALLOC_PROF) {
   // what the rounds allocate, collected objects too (the inspector's sampling heap profiler)
   const { Session } = await import('node:inspector/promises');
