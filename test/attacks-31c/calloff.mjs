@@ -20,7 +20,7 @@
 //  calloff-etcd-stop : calloff, etcd SIGSTOPped 4 s as b's master logs `handing back` (every lease runs out)
 //  move-b-down    : no bound; both brokers of b kill -9 as b's master logs `taking the queue over`, restarted 4 s later
 //                   (B_DOWN_AT=TEXT picks another log line of b's master for both b-down modes, B_DOWN_ON=a a line of
-//                   a's master instead; KILL_DELAY_MS waits after it)
+//                   a's master instead; KILL_DELAY_MS waits after it; B_STOPS: SIGSTOPs of b's brokers after the restart, see stopChain)
 //  b-restart-after : control, no bound: the move ends, 1.5 s later both brokers of b kill -9, restarted 4 s later
 //  stop-both-mid  : no bound; a's and b's masters SIGSTOPped 3 s together as a logs `handing the queue over`
 //  a-restart-nomove : control, no move: both brokers of a kill -9 under traffic, restarted 4 s later
@@ -83,6 +83,16 @@ console.log(`before move: sent ${sent}, ok ${ok.size}, consumer got ${tc.count} 
 
 let fired = null; const side = [];
 const trigger = (node, text, fn) => waitLog(node, text, 120000).then(async () => { fired = Date.now() - T0; await fn(); }).catch(() => {});
+// B_STOPS="TEXT:MS[:other],..." (move-b-down, atk31j): once b's brokers are restarted, in turn: the b broker that logs TEXT
+// (or, with `:other`, the other b broker) SIGSTOPped MS ms (F3's lease losses on a loaded machine, forced)
+const stopChain = async (bs, spec) => {
+  for (const item of spec.split(',')) {
+    const [text, ms, other] = item.split(':');
+    const who = await Promise.any(bs.map((n) => waitLog(n, text, 60000).then(() => n))).catch(() => null);
+    if (!who) { mark(`no-${text}`); return; }
+    await stopFor(other ? bs.find((n) => n !== who) : who, Number(ms));
+  }
+};
 const stopFor = async (n, ms) => { mark(`SIGSTOP-${n.id}`); n.child.kill('SIGSTOP'); await sleep(ms); n.child.kill('SIGCONT'); mark(`SIGCONT-${n.id}`); };
 if (mode === 'calloff-kill-new') trigger(mb, 'handing back', async () => { mark(`kill9-${mb.id}`); await kill9(mb); });
 if (mode === 'calloff-stop-new') trigger(mb, 'handing back', () => stopFor(mb, 3000));
@@ -94,7 +104,7 @@ if (mode === 'calloff-kill-old-back') trigger(ma, 'sends taken meanwhile are bac
 if (mode === 'calloff-b-down' || mode === 'move-b-down') trigger(process.env.B_DOWN_ON === 'a' ? ma : mb, process.env.B_DOWN_AT ?? (calloff ? 'handing back' : 'taking the queue over'), async () => { // all of set b killed -9, back 4 s later
   await sleep(Number(process.env.KILL_DELAY_MS ?? 0)); // KILL_DELAY_MS: wait this long after the log line (b waits 200 ms before it writes)
   const bs = nodes.filter((n) => n.set === 'b'); mark('kill9-all-b'); await Promise.all(bs.map(kill9)); await sleep(4000);
-  mark('restart-b'); await Promise.all(bs.map(startNode)); mark('b-started'); });
+  mark('restart-b'); const started = bs.map(startNode); if (process.env.B_STOPS) void stopChain(bs, process.env.B_STOPS); await Promise.all(started); mark('b-started'); });
 if (mode === 'calloff-etcd-stop') trigger(mb, 'handing back', async () => { mark('SIGSTOP-etcd'); etcd.child.kill('SIGSTOP'); await sleep(4000); etcd.child.kill('SIGCONT'); mark('SIGCONT-etcd'); });
 if (mode === 'stop-both-mid') trigger(ma, 'handing the queue over', () => Promise.all([stopFor(ma, 3000), stopFor(mb, 3000)]));
 if (mode === 'stop-old-mid') trigger(ma, 'handing the queue over', () => stopFor(ma, 3000));
