@@ -26,13 +26,14 @@ import { makeNodes, start, kill9, sleep, port, finish, startEtcdAt, electionBloc
 import { timedProducers, keepData } from './common.mjs';
 const P = Number(process.env.P ?? 4); const GAP = Number(process.env.GAP ?? 2); const BURST = Number(process.env.BURST ?? 2);
 const WARM = Number(process.env.WARM ?? 4000); const FAULTS = (process.env.FAULTS ?? 'kill,stop,kill,stop').split(',');
-const RESTART = Number(process.env.RESTART ?? 2000); const STOP = Number(process.env.STOP ?? 4000); const GAPMS = Number(process.env.GAPMS ?? 6000);
+const LEASE = Number(process.env.LEASE ?? 2); // the election's leaseTtl (atk27j); a SIGSTOP outlasts it by 2 s at least
+const RESTART = Number(process.env.RESTART ?? 2000); const STOP = Number(process.env.STOP ?? Math.max(4000, LEASE * 1000 + 2000)); const GAPMS = Number(process.env.GAPMS ?? 6000);
 const SYNCDELAY = Number(process.env.SYNCDELAY ?? 0); const SDOWN = Number(process.env.SDOWN ?? 6000); const SYNCWAIT = process.env.SYNCWAIT ?? 'instep';
 const WINDOW = Number(process.env.WINDOW ?? 8000); const [TMIN, TMAX] = (process.env.TICK ?? '200,500').split(',').map(Number);
-console.log('start', new Date().toISOString(), up(), { P, GAP, BURST, WARM, FAULTS, RESTART, STOP, GAPMS, WINDOW, TMIN, TMAX, SYNCDELAY, SYNCWAIT, SDOWN });
+console.log('start', new Date().toISOString(), up(), { LEASE, P, GAP, BURST, WARM, FAULTS, RESTART, STOP, GAPMS, WINDOW, TMIN, TMAX, SYNCDELAY, SYNCWAIT, SDOWN });
 const etcd = await startEtcdAt(await port(), await port()); await etcd.start();
 const CH = `rt/v1/i${process.pid}`;
-const nodes = await makeNodes(['a', 'b', 'c'], { election: electionBlock(etcd.url, '/atk27i/i2-' + process.pid, 2), heartbeatTimeout: 2, logLevel: 'info',
+const nodes = await makeNodes(['a', 'b', 'c'], { election: electionBlock(etcd.url, '/atk27i/i2-' + process.pid, LEASE), heartbeatTimeout: 2, logLevel: 'info',
   channels: { 'rt/v1': { retention: { seconds: 3600 }, maxItemsInQueue: 200000 } } });
 await Promise.all(nodes.map(start));
 const m0 = await waitFor(() => masterOfT(nodes), 30000, 100);
