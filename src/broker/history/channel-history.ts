@@ -68,7 +68,7 @@ export class ChannelHistory {
   #side: SideLine | null = null;
   /** reads under way (replays): a join takes no record out of the files meanwhile (`joinSide`) */
   #reading = 0;
-  /** the catch-up being written: its open segment, and the ids this broker's history already ends with */
+  /** the catch-up being written: its open segment; `begun` once its first segment is listed in `side.catchUps` */
   #catchUp: { segment: SegmentMeta | null; handle: FileHandle | null; begun: boolean; replacing: boolean } | null = null;
 
   constructor(dir: string) {
