@@ -1,8 +1,9 @@
 import { describe, expect, test } from 'vitest';
 import { History } from '../../../src/broker/history/history.js';
-import { makeStoredMessage, type StoredMessage } from '../../../src/broker/store/store.js';
+import type { StoredMessage } from '../../../src/broker/store/store.js';
 import { createLogger } from '../../../src/runtime/logger.js';
 import { tempDir } from '../../support/harness.js';
+import { historyMessages, replayIds as replayOf } from '../../support/history-catch-up.js';
 
 /**
  * A broker of the new set that takes a move's hand-over while it is out of step (SPEC §13, issue
@@ -21,20 +22,11 @@ import { tempDir } from '../../support/harness.js';
 const QUEUE = 'hj/v1';
 const retention = () => ({ seconds: 3_600 });
 
-function messages(prefix: string, count: number, at: number): StoredMessage[] {
-  return Array.from({ length: count }, (_, n) => makeStoredMessage(n + 1, { messageId: `${prefix}${n}`, queue: QUEUE, id: 'k', data: { n: `${prefix}${n}` }, created: at + n, acceptedAt: at + n, from: 'producer' }));
-}
+const messages = (prefix: string, count: number, at: number) => historyMessages(QUEUE, prefix, count, at);
 
 const records = (list: readonly StoredMessage[]) => list.map(({ messageId, id, acceptedAt, created, from, data }) => ({ messageId, id, acceptedAt, created, from, data }));
 
-async function replayIds(history: History): Promise<string[]> {
-  const ids: string[] = [];
-  await history.read(QUEUE, {}, (record) => {
-    ids.push(record.messageId);
-    return true;
-  });
-  return ids;
-}
+const replayIds = (history: History) => replayOf(history, QUEUE);
 
 describe("a hand-over taken out of step keeps its place at the join (real history files)", () => {
   test("a slave syncing when it takes the hand-over: the old set's history stays before the sends of the move, and before what the feed places after", async () => {
