@@ -2,7 +2,7 @@ import { mkdir, rm, unlink, type FileHandle } from 'node:fs/promises';
 import type { Retention } from '../../config/types.js';
 import { encodeRecord, forEachRecord, type HistoryRecord, openForAppend, type ReadRecord, scanSegments, type SegmentMeta, segmentPath, writeSegmentMeta } from './segment.js';
 import { HistoryView } from './history-view.js';
-import { dropFromSegments, newestIds, readSide, SIDE_GAP, type SideLine, takeRecent, writeSide } from './side-line.js';
+import { appendToSegment, dropFromSegments, laterThanCatchUp, newestIds, readSide, SIDE_GAP, type SideLine, takeRecent, writeSide } from './side-line.js';
 
 export { HistoryView } from './history-view.js';
 
@@ -69,7 +69,7 @@ export class ChannelHistory {
   /** reads under way (replays): a join takes no record out of the files meanwhile (`joinSide`) */
   #reading = 0;
   /** the catch-up being written: its open segment; `begun` once its first segment is listed in `side.catchUps` */
-  #catchUp: { segment: SegmentMeta | null; handle: FileHandle | null; begun: boolean; replacing: boolean } | null = null;
+  #catchUp: { segment: SegmentMeta | null; handle: FileHandle | null; begun: boolean; first: number | null; replacing: boolean } | null = null;
 
   constructor(dir: string) {
     this.#dir = dir;
@@ -347,7 +347,7 @@ export class ChannelHistory {
   async #openSide(): Promise<SideLine> {
     if (this.#side) return this.#side;
     await this.#closeCurrent();
-    const side: SideLine = { from: this.#nextSeq + SIDE_GAP, gapNext: this.#nextSeq, catchUpFrom: null };
+    const side: SideLine = { from: this.#nextSeq + SIDE_GAP, gapNext: this.#nextSeq, catchUpFrom: null, ended: [] };
     this.#side = side;
     this.#nextSeq = side.from;
     await writeSide(this.#dir, side);
@@ -388,7 +388,7 @@ export class ChannelHistory {
       if (after === null) {
         for (const segment of this.#main()) await this.#drop(segment);
       }
-      this.#catchUp = { segment: null, handle: null, begun: false, replacing: after === null };
+      this.#catchUp = { segment: null, handle: null, begun: false, first: null, replacing: after === null };
     });
   }
 
@@ -449,6 +449,7 @@ export class ChannelHistory {
       if (side.catchUpFrom === null) side.catchUpFrom = seq;
       if (!catchUp.begun) {
         catchUp.begun = true;
+        catchUp.first = seq;
         side.catchUps = [...(side.catchUps ?? []), seq];
       }
       await writeSide(this.#dir, side);
@@ -470,7 +471,14 @@ export class ChannelHistory {
    * feed names before the sync is done still goes after it (`catchUpWrite`), until `joinSide`.
    */
   catchUpEnd(): Promise<void> {
-    return this.#queue(() => this.#endCatchUpSegment());
+    return this.#queue(async () => {
+      await this.#endCatchUpSegment();
+      const first = this.#catchUp?.first;
+      const side = this.#side;
+      if (first === null || first === undefined || !side || side.ended?.includes(first)) return;
+      side.ended = [...(side.ended ?? []), first];
+      await writeSide(this.#dir, side);
+    });
   }
 
   async #endCatchUpSegment(): Promise<void> {
@@ -520,6 +528,9 @@ export class ChannelHistory {
             had.unshift(segment);
             records += segment.count;
           }
+          // cut short: what this broker had after the first record it brought goes after it
+          // (else the master's records took their place after ones the catch-up would have brought next)
+          if (side.ended && !side.ended.includes(begin)) await appendToSegment(brought.at(-1)!, await laterThanCatchUp(had, brought));
           for (const emptied of await dropFromSegments(had, brought)) await this.#drop(emptied);
         }
       }

@@ -1,6 +1,7 @@
 import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { encodeRecord, forEachRecord, type HistoryRecord, type ReadRecord, type SegmentMeta, writeSegmentMeta } from './segment.js';
+import { truncate } from 'node:fs/promises';
+import { encodeRecord, forEachRecord, type HistoryRecord, openForAppend, type ReadRecord, type SegmentMeta, writeSegmentMeta } from './segment.js';
 
 /**
  * A mirror's history while it is out of step with a master (docs/operations.md#history-catch-up):
@@ -27,6 +28,12 @@ export interface SideLine {
    * master's oldest record; own records older than it go at the join (the master's retention dropped them)
    */
   replacedBefore?: number | null;
+  /**
+   * the first segment of each catch-up whose last frame came (the master's history as it was when
+   * the follower asked, whole); a catch-up not listed was cut short. Absent in side files written
+   * before it was kept: each catch-up counts as whole.
+   */
+  ended?: number[];
 }
 
 /** segment numbers left free for a catch-up: far more segments than one catch-up can write */
@@ -37,7 +44,7 @@ const JOIN_ROUND = 100_000;
 export async function readSide(dir: string): Promise<SideLine | null> {
   try {
     const side = JSON.parse(await readFile(join(dir, 'side'), 'utf8')) as SideLine;
-    return typeof side.from === 'number' ? { from: side.from, gapNext: side.gapNext, catchUpFrom: side.catchUpFrom ?? null, catchUps: side.catchUps ?? (typeof side.catchUpFrom === 'number' ? [side.catchUpFrom] : []), replacedBefore: side.replacedBefore ?? null } : null;
+    return typeof side.from === 'number' ? { from: side.from, gapNext: side.gapNext, catchUpFrom: side.catchUpFrom ?? null, catchUps: side.catchUps ?? (typeof side.catchUpFrom === 'number' ? [side.catchUpFrom] : []), replacedBefore: side.replacedBefore ?? null, ...(Array.isArray(side.ended) ? { ended: side.ended } : {}) } : null;
   } catch {
     return null;
   }
@@ -132,6 +139,53 @@ export async function takeRecent(own: readonly SegmentMeta[], since: number, max
   const emptied: SegmentMeta[] = [];
   if (taken.size > 0) for (const segment of recent) if (!(await rewriteWithout(segment, taken, -Infinity))) emptied.push(segment);
   return { records: records.map((r) => r.record), emptied };
+}
+
+/**
+ * A catch-up cut short brought its master's records up to some point. What `had` holds after the
+ * first record the catch-up brought too, and the catch-up lacks, would have come after what it
+ * brought (or its master lacks it): left where it is, the records the catch-up brought (whose
+ * place wins at the join) went after it. Returns them in `had`'s order, encoded: at most the
+ * records of `had`, which the join bounds (COMPARE_RECORDS).
+ */
+export async function laterThanCatchUp(had: readonly SegmentMeta[], brought: readonly SegmentMeta[]): Promise<{ buffers: Buffer[]; ids: Set<string>; firstAt: number; lastAt: number }> {
+  const broughtIds = new Set<string>();
+  for (const segment of brought) await forEachRecord(segment.path, segment.bytes, (record) => void broughtIds.add(record.messageId));
+  const later = { buffers: [] as Buffer[], ids: new Set<string>(), firstAt: Infinity, lastAt: -Infinity };
+  let found = false;
+  for (const segment of had) {
+    await forEachRecord(segment.path, segment.bytes, (record: ReadRecord) => {
+      if (broughtIds.has(record.messageId)) found = true;
+      else if (found && !later.ids.has(record.messageId)) {
+        later.ids.add(record.messageId);
+        later.buffers.push(encodeRecord({ messageId: record.messageId, id: record.id, acceptedAt: record.acceptedAt, created: record.created, from: record.from, data: JSON.parse(record.dataJson) as unknown }));
+        later.firstAt = Math.min(later.firstAt, record.acceptedAt);
+        later.lastAt = Math.max(later.lastAt, record.acceptedAt);
+      }
+    });
+  }
+  return later;
+}
+
+/**
+ * Records written at the end of a closed segment (what its meta counts: bytes past it, from a
+ * kill -9 during an earlier try, are cut first)
+ */
+export async function appendToSegment(segment: SegmentMeta, records: { buffers: Buffer[]; firstAt: number; lastAt: number }): Promise<void> {
+  if (records.buffers.length === 0) return;
+  const buffer = Buffer.concat(records.buffers);
+  await truncate(segment.path, segment.bytes);
+  const handle = await openForAppend(segment.path);
+  try {
+    await handle.write(buffer);
+  } finally {
+    await handle.close();
+  }
+  segment.bytes += buffer.length;
+  segment.count += records.buffers.length;
+  segment.firstAt = Math.min(segment.firstAt, records.firstAt);
+  segment.lastAt = Math.max(segment.lastAt, records.lastAt);
+  await writeSegmentMeta(segment);
 }
 
 /** the segment without those records; false when none is left */
