@@ -510,10 +510,13 @@ export class History {
   }
 
   /**
-   * Settles once nothing is held back from this history: no role change under way, no clients'
-   * copies waiting to be placed (a master catching up writes them once its peers' offers are in:
-   * mirror/promotion-gate.ts), and what was asked written. A master's replay (`read` with
-   * `wholeWithinMs`) waits for it between its tries.
+   * Settles once nothing is held back from this history: in step (a master's), no role change
+   * under way, no clients' copies waiting to be placed (a master catching up writes them once its
+   * peers' offers are in: mirror/promotion-gate.ts), and what was asked written. A master's replay
+   * (`read` with `wholeWithinMs`) waits for it between its tries. Out of step counts as held back:
+   * a master catching up fenced before its peers' offers came writes its held copies as a slave
+   * would, and a replay begun then lacked what the offers bring (outside check atk27j F3: 480 and
+   * 4,011 sends answered OK before the ask); it waits until this broker is master again and whole.
    */
   #whole(): Promise<void> {
     if (this.#holdsNothing()) return this.#lastAppend;
@@ -521,7 +524,7 @@ export class History {
   }
 
   #holdsNothing(): boolean {
-    return this.#changingRole === 0 && !this.#placing && this.#held.size === 0;
+    return this.#changingRole === 0 && !this.#placing && this.#held.size === 0 && !this.#outOfStep;
   }
 
   #wake(): void {
