@@ -4,6 +4,7 @@ import type { Retention } from '../../config/types.js';
 import type { Logger } from '../../runtime/logger.js';
 import type { StoredMessage } from '../store/store.js';
 import { ChannelHistory, type HistoryView, type ReadRange } from './channel-history.js';
+import { HeldJournal, type Journaled } from './held-journal.js';
 import type { HistoryRecord, ReadRecord } from './segment.js';
 
 export type { HistoryRecord, ReadRecord } from './segment.js';
@@ -11,6 +12,8 @@ export type { HistoryView, ReadRange } from './channel-history.js';
 
 /** at start, at most this much of a channel's newest history is read to check it against the log */
 const RECOVER_BYTES = 16 * 1_048_576;
+/** at start, a channel's records from this long before the oldest one the held journal gives back are read to find which it has (clocks of other brokers) */
+const JOURNAL_SLACK_MS = 600_000;
 
 /** how often retention by time is applied when nothing is appended */
 const TRIM_INTERVAL_MS = 5_000;
@@ -140,6 +143,13 @@ export class History {
   /** clients' copies waiting for the feed, oldest first (insertion order) */
   readonly #held = new Map<string, Held>();
   #heldBytes = 0;
+  /**
+   * every record held out of the channels' files (`#held`, `#moving`) is in this file on disk
+   * until they have it: a kill -9 loses none of them (restored by `recover`: atk27j F1)
+   */
+  readonly #journal: HeldJournal;
+  /** what the journal held at open and no file had then: written back by `recover` */
+  #fromJournal: Journaled[] = [];
   /** replays served since start (metrics: whisker_replays_total) */
   replays = 0;
   /** replays reading now (whisker_replays_in_progress) */
@@ -152,10 +162,12 @@ export class History {
     this.#retention = retention;
     this.#log = log;
     this.#now = now;
+    this.#journal = new HeldJournal(dir);
   }
 
   /** the channels with a history on disk come back (also those no longer retained: trimmed by a reload's rules) */
   async open(): Promise<void> {
+    this.#fromJournal = await this.#journal.open();
     for (const name of await readdir(this.#dir).catch(() => [] as string[])) {
       const at = name.indexOf('@');
       if (at <= 0) continue;
@@ -184,8 +196,11 @@ export class History {
    */
   append(messages: readonly StoredMessage[], fromClient = false): Promise<void> {
     if (fromClient && this.#placing) {
-      this.#hold(messages);
-      return this.#lastAppend;
+      // answered once the journal has them too (the log may let them go before the files have them)
+      const journaled = this.#hold(messages);
+      const done = Promise.all([journaled, this.#lastAppend]).then(() => undefined);
+      this.#lastAppend = done.catch(() => undefined);
+      return done;
     }
     return this.#write(messages);
   }
@@ -193,23 +208,38 @@ export class History {
   /** writes the records of these messages (retained channels only) where each channel writes now */
   #write(messages: readonly PeerMessageLike[]): Promise<void> {
     let byQueue: Map<string, HistoryRecord[]> | null = null;
+    // records the journal holds that leave memory here: marked out once written (`out`); those a move holds now go in (`aside`)
+    const journaling = this.#journal.size > 0;
+    const out: string[] = [];
+    let aside: Journaled[] | null = null;
     for (const m of messages) {
-      if (m.data === undefined || this.#retention(m.queue) === null) continue;
-      if (this.#alreadyWritten.delete(m.messageId) || this.#caughtUp.has(m.messageId)) continue;
-      const moving = this.#heldBeforeMoving.delete(m.messageId) ? undefined : this.#moving.get(m.queue);
-      if (moving) {
-        moving.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
+      const journaled = journaling && this.#journal.has(m.messageId);
+      if (m.data === undefined || this.#retention(m.queue) === null || this.#alreadyWritten.delete(m.messageId) || this.#caughtUp.has(m.messageId)) {
+        if (journaled) out.push(m.messageId);
         continue;
       }
+      const record: HistoryRecord = { messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data };
+      const moving = this.#heldBeforeMoving.delete(m.messageId) ? undefined : this.#moving.get(m.queue);
+      if (moving) {
+        moving.push(record);
+        if (!journaled) (aside ??= []).push({ queue: m.queue, record });
+        continue;
+      }
+      if (journaled) out.push(m.messageId);
       byQueue ??= new Map();
       let records = byQueue.get(m.queue);
       if (!records) byQueue.set(m.queue, (records = []));
-      records.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
+      records.push(record);
     }
-    if (!byQueue) return this.#lastAppend;
-    const writes = [...byQueue].map(([queue, records]) => this.#channel(queue).append(records, this.#retention(queue)!, this.#now));
+    const writes = byQueue ? [...byQueue].map(([queue, records]) => this.#channel(queue).append(records, this.#retention(queue)!, this.#now)) : [];
+    if (aside) writes.push(this.#journal.hold(aside));
+    if (writes.length === 0) {
+      this.#journal.done(out);
+      return this.#lastAppend;
+    }
     const done = Promise.all([...writes, this.#lastAppend]).then(() => undefined);
     this.#lastAppend = done.catch(() => undefined);
+    if (out.length > 0) done.then(() => this.#journal.done(out), () => undefined);
     return done;
   }
 
@@ -244,7 +274,9 @@ export class History {
     const ids = new Set(records.map((r) => r.messageId));
     for (const id of appendedNext) if (ids.has(id) || have.has(id)) this.#alreadyWritten.add(id);
     const held = this.#moving.get(queue);
-    if (held) this.#moving.set(queue, held.filter((r) => !ids.has(r.messageId)));
+    // (out of the journal once the hand-over's records are written)
+    const out: string[] = [];
+    if (held) this.#moving.set(queue, held.filter((r) => !ids.has(r.messageId) || void out.push(r.messageId)));
     // clients' copies of messages the hand-over carries, held for the feed (a slave in step, a
     // master catching up): the client sent them again to this set after the old one stored them
     // unanswered. The hand-over's record is the one written: the held one went in too when the
@@ -253,6 +285,7 @@ export class History {
       if (copy.queue !== queue || !ids.has(messageId)) continue;
       this.#held.delete(messageId);
       this.#heldBytes -= copy.bytes;
+      out.push(messageId);
     }
     const fresh = have.size === 0 ? records : records.filter((r) => !have.has(r.messageId));
     // written before the messages are stored and fed: a follower syncing meanwhile would get
@@ -260,6 +293,7 @@ export class History {
     // elected after a call-off, replayed b's hand-back twice)
     for (const r of fresh) if (appendedNext.has(r.messageId)) this.#storedNext.add(r.messageId);
     if (fresh.length > 0) await this.#channel(queue).append(fresh, retention, this.#now);
+    this.#journal.done(out);
     if (this.#outOfStep) for (const r of fresh) this.#adoptedOutOfStep.add(r.messageId);
     return fresh.length;
   }
@@ -276,8 +310,12 @@ export class History {
     this.#moving.delete(queue);
     for (const [messageId, copy] of this.#held) if (copy.queue === queue) this.#heldBeforeMoving.delete(messageId);
     const retention = this.#retention(queue);
-    if (held.length === 0 || retention === null) return;
-    this.#channel(queue).append(held, retention, this.#now).catch((error: unknown) => this.#log.error('history could not be written', { queue, error: (error as Error).message }));
+    const out = held.map((r) => r.messageId);
+    if (held.length === 0 || retention === null) return this.#journal.done(out);
+    this.#channel(queue).append(held, retention, this.#now).then(
+      () => this.#journal.done(out),
+      (error: unknown) => this.#log.error('history could not be written', { queue, error: (error as Error).message }),
+    );
   }
 
   /** what a move hands over of `queue`'s history (within its retention), in acceptance order */
@@ -292,16 +330,20 @@ export class History {
   }
 
   /** on a slave in step: a client's copies wait for the feed (past HOLD_MAX_BYTES the oldest are written now) */
-  #hold(messages: readonly StoredMessage[]): void {
+  #hold(messages: readonly StoredMessage[]): Promise<void> {
     const at = this.#now();
+    const journaled: Journaled[] = [];
     for (const m of messages) {
       if (m.data === undefined || this.#retention(m.queue) === null || this.#held.has(m.messageId)) continue;
       const record: HistoryRecord = { messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data };
       const bytes = (m.json?.length ?? JSON.stringify(m.data).length) + m.messageId.length + m.id.length + m.from.length + 100;
       this.#held.set(m.messageId, { queue: m.queue, record, bytes, at });
       this.#heldBytes += bytes;
+      journaled.push({ queue: m.queue, record });
     }
+    const written = this.#journal.hold(journaled);
     if (this.#heldBytes > HOLD_MAX_BYTES) void this.#release(() => this.#heldBytes > HOLD_MAX_BYTES / 2).catch(() => undefined);
+    return written;
   }
 
   /**
@@ -376,6 +418,8 @@ export class History {
       else byQueue.set(m.queue, [m]);
     }
     const recentFrom = this.#now() - recentMs;
+    const heldBack = await this.#heldLacking();
+    const fromJournal = new Set(heldBack.map((m) => m.messageId));
     const missing: StoredMessage[] = [];
     for (const queue of new Set([...byQueue.keys(), ...this.#channels.keys()])) {
       const retention = this.#retention(queue);
@@ -387,16 +431,62 @@ export class History {
       const expiredBefore = retention.seconds !== undefined ? this.#now() - retention.seconds * 1000 : -Infinity;
       const candidates = (byQueue.get(queue) ?? []).filter((m) => m.acceptedAt >= newestAt && m.acceptedAt >= expiredBefore);
       const written = channel ? await channel.tailIds(Math.min(recentFrom, newestAt), RECOVER_BYTES, known) : new Map<string, number>();
-      for (const m of candidates) if (!written.has(m.messageId)) missing.push(m);
+      for (const m of candidates) if (!written.has(m.messageId) && !fromJournal.has(m.messageId)) missing.push(m);
       for (const [messageId, acceptedAt] of written) if (acceptedAt >= recentFrom && !known(messageId)) this.#alreadyWritten.add(messageId);
     }
+    // the journal's first, in the order held (after the log's tail was read: a check of it
+    // after them took them for the newest records and missed those before)
+    await this.#writeHeldBack(heldBack, known, recentFrom);
     // a copy sent again after the dedupe window is a new message anyway: forget them then
     if (this.#alreadyWritten.size > 0) setTimeout(() => this.#alreadyWritten.clear(), recentMs).unref();
     // older than HOLD_MAX_MS, a join would not hold them again anyway
     for (const m of missing) this.#recovered.add(m.messageId);
-    if (missing.length > 0) setTimeout(() => this.#recovered.clear(), HOLD_MAX_MS).unref();
-    if (missing.length > 0 || this.#alreadyWritten.size > 0) this.#log.warn('history made whole after a stop', { written: missing.length, unanswered: this.#alreadyWritten.size });
+    if (missing.length > 0 || fromJournal.size > 0) setTimeout(() => this.#recovered.clear(), HOLD_MAX_MS).unref();
+    if (missing.length > 0 || fromJournal.size > 0 || this.#alreadyWritten.size > 0) this.#log.warn('history made whole after a stop', { written: missing.length, held: fromJournal.size, unanswered: this.#alreadyWritten.size });
     return missing.sort((a, b) => a.seq - b.seq);
+  }
+
+  /**
+   * At start: the records the held journal still holds that their channel's files lack (held in
+   * memory when the broker stopped: their messages may be settled and gone from the log), in the
+   * order held; the others are marked out
+   */
+  async #heldLacking(): Promise<PeerMessageLike[]> {
+    const journaled = this.#fromJournal;
+    this.#fromJournal = [];
+    if (journaled.length === 0) return [];
+    const byQueue = new Map<string, HistoryRecord[]>();
+    for (const { queue, record } of journaled) {
+      const list = byQueue.get(queue);
+      if (list) list.push(record);
+      else byQueue.set(queue, [record]);
+    }
+    const missing: PeerMessageLike[] = [];
+    const done: string[] = [];
+    for (const [queue, records] of byQueue) {
+      const retention = this.#retention(queue);
+      const expiredBefore = retention?.seconds !== undefined ? this.#now() - retention.seconds * 1000 : -Infinity;
+      const oldest = Math.min(...records.map((r) => r.acceptedAt));
+      const have = retention === null ? new Set<string>() : ((await this.#channels.get(queue)?.idsFrom(oldest - JOURNAL_SLACK_MS)) ?? new Set<string>());
+      for (const record of records) {
+        if (retention === null || record.acceptedAt < expiredBefore || have.has(record.messageId)) done.push(record.messageId);
+        else missing.push({ ...record, queue });
+      }
+    }
+    this.#journal.done(done);
+    return missing;
+  }
+
+  /**
+   * `#heldLacking`'s records written, with this broker's own writes (out of the journal once
+   * written). Those the log never took (a client's copy journaled, its log append cut by the
+   * stop: never answered) are remembered as `#alreadyWritten`: sent again, not written twice.
+   */
+  async #writeHeldBack(missing: readonly PeerMessageLike[], known: (messageId: string) => boolean, recentFrom: number): Promise<void> {
+    if (missing.length === 0) return;
+    for (const m of missing) this.#recovered.add(m.messageId);
+    await this.#write(missing);
+    for (const m of missing) if (m.acceptedAt >= recentFrom && !known(m.messageId)) this.#alreadyWritten.add(m.messageId);
   }
 
   stats(queue: string): HistoryStats | null {
@@ -470,6 +560,7 @@ export class History {
   async close(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     await Promise.all([...this.#channels.values()].map((c) => c.close()));
+    await this.#journal.close();
   }
 
   // ---- mirrors: out of step, catch-up (docs/operations.md#history-catch-up) ----------------
@@ -554,8 +645,10 @@ export class History {
     const keep = this.#adoptedOutOfStep.size > 0 ? new Set([...this.#recovered, ...this.#adoptedOutOfStep]) : this.#recovered;
     if (this.#recovered.size > 0) this.#recovered = new Set();
     if (this.#adoptedOutOfStep.size > 0) this.#adoptedOutOfStep = new Set();
-    const hold = placing ? { since: this.#now() - HOLD_MAX_MS, maxBytes: HOLD_MAX_BYTES / 2, keep } : undefined;
-    const joins = Promise.all([...this.#channels].map(([queue, channel]) => channel.joinSide(hold).then((records) => this.#holdAgain(queue, records))));
+    const since = this.#now() - HOLD_MAX_MS;
+    // the records a join takes off the disk to hold them again are in the journal before they leave the files
+    const hold = (queue: string) => (placing ? { since, maxBytes: HOLD_MAX_BYTES / 2, keep, journal: (records: readonly HistoryRecord[]) => this.#journal.hold(records.map((record) => ({ queue, record }))) } : undefined);
+    const joins = Promise.all([...this.#channels].map(([queue, channel]) => channel.joinSide(hold(queue)).then((records) => this.#holdAgain(queue, records))));
     // only a join that holds records again (placing) is waited for by a later stop of placing
     if (!placing) return this.#roleChange(Promise.all([held, joins]));
     this.#joining++;
