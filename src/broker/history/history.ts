@@ -5,15 +5,11 @@ import type { Logger } from '../../runtime/logger.js';
 import type { StoredMessage } from '../store/store.js';
 import { ChannelHistory, type HistoryView, type ReadRange } from './channel-history.js';
 import { HeldJournal, type Journaled } from './held-journal.js';
+import { checkAtRestart } from './restart-check.js';
 import type { HistoryRecord, ReadRecord } from './segment.js';
 
 export type { HistoryRecord, ReadRecord } from './segment.js';
 export type { HistoryView, ReadRange } from './channel-history.js';
-
-/** at start, at most this much of a channel's newest history is read to check it against the log */
-const RECOVER_BYTES = 16 * 1_048_576;
-/** at start, a channel's records from this long before the oldest one the held journal gives back are read to find which it has (clocks of other brokers) */
-const JOURNAL_SLACK_MS = 600_000;
 
 /** how often retention by time is applied when nothing is appended */
 const TRIM_INTERVAL_MS = 5_000;
@@ -143,13 +139,9 @@ export class History {
   /** clients' copies waiting for the feed, oldest first (insertion order) */
   readonly #held = new Map<string, Held>();
   #heldBytes = 0;
-  /**
-   * every record held out of the channels' files (`#held`, `#moving`) is in this file on disk
-   * until they have it: a kill -9 loses none of them (restored by `recover`: atk27j F1)
-   */
+  /** every record held out of the channels' files (`#held`, `#moving`) is on disk here until they have it (atk27j F1) */
   readonly #journal: HeldJournal;
-  /** what the journal held at open and no file had then: written back by `recover` */
-  #fromJournal: Journaled[] = [];
+  readonly #fromJournal: Journaled[] = []; // what it held at open: `recover` writes back what the files lack
   /** replays served since start (metrics: whisker_replays_total) */
   replays = 0;
   /** replays reading now (whisker_replays_in_progress) */
@@ -167,7 +159,7 @@ export class History {
 
   /** the channels with a history on disk come back (also those no longer retained: trimmed by a reload's rules) */
   async open(): Promise<void> {
-    this.#fromJournal = await this.#journal.open();
+    for (const entry of await this.#journal.open()) this.#fromJournal.push(entry);
     for (const name of await readdir(this.#dir).catch(() => [] as string[])) {
       const at = name.indexOf('@');
       if (at <= 0) continue;
@@ -196,9 +188,8 @@ export class History {
    */
   append(messages: readonly StoredMessage[], fromClient = false): Promise<void> {
     if (fromClient && this.#placing) {
-      // answered once the journal has them too (the log may let them go before the files have them)
-      const journaled = this.#hold(messages);
-      const done = Promise.all([journaled, this.#lastAppend]).then(() => undefined);
+      // answered once journaled too (settled, they leave the log before the files may have them)
+      const done = Promise.all([this.#hold(messages), this.#lastAppend]).then(() => undefined);
       this.#lastAppend = done.catch(() => undefined);
       return done;
     }
@@ -208,7 +199,7 @@ export class History {
   /** writes the records of these messages (retained channels only) where each channel writes now */
   #write(messages: readonly PeerMessageLike[]): Promise<void> {
     let byQueue: Map<string, HistoryRecord[]> | null = null;
-    // records the journal holds that leave memory here: marked out once written (`out`); those a move holds now go in (`aside`)
+    // journaled records leaving memory: out once written; those a move holds now go in (`aside`)
     const journaling = this.#journal.size > 0;
     const out: string[] = [];
     let aside: Journaled[] | null = null;
@@ -274,7 +265,6 @@ export class History {
     const ids = new Set(records.map((r) => r.messageId));
     for (const id of appendedNext) if (ids.has(id) || have.has(id)) this.#alreadyWritten.add(id);
     const held = this.#moving.get(queue);
-    // (out of the journal once the hand-over's records are written)
     const out: string[] = [];
     if (held) this.#moving.set(queue, held.filter((r) => !ids.has(r.messageId) || void out.push(r.messageId)));
     // clients' copies of messages the hand-over carries, held for the feed (a slave in step, a
@@ -312,10 +302,7 @@ export class History {
     const retention = this.#retention(queue);
     const out = held.map((r) => r.messageId);
     if (held.length === 0 || retention === null) return this.#journal.done(out);
-    this.#channel(queue).append(held, retention, this.#now).then(
-      () => this.#journal.done(out),
-      (error: unknown) => this.#log.error('history could not be written', { queue, error: (error as Error).message }),
-    );
+    this.#channel(queue).append(held, retention, this.#now).then(() => this.#journal.done(out), (error: unknown) => this.#log.error('history could not be written', { queue, error: (error as Error).message }));
   }
 
   /** what a move hands over of `queue`'s history (within its retention), in acceptance order */
@@ -403,90 +390,23 @@ export class History {
   }
 
   /**
-   * At start, after a stop of any kind (issue 27): the message log and the history are written side
-   * by side, so a kill -9 can leave a message in one only. Returns the messages the log holds
-   * that a retained channel's history lacks (the caller appends them: a copy sent again is
-   * deduplicated and would never reach the history), and remembers the records of the last
-   * `recentMs` the log does not know (never answered: sent again, they are not written twice).
+   * At start (restart-check.ts): writes the records the held journal kept that the files lack;
+   * returns the messages the log holds that a retained channel's history lacks (the caller appends
+   * them: a copy sent again is deduplicated and would never reach the history); remembers the
+   * records of the last `recentMs` the log does not know (never answered: not written twice).
    */
   async recover(held: readonly StoredMessage[], known: (messageId: string) => boolean, recentMs: number): Promise<StoredMessage[]> {
-    const byQueue = new Map<string, StoredMessage[]>();
-    for (const m of held) {
-      if (this.#retention(m.queue) === null) continue;
-      const list = byQueue.get(m.queue);
-      if (list) list.push(m);
-      else byQueue.set(m.queue, [m]);
-    }
-    const recentFrom = this.#now() - recentMs;
-    const heldBack = await this.#heldLacking();
-    const fromJournal = new Set(heldBack.map((m) => m.messageId));
-    const missing: StoredMessage[] = [];
-    for (const queue of new Set([...byQueue.keys(), ...this.#channels.keys()])) {
-      const retention = this.#retention(queue);
-      if (retention === null) continue;
-      const channel = this.#channels.get(queue);
-      // what the history lacks is what the log took after the history's newest record (both are
-      // written in acceptance order); older held messages were trimmed, or have expired
-      const newestAt = channel?.newestAt ?? -Infinity;
-      const expiredBefore = retention.seconds !== undefined ? this.#now() - retention.seconds * 1000 : -Infinity;
-      const candidates = (byQueue.get(queue) ?? []).filter((m) => m.acceptedAt >= newestAt && m.acceptedAt >= expiredBefore);
-      const written = channel ? await channel.tailIds(Math.min(recentFrom, newestAt), RECOVER_BYTES, known) : new Map<string, number>();
-      for (const m of candidates) if (!written.has(m.messageId) && !fromJournal.has(m.messageId)) missing.push(m);
-      for (const [messageId, acceptedAt] of written) if (acceptedAt >= recentFrom && !known(messageId)) this.#alreadyWritten.add(messageId);
-    }
-    // the journal's first, in the order held (after the log's tail was read: a check of it
-    // after them took them for the newest records and missed those before)
-    await this.#writeHeldBack(heldBack, known, recentFrom);
+    const { missing, heldBack, heldDone, unanswered } = await checkAtRestart(held, this.#fromJournal.splice(0), known, recentMs, this.#now(), this.#retention, this.#channels);
+    this.#journal.done(heldDone);
+    // accepted before the stop: not held again at the first join (older than HOLD_MAX_MS, a join would not anyway)
+    for (const messageId of [...heldBack.map((e) => e.record.messageId), ...missing.map((m) => m.messageId)]) this.#recovered.add(messageId);
+    if (missing.length > 0 || heldBack.length > 0) setTimeout(() => this.#recovered.clear(), HOLD_MAX_MS).unref();
+    await this.#write(heldBack.map(({ queue, record }) => ({ ...record, queue })));
+    for (const messageId of unanswered) this.#alreadyWritten.add(messageId);
     // a copy sent again after the dedupe window is a new message anyway: forget them then
     if (this.#alreadyWritten.size > 0) setTimeout(() => this.#alreadyWritten.clear(), recentMs).unref();
-    // older than HOLD_MAX_MS, a join would not hold them again anyway
-    for (const m of missing) this.#recovered.add(m.messageId);
-    if (missing.length > 0 || fromJournal.size > 0) setTimeout(() => this.#recovered.clear(), HOLD_MAX_MS).unref();
-    if (missing.length > 0 || fromJournal.size > 0 || this.#alreadyWritten.size > 0) this.#log.warn('history made whole after a stop', { written: missing.length, held: fromJournal.size, unanswered: this.#alreadyWritten.size });
-    return missing.sort((a, b) => a.seq - b.seq);
-  }
-
-  /**
-   * At start: the records the held journal still holds that their channel's files lack (held in
-   * memory when the broker stopped: their messages may be settled and gone from the log), in the
-   * order held; the others are marked out
-   */
-  async #heldLacking(): Promise<PeerMessageLike[]> {
-    const journaled = this.#fromJournal;
-    this.#fromJournal = [];
-    if (journaled.length === 0) return [];
-    const byQueue = new Map<string, HistoryRecord[]>();
-    for (const { queue, record } of journaled) {
-      const list = byQueue.get(queue);
-      if (list) list.push(record);
-      else byQueue.set(queue, [record]);
-    }
-    const missing: PeerMessageLike[] = [];
-    const done: string[] = [];
-    for (const [queue, records] of byQueue) {
-      const retention = this.#retention(queue);
-      const expiredBefore = retention?.seconds !== undefined ? this.#now() - retention.seconds * 1000 : -Infinity;
-      const oldest = Math.min(...records.map((r) => r.acceptedAt));
-      const have = retention === null ? new Set<string>() : ((await this.#channels.get(queue)?.idsFrom(oldest - JOURNAL_SLACK_MS)) ?? new Set<string>());
-      for (const record of records) {
-        if (retention === null || record.acceptedAt < expiredBefore || have.has(record.messageId)) done.push(record.messageId);
-        else missing.push({ ...record, queue });
-      }
-    }
-    this.#journal.done(done);
+    if (missing.length > 0 || heldBack.length > 0 || this.#alreadyWritten.size > 0) this.#log.warn('history made whole after a stop', { written: missing.length, held: heldBack.length, unanswered: this.#alreadyWritten.size });
     return missing;
-  }
-
-  /**
-   * `#heldLacking`'s records written, with this broker's own writes (out of the journal once
-   * written). Those the log never took (a client's copy journaled, its log append cut by the
-   * stop: never answered) are remembered as `#alreadyWritten`: sent again, not written twice.
-   */
-  async #writeHeldBack(missing: readonly PeerMessageLike[], known: (messageId: string) => boolean, recentFrom: number): Promise<void> {
-    if (missing.length === 0) return;
-    for (const m of missing) this.#recovered.add(m.messageId);
-    await this.#write(missing);
-    for (const m of missing) if (m.acceptedAt >= recentFrom && !known(m.messageId)) this.#alreadyWritten.add(m.messageId);
   }
 
   stats(queue: string): HistoryStats | null {

@@ -1,3 +1,5 @@
+import { appendFileSync, existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { History } from '../../../src/broker/history/history.js';
 import { makeStoredMessage, type StoredMessage } from '../../../src/broker/store/store.js';
@@ -134,6 +136,56 @@ describe('a kill -9 loses no answered send from the history of the broker that a
     void history;
     const again = await restart(dir, [], [...before, ...copies]);
     expectOnce(await replay(again), [...before, ...copies]);
+    await again.close();
+  });
+
+  test('the journal: a record written then trimmed is not brought back; a torn last entry is cut at a restart; emptied once nothing is held', async () => {
+    const dir = tempDir('whisker-hk-');
+    const journal = join(dir, 'held.journal');
+    const history = new History(dir, () => ({ maxBytes: 8_192 }), silent, Date.now);
+    await history.open();
+    const t0 = Date.now() - 20_000;
+    await history.inStep(true);
+    const copies = messages('c', 50, t0);
+    const late = messages('l', 5, t0 + 2_000);
+    await history.append(copies, true);
+    await history.append(late, true);
+    expect(statSync(journal).size).toBeGreaterThan(55 * 200);
+    // the feed places the first ones: written, then trimmed to maxBytes by later writes; `late` still held
+    await history.place(copies, () => false);
+    await history.place(messages('f', 100, t0 + 1_000), () => true);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the out marks are not awaited
+    // killed -9 in the middle of a journal write (a torn entry at its end)
+    appendFileSync(journal, Buffer.from([200, 0, 0, 0, 1, 2, 3]));
+    void history;
+    const again = await restart(dir, [], late);
+    const got = await replay(again);
+    expectOnce(got, late);
+    // what was trimmed stays trimmed: no copy comes back from the journal
+    expect(got.filter((id) => id.startsWith('c'))).toEqual([]);
+    // held again and placed: nothing held, the journal is emptied
+    const more = messages('m', 5, Date.now());
+    await again.inStep(true);
+    await again.append(more, true);
+    await again.place(more, () => false);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(statSync(journal).size).toBe(0);
+    await again.close();
+  });
+
+  test('a client\'s copy journaled whose log append the kill cut (never answered): written back once, not again when the client sends it again', async () => {
+    const dir = tempDir('whisker-hk-');
+    const history = new History(dir, retention, silent, Date.now);
+    await history.open();
+    await history.inStep(true);
+    const copies = messages('c', 10, Date.now() - 1_000);
+    await history.append(copies, true);
+    void history;
+    // the log never took them: nothing known
+    const again = await restart(dir, [], []);
+    await again.append(copies);
+    expectOnce(await replay(again), copies);
+    expect((await replay(again)).length).toBe(copies.length);
     await again.close();
   });
 });
