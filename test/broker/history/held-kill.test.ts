@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, statSync } from 'node:fs';
+import { appendFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { History } from '../../../src/broker/history/history.js';
