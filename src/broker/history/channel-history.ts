@@ -278,6 +278,14 @@ export class ChannelHistory {
     return ids;
   }
 
+  /** the ids of the records in segments whose newest record is accepted at `at` or later (a restart's check of what the held journal gives back) */
+  async idsFrom(at: number): Promise<Set<string>> {
+    await this.#writing;
+    const ids = new Set<string>();
+    for (const segment of this.#segments) if (segment.lastAt >= at) await forEachRecord(segment.path, segment.bytes, (record) => void ids.add(record.messageId));
+    return ids;
+  }
+
   /**
    * Calls `each` for the records in range, in acceptance order; `each` may return a promise
    * (the reader waits: flow control) or false (stop). Records whose write was asked before the
@@ -499,7 +507,7 @@ export class ChannelHistory {
    * In step (or promoted): this broker's own writes since it fell out of step stay where they
    * are, after the catch-up, less the records the catch-up brought too (the master's order wins).
    */
-  joinSide(hold?: { since: number; maxBytes: number; keep?: ReadonlySet<string> }): Promise<HistoryRecord[]> {
+  joinSide(hold?: { since: number; maxBytes: number; keep?: ReadonlySet<string>; journal?: (records: readonly HistoryRecord[]) => Promise<void> }): Promise<HistoryRecord[]> {
     let held: HistoryRecord[] = [];
     return this.#queue(async () => {
       const side = this.#side;
@@ -541,7 +549,7 @@ export class ChannelHistory {
         // a slave in step: its recent own records the catch-up did not bring are messages its
         // master may accept only now (clients' copies at the end of the sync, a client's re-sent
         // copies): they go back to wait for the feed to place them (issue 27)
-        const { records, emptied } = await takeRecent(this.#segments.filter((s) => s.seq >= side.from), hold.since, hold.maxBytes, hold.keep);
+        const { records, emptied } = await takeRecent(this.#segments.filter((s) => s.seq >= side.from), hold.since, hold.maxBytes, hold.keep, hold.journal);
         for (const segment of emptied) await this.#drop(segment);
         held = records;
       }

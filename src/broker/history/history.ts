@@ -4,13 +4,12 @@ import type { Retention } from '../../config/types.js';
 import type { Logger } from '../../runtime/logger.js';
 import type { StoredMessage } from '../store/store.js';
 import { ChannelHistory, type HistoryView, type ReadRange } from './channel-history.js';
+import { HeldJournal, type Journaled } from './held-journal.js';
+import { checkAtRestart } from './restart-check.js';
 import type { HistoryRecord, ReadRecord } from './segment.js';
 
 export type { HistoryRecord, ReadRecord } from './segment.js';
 export type { HistoryView, ReadRange } from './channel-history.js';
-
-/** at start, at most this much of a channel's newest history is read to check it against the log */
-const RECOVER_BYTES = 16 * 1_048_576;
 
 /** how often retention by time is applied when nothing is appended */
 const TRIM_INTERVAL_MS = 5_000;
@@ -140,6 +139,9 @@ export class History {
   /** clients' copies waiting for the feed, oldest first (insertion order) */
   readonly #held = new Map<string, Held>();
   #heldBytes = 0;
+  /** every record held out of the channels' files (`#held`, `#moving`) is on disk here until they have it (atk27j F1) */
+  readonly #journal: HeldJournal;
+  readonly #fromJournal: Journaled[] = []; // what it held at open: `recover` writes back what the files lack
   /** replays served since start (metrics: whisker_replays_total) */
   replays = 0;
   /** replays reading now (whisker_replays_in_progress) */
@@ -152,10 +154,12 @@ export class History {
     this.#retention = retention;
     this.#log = log;
     this.#now = now;
+    this.#journal = new HeldJournal(dir);
   }
 
   /** the channels with a history on disk come back (also those no longer retained: trimmed by a reload's rules) */
   async open(): Promise<void> {
+    for (const entry of await this.#journal.open()) this.#fromJournal.push(entry);
     for (const name of await readdir(this.#dir).catch(() => [] as string[])) {
       const at = name.indexOf('@');
       if (at <= 0) continue;
@@ -184,8 +188,10 @@ export class History {
    */
   append(messages: readonly StoredMessage[], fromClient = false): Promise<void> {
     if (fromClient && this.#placing) {
-      this.#hold(messages);
-      return this.#lastAppend;
+      // answered once journaled too (settled, they leave the log before the files may have them)
+      const done = Promise.all([this.#hold(messages), this.#lastAppend]).then(() => undefined);
+      this.#lastAppend = done.catch(() => undefined);
+      return done;
     }
     return this.#write(messages);
   }
@@ -193,23 +199,38 @@ export class History {
   /** writes the records of these messages (retained channels only) where each channel writes now */
   #write(messages: readonly PeerMessageLike[]): Promise<void> {
     let byQueue: Map<string, HistoryRecord[]> | null = null;
+    // journaled records leaving memory: out once written; those a move holds now go in (`aside`)
+    const journaling = this.#journal.size > 0;
+    const out: string[] = [];
+    let aside: Journaled[] | null = null;
     for (const m of messages) {
-      if (m.data === undefined || this.#retention(m.queue) === null) continue;
-      if (this.#alreadyWritten.delete(m.messageId) || this.#caughtUp.has(m.messageId)) continue;
-      const moving = this.#heldBeforeMoving.delete(m.messageId) ? undefined : this.#moving.get(m.queue);
-      if (moving) {
-        moving.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
+      const journaled = journaling && this.#journal.has(m.messageId);
+      if (m.data === undefined || this.#retention(m.queue) === null || this.#alreadyWritten.delete(m.messageId) || this.#caughtUp.has(m.messageId)) {
+        if (journaled) out.push(m.messageId);
         continue;
       }
+      const record: HistoryRecord = { messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data };
+      const moving = this.#heldBeforeMoving.delete(m.messageId) ? undefined : this.#moving.get(m.queue);
+      if (moving) {
+        moving.push(record);
+        if (!journaled) (aside ??= []).push({ queue: m.queue, record });
+        continue;
+      }
+      if (journaled) out.push(m.messageId);
       byQueue ??= new Map();
       let records = byQueue.get(m.queue);
       if (!records) byQueue.set(m.queue, (records = []));
-      records.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
+      records.push(record);
     }
-    if (!byQueue) return this.#lastAppend;
-    const writes = [...byQueue].map(([queue, records]) => this.#channel(queue).append(records, this.#retention(queue)!, this.#now));
+    const writes = byQueue ? [...byQueue].map(([queue, records]) => this.#channel(queue).append(records, this.#retention(queue)!, this.#now)) : [];
+    if (aside) writes.push(this.#journal.hold(aside));
+    if (writes.length === 0) {
+      this.#journal.done(out);
+      return this.#lastAppend;
+    }
     const done = Promise.all([...writes, this.#lastAppend]).then(() => undefined);
     this.#lastAppend = done.catch(() => undefined);
+    if (out.length > 0) done.then(() => this.#journal.done(out), () => undefined);
     return done;
   }
 
@@ -244,7 +265,8 @@ export class History {
     const ids = new Set(records.map((r) => r.messageId));
     for (const id of appendedNext) if (ids.has(id) || have.has(id)) this.#alreadyWritten.add(id);
     const held = this.#moving.get(queue);
-    if (held) this.#moving.set(queue, held.filter((r) => !ids.has(r.messageId)));
+    const out: string[] = [];
+    if (held) this.#moving.set(queue, held.filter((r) => !ids.has(r.messageId) || void out.push(r.messageId)));
     // clients' copies of messages the hand-over carries, held for the feed (a slave in step, a
     // master catching up): the client sent them again to this set after the old one stored them
     // unanswered. The hand-over's record is the one written: the held one went in too when the
@@ -253,6 +275,7 @@ export class History {
       if (copy.queue !== queue || !ids.has(messageId)) continue;
       this.#held.delete(messageId);
       this.#heldBytes -= copy.bytes;
+      out.push(messageId);
     }
     const fresh = have.size === 0 ? records : records.filter((r) => !have.has(r.messageId));
     // written before the messages are stored and fed: a follower syncing meanwhile would get
@@ -260,6 +283,7 @@ export class History {
     // elected after a call-off, replayed b's hand-back twice)
     for (const r of fresh) if (appendedNext.has(r.messageId)) this.#storedNext.add(r.messageId);
     if (fresh.length > 0) await this.#channel(queue).append(fresh, retention, this.#now);
+    this.#journal.done(out);
     if (this.#outOfStep) for (const r of fresh) this.#adoptedOutOfStep.add(r.messageId);
     return fresh.length;
   }
@@ -276,8 +300,9 @@ export class History {
     this.#moving.delete(queue);
     for (const [messageId, copy] of this.#held) if (copy.queue === queue) this.#heldBeforeMoving.delete(messageId);
     const retention = this.#retention(queue);
-    if (held.length === 0 || retention === null) return;
-    this.#channel(queue).append(held, retention, this.#now).catch((error: unknown) => this.#log.error('history could not be written', { queue, error: (error as Error).message }));
+    const out = held.map((r) => r.messageId);
+    if (held.length === 0 || retention === null) return this.#journal.done(out);
+    this.#channel(queue).append(held, retention, this.#now).then(() => this.#journal.done(out), (error: unknown) => this.#log.error('history could not be written', { queue, error: (error as Error).message }));
   }
 
   /** what a move hands over of `queue`'s history (within its retention), in acceptance order */
@@ -292,16 +317,20 @@ export class History {
   }
 
   /** on a slave in step: a client's copies wait for the feed (past HOLD_MAX_BYTES the oldest are written now) */
-  #hold(messages: readonly StoredMessage[]): void {
+  #hold(messages: readonly StoredMessage[]): Promise<void> {
     const at = this.#now();
+    const journaled: Journaled[] = [];
     for (const m of messages) {
       if (m.data === undefined || this.#retention(m.queue) === null || this.#held.has(m.messageId)) continue;
       const record: HistoryRecord = { messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data };
       const bytes = (m.json?.length ?? JSON.stringify(m.data).length) + m.messageId.length + m.id.length + m.from.length + 100;
       this.#held.set(m.messageId, { queue: m.queue, record, bytes, at });
       this.#heldBytes += bytes;
+      journaled.push({ queue: m.queue, record });
     }
+    const written = this.#journal.hold(journaled);
     if (this.#heldBytes > HOLD_MAX_BYTES) void this.#release(() => this.#heldBytes > HOLD_MAX_BYTES / 2).catch(() => undefined);
+    return written;
   }
 
   /**
@@ -361,42 +390,23 @@ export class History {
   }
 
   /**
-   * At start, after a stop of any kind (issue 27): the message log and the history are written side
-   * by side, so a kill -9 can leave a message in one only. Returns the messages the log holds
-   * that a retained channel's history lacks (the caller appends them: a copy sent again is
-   * deduplicated and would never reach the history), and remembers the records of the last
-   * `recentMs` the log does not know (never answered: sent again, they are not written twice).
+   * At start (restart-check.ts): writes the records the held journal kept that the files lack;
+   * returns the messages the log holds that a retained channel's history lacks (the caller appends
+   * them: a copy sent again is deduplicated and would never reach the history); remembers the
+   * records of the last `recentMs` the log does not know (never answered: not written twice).
    */
   async recover(held: readonly StoredMessage[], known: (messageId: string) => boolean, recentMs: number): Promise<StoredMessage[]> {
-    const byQueue = new Map<string, StoredMessage[]>();
-    for (const m of held) {
-      if (this.#retention(m.queue) === null) continue;
-      const list = byQueue.get(m.queue);
-      if (list) list.push(m);
-      else byQueue.set(m.queue, [m]);
-    }
-    const recentFrom = this.#now() - recentMs;
-    const missing: StoredMessage[] = [];
-    for (const queue of new Set([...byQueue.keys(), ...this.#channels.keys()])) {
-      const retention = this.#retention(queue);
-      if (retention === null) continue;
-      const channel = this.#channels.get(queue);
-      // what the history lacks is what the log took after the history's newest record (both are
-      // written in acceptance order); older held messages were trimmed, or have expired
-      const newestAt = channel?.newestAt ?? -Infinity;
-      const expiredBefore = retention.seconds !== undefined ? this.#now() - retention.seconds * 1000 : -Infinity;
-      const candidates = (byQueue.get(queue) ?? []).filter((m) => m.acceptedAt >= newestAt && m.acceptedAt >= expiredBefore);
-      const written = channel ? await channel.tailIds(Math.min(recentFrom, newestAt), RECOVER_BYTES, known) : new Map<string, number>();
-      for (const m of candidates) if (!written.has(m.messageId)) missing.push(m);
-      for (const [messageId, acceptedAt] of written) if (acceptedAt >= recentFrom && !known(messageId)) this.#alreadyWritten.add(messageId);
-    }
+    const { missing, heldBack, heldDone, unanswered } = await checkAtRestart(held, this.#fromJournal.splice(0), known, recentMs, this.#now(), this.#retention, this.#channels);
+    this.#journal.done(heldDone);
+    // accepted before the stop: not held again at the first join (older than HOLD_MAX_MS, a join would not anyway)
+    for (const messageId of [...heldBack.map((e) => e.record.messageId), ...missing.map((m) => m.messageId)]) this.#recovered.add(messageId);
+    if (missing.length > 0 || heldBack.length > 0) setTimeout(() => this.#recovered.clear(), HOLD_MAX_MS).unref();
+    await this.#write(heldBack.map(({ queue, record }) => ({ ...record, queue })));
+    for (const messageId of unanswered) this.#alreadyWritten.add(messageId);
     // a copy sent again after the dedupe window is a new message anyway: forget them then
     if (this.#alreadyWritten.size > 0) setTimeout(() => this.#alreadyWritten.clear(), recentMs).unref();
-    // older than HOLD_MAX_MS, a join would not hold them again anyway
-    for (const m of missing) this.#recovered.add(m.messageId);
-    if (missing.length > 0) setTimeout(() => this.#recovered.clear(), HOLD_MAX_MS).unref();
-    if (missing.length > 0 || this.#alreadyWritten.size > 0) this.#log.warn('history made whole after a stop', { written: missing.length, unanswered: this.#alreadyWritten.size });
-    return missing.sort((a, b) => a.seq - b.seq);
+    if (missing.length > 0 || heldBack.length > 0 || this.#alreadyWritten.size > 0) this.#log.warn('history made whole after a stop', { written: missing.length, held: heldBack.length, unanswered: this.#alreadyWritten.size });
+    return missing;
   }
 
   stats(queue: string): HistoryStats | null {
@@ -470,6 +480,7 @@ export class History {
   async close(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     await Promise.all([...this.#channels.values()].map((c) => c.close()));
+    await this.#journal.close();
   }
 
   // ---- mirrors: out of step, catch-up (docs/operations.md#history-catch-up) ----------------
@@ -557,8 +568,10 @@ export class History {
     const keep = this.#adoptedOutOfStep.size > 0 ? new Set([...this.#recovered, ...this.#adoptedOutOfStep]) : this.#recovered;
     if (this.#recovered.size > 0) this.#recovered = new Set();
     if (this.#adoptedOutOfStep.size > 0) this.#adoptedOutOfStep = new Set();
-    const hold = placing ? { since: this.#now() - HOLD_MAX_MS, maxBytes: HOLD_MAX_BYTES / 2, keep } : undefined;
-    const joins = Promise.all([...this.#channels].map(([queue, channel]) => channel.joinSide(hold).then((records) => this.#holdAgain(queue, records))));
+    const since = this.#now() - HOLD_MAX_MS;
+    // the records a join takes off the disk to hold them again are in the journal before they leave the files
+    const hold = (queue: string) => (placing ? { since, maxBytes: HOLD_MAX_BYTES / 2, keep, journal: (records: readonly HistoryRecord[]) => this.#journal.hold(records.map((record) => ({ queue, record }))) } : undefined);
+    const joins = Promise.all([...this.#channels].map(([queue, channel]) => channel.joinSide(hold(queue)).then((records) => this.#holdAgain(queue, records))));
     // only a join that holds records again (placing) is waited for by a later stop of placing
     if (!placing) return this.#roleChange(Promise.all([held, joins]));
     this.#joining++;

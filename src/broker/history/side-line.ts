@@ -112,9 +112,9 @@ export async function dropFromSegments(own: readonly SegmentMeta[], caughtUp: re
 /**
  * Takes out of `own` its records accepted at or after `since`, at most `maxBytes` of them (the
  * newest), less those in `keep` (they stay where they are): returns them in file order, and the
- * segments left empty.
+ * segments left empty. `journal` has them written elsewhere first.
  */
-export async function takeRecent(own: readonly SegmentMeta[], since: number, maxBytes: number, keep?: ReadonlySet<string>): Promise<{ records: HistoryRecord[]; emptied: SegmentMeta[] }> {
+export async function takeRecent(own: readonly SegmentMeta[], since: number, maxBytes: number, keep?: ReadonlySet<string>, journal?: (records: readonly HistoryRecord[]) => Promise<void>): Promise<{ records: HistoryRecord[]; emptied: SegmentMeta[] }> {
   const recent = own.filter((segment) => segment.lastAt >= since);
   // the newest within maxBytes, kept as they are read (bounded memory): older ones drop off the front
   let records: Array<{ record: HistoryRecord; bytes: number }> = [];
@@ -136,6 +136,8 @@ export async function takeRecent(own: readonly SegmentMeta[], since: number, max
   }
   records = records.slice(head);
   const taken = new Set(records.map((r) => r.record.messageId));
+  // on disk elsewhere before they leave these files (History's held journal: a kill -9 meanwhile loses none)
+  if (taken.size > 0 && journal) await journal(records.map((r) => r.record));
   const emptied: SegmentMeta[] = [];
   if (taken.size > 0) for (const segment of recent) if (!(await rewriteWithout(segment, taken, -Infinity))) emptied.push(segment);
   return { records: records.map((r) => r.record), emptied };
