@@ -79,4 +79,22 @@ describe('sends refused E_MOVED just before the queue came to this set, sent aga
       expect(queued(r)).toEqual(['h1', 'h2', 'm1', 'm2', 'm3', 'm4', 'm5']);
     }
   });
+
+  test("the old set, its map late for the call-off: the refused ones go after set b's hand-back, before the sends put aside meanwhile", async () => {
+    const { router, intake, view } = broker(new KeptStore(), []);
+    // the queue was on this set (b here) before the move; the move under way: frozen, sends E_MOVED
+    view.owner = 'b';
+    await intake.publish('p', [sent('old')]);
+    router.moving.freeze(QUEUE, true);
+    view.owner = 'a';
+    expect((await intake.publish('p', [sent('m1')]))[0]!.error?.code).toBe('E_MOVED');
+    // called off (cluster/move.ts #changed, phase return): the queue's sends wait aside here again
+    view.owner = 'b';
+    router.moving.holdAside(QUEUE);
+    await intake.publish('p', [sent('m2')]);
+    await intake.publish('p', [sent('m1')]);
+    await router.moving.importMoved(QUEUE, [handed('h1')]);
+    router.moving.releaseAside(QUEUE);
+    expect(queued(router)).toEqual(['old', 'h1', 'm1', 'm2']);
+  });
 });
