@@ -207,6 +207,8 @@ export class Moving {
       const next = aside[at]!;
       aside.splice(at, 0, message);
       this.#places.set(message.messageId, (this.#places.get(next.messageId) ?? this.#lastPlace) - 0.5);
+      // its history record, held for the move, too (written before the router puts it aside)
+      this.#env.history?.placeMoving(message.queue, message.messageId, next.messageId);
     } else {
       aside.push(message);
       this.#places.set(message.messageId, ++this.#lastPlace);

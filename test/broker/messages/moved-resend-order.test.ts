@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { compilePolicy } from '../../../src/broker/access/policy.js';
+import { History } from '../../../src/broker/history/history.js';
 import type { Cluster } from '../../../src/broker/cluster/cluster.js';
 import { Lifecycle } from '../../../src/broker/lifecycle.js';
 import type { AsideFile, AsideQueue } from '../../../src/broker/messages/aside-file.js';
@@ -9,7 +10,8 @@ import { MemoryStore } from '../../../src/broker/store/memory.js';
 import type { RecoveredState, StoredMessage } from '../../../src/broker/store/store.js';
 import { WhiskerError } from '../../../src/protocol/errors.js';
 import { createLogger } from '../../../src/runtime/logger.js';
-import { brokerConfig } from '../../support/harness.js';
+import { brokerConfig, tempDir } from '../../support/harness.js';
+import { replayIds } from '../../support/history-catch-up.js';
 
 /**
  * A broker whose placement map lags a client's (SPEC §13, issue 31): the client learned that the
@@ -40,10 +42,10 @@ class KeptStore extends MemoryStore {
   }
 }
 
-function broker(store: KeptStore, asideQueues: AsideQueue[]) {
+function broker(store: KeptStore, asideQueues: AsideQueue[], history?: History) {
   const lifecycle = new Lifecycle();
   const file = { load: () => asideQueues, save: (rows: readonly AsideQueue[]) => void asideQueues.splice(0, asideQueues.length, ...rows) } as unknown as AsideFile;
-  const router = new Router({ policy: compilePolicy(brokerConfig({ defaultPolicy: 'allow', isMaster: true, maxItemsInQueue: 1_000_000 })), store, log: createLogger('silent'), now: Date.now, lifecycle, asideFile: file });
+  const router = new Router({ policy: compilePolicy(brokerConfig({ defaultPolicy: 'allow', isMaster: true, maxItemsInQueue: 1_000_000 })), store, log: createLogger('silent'), now: Date.now, lifecycle, asideFile: file, history });
   // this broker is of set b; `view.owner` is the set its placement map names for the queue now
   const view = { owner: 'a' };
   const cluster = { set: 'b', owner: () => view.owner, moved: (set: string, queue: string) => new WhiskerError('E_MOVED', `Queue ${queue} is on set ${set}`, { set, queue, hosts: [] }) } as unknown as Cluster;
@@ -78,6 +80,29 @@ describe('sends refused E_MOVED just before the queue came to this set, sent aga
       r.moving.releaseAside(QUEUE);
       expect(queued(r)).toEqual(['h1', 'h2', 'm1', 'm2', 'm3', 'm4', 'm5']);
     }
+  });
+
+  test("a retained queue: the history writes the refused ones in that place too, after the hand-over's records", async () => {
+    const history = new History(tempDir('whisker-resend-'), () => ({ seconds: 3_600 }), createLogger('silent'), Date.now);
+    await history.open();
+    const { router, intake, view } = broker(new KeptStore(), [], history);
+    expect((await intake.publish('p', [sent('m1')]))[0]!.error?.code).toBe('E_MOVED');
+    view.owner = 'b';
+    router.moving.freeze(QUEUE, true);
+    router.moving.holdAside(QUEUE);
+    await intake.publish('p', [sent('m2')]);
+    await intake.publish('p', [sent('m1')]);
+    // the hand-over as cluster/move.ts #take takes it: the old set's history first, then the messages
+    const handOver = [handed('h1')];
+    const ids = new Set(handOver.map((h) => h.message.messageId));
+    await history.adopt(QUEUE, handOver.map(({ message: m }) => ({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data })), ids);
+    await router.moving.importMoved(QUEUE, handOver);
+    history.stored(ids);
+    router.moving.releaseAside(QUEUE);
+    expect(queued(router)).toEqual(['h1', 'm1', 'm2']);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await replayIds(history, QUEUE)).toEqual(['h1', 'm1', 'm2']);
+    await history.close();
   });
 
   test("the old set, its map late for the call-off: the refused ones go after set b's hand-back, before the sends put aside meanwhile", async () => {
