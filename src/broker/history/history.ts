@@ -293,6 +293,14 @@ export class History {
     for (const messageId of messageIds) this.#storedNext.delete(messageId);
   }
 
+  /** a record held for a queue moving here goes before `before`'s, as the router put its message aside (messages/moving.ts `putAside`) */
+  placeMoving(queue: string, messageId: string, before: string): void {
+    const held = this.#moving.get(queue) ?? [];
+    const from = held.findLastIndex((record) => record.messageId === messageId);
+    const to = held.findIndex((record) => record.messageId === before);
+    if (from >= 0 && to >= 0 && to < from) held.splice(to, 0, held.splice(from, 1)[0]!);
+  }
+
   /** the records held for a queue that moved here are written, after what the old set handed over */
   releaseMoving(queue: string): void {
     const held = this.#moving.get(queue);

@@ -120,7 +120,11 @@ export class Intake {
       // the hot path of a cluster: one Map lookup (a queue of another set is checked there)
       const owner = cluster.owner(channel.queue);
       if (owner === undefined) toPlace = true;
-      else if (owner !== cluster.set) throw cluster.moved(owner, channel.queue);
+      else if (owner !== cluster.set) {
+        // sent again once this broker's map names its set, it keeps its place (moving.ts `refused`)
+        router.moving.refused(m.messageId, channel.queue);
+        throw cluster.moved(owner, channel.queue);
+      }
     }
     if (m.data === null || m.data === undefined) throw new WhiskerError('E_NO_VALUE', 'Bad format');
     if (tooDeep(m.data, MAX_DEPTH)) throw new WhiskerError('E_TOO_LARGE', `Message nested deeper than ${MAX_DEPTH} levels`);
@@ -148,7 +152,7 @@ export class Intake {
     this.#pending.set(queue, pending + 1);
     if (toPlace) unplaced.add(queue); // rules and format passed: it may be placed (SPEC §13)
     // the queue's own name string, not one more copy per waiting message
-    return makeStoredMessage(router.nextSeq(), { messageId: m.messageId, queue: held?.name ?? queue, id: channel.id, data, created: m.created, acceptedAt: now, from: clientName });
+    return makeStoredMessage(router.moving.resentSeq(m.messageId, queue) ?? router.nextSeq(), { messageId: m.messageId, queue: held?.name ?? queue, id: channel.id, data, created: m.created, acceptedAt: now, from: clientName });
   }
   #unpend(queue: string): void {
     const left = (this.#pending.get(queue) ?? 1) - 1;

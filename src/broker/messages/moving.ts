@@ -70,7 +70,13 @@ export class Moving {
    * a move gave back the sends it took meanwhile before those handed over (atk31c Finding B:
    * 3,051 and 3,801 order breaks per id).
    */
-  readonly #importSeqs = new Map<string, { next: number; end: number; before: number }>();
+  readonly #importSeqs = new Map<string, { next: number; end: number; before: number; resent: number }>();
+  /**
+   * ids of sends this broker answered E_MOVED, with their queue, oldest first (at most
+   * REFUSED_MAX): one sent again once the queue waits aside here takes a seq set apart after the
+   * hand-over's range (`resentSeq`), so it goes before the sends put aside meanwhile
+   */
+  readonly #refused = new Map<string, string>();
   /** queues the aside file held at start that no move under way has claimed yet (`unclaimed`) */
   readonly #restored = new Set<string>();
 
@@ -86,7 +92,7 @@ export class Moving {
   restoreQueues(): void {
     for (const { queue, before } of this.#env.file?.load() ?? []) {
       this.#aside.set(queue, []);
-      this.#importSeqs.set(queue, { next: before + 1, end: before + MOVE_SEQS, before });
+      this.#importSeqs.set(queue, { next: before + 1, end: before + MOVE_SEQS, before, resent: before + MOVE_SEQS + 1 });
       this.#restored.add(queue);
       this.#frozen.add(queue);
       this.#env.history?.holdMoving(queue);
@@ -106,6 +112,7 @@ export class Moving {
       if (message.seq >= range.next) range.next = message.seq + 1;
       return false;
     }
+    if (message.seq <= range.end + RESENT_SEQS && message.seq >= range.resent) range.resent = message.seq + 1;
     // a client's or its master's copy, not known now: its master's sync names it if it has it
     return this.putAside(message, true);
   }
@@ -113,7 +120,7 @@ export class Moving {
   /** the last seq set apart at start (the router's next seq is past it) */
   reservedUpTo(): number {
     let end = 0;
-    for (const range of this.#importSeqs.values()) end = Math.max(end, range.end);
+    for (const range of this.#importSeqs.values()) end = Math.max(end, range.end + RESENT_SEQS);
     return end;
   }
 
@@ -140,8 +147,8 @@ export class Moving {
     this.#restored.delete(queue);
     if (!this.#aside.has(queue)) {
       this.#aside.set(queue, []);
-      const before = this.#env.reserveSeqs(MOVE_SEQS);
-      this.#importSeqs.set(queue, { next: before + 1, end: before + MOVE_SEQS, before });
+      const before = this.#env.reserveSeqs(MOVE_SEQS + RESENT_SEQS);
+      this.#importSeqs.set(queue, { next: before + 1, end: before + MOVE_SEQS, before, resent: before + MOVE_SEQS + 1 });
       // on disk before a send is put aside: a restart keeps them aside too
       this.#save();
     }
@@ -158,12 +165,54 @@ export class Moving {
     return this.#places.has(messageId);
   }
 
+  /**
+   * This broker answered these sends E_MOVED (intake.ts): its placement map named another set.
+   * A map that lags the client's (the client heard of a move to this set, or of its call-off back
+   * here, from another broker first) refuses the first sends and stores the next ones, already on
+   * their way, once its etcd watch catches up; the refused ones come back a moment later, after
+   * them. Remembered, they keep their place (`resentSeq`). Put aside where they arrived, they
+   * were queued after newer sends of the same ids (CI preview, move-calledoff 'restart' at load
+   * 15-25: `693 after 694-697` on every id, consumer, listener and history).
+   */
+  refused(messageId: string, queue: string): void {
+    this.#refused.delete(messageId);
+    this.#refused.set(messageId, queue);
+    if (this.#refused.size > REFUSED_MAX) this.#refused.delete(this.#refused.keys().next().value!);
+  }
+
+  /**
+   * The seq of a send this broker refused E_MOVED and now stores for `queue` waiting aside: one
+   * of those set apart after the hand-over's range, below those of the sends put aside since (a
+   * restart loads them in seq order, `restoreAside`), so it is released before them (`putAside`).
+   * Undefined for any other send (it takes the next seq).
+   */
+  resentSeq(messageId: string, queue: string): number | undefined {
+    const refusedFor = this.#refused.size === 0 ? undefined : this.#refused.get(messageId);
+    if (refusedFor === undefined) return undefined;
+    this.#refused.delete(messageId);
+    const range = refusedFor === queue ? this.#importSeqs.get(queue) : undefined;
+    if (!range || range.resent > range.end + RESENT_SEQS) return undefined;
+    return range.resent++;
+  }
+
   /** a message stored: false when its queue is not held aside (the router queues it). `fromClient`: a client's copy (not its master's) */
   putAside(message: StoredMessage, fromClient = false): boolean {
     const aside = this.#aside.get(message.queue);
     if (!aside) return false;
-    aside.push(message);
-    this.#places.set(message.messageId, ++this.#lastPlace);
+    const range = this.#importSeqs.get(message.queue);
+    const last = aside[aside.length - 1];
+    if (range && last && last.seq > message.seq && message.seq > range.end && message.seq <= range.end + RESENT_SEQS) {
+      // a send refused E_MOVED, sent again (`resentSeq`): before those stored after it, in seq order
+      const at = aside.findIndex((m) => m.seq > message.seq);
+      const next = aside[at]!;
+      aside.splice(at, 0, message);
+      this.#places.set(message.messageId, (this.#places.get(next.messageId) ?? this.#lastPlace) - 0.5);
+      // its history record, held for the move, too (written before the router puts it aside)
+      this.#env.history?.placeMoving(message.queue, message.messageId, next.messageId);
+    } else {
+      aside.push(message);
+      this.#places.set(message.messageId, ++this.#lastPlace);
+    }
     if (fromClient) this.#unnamed.add(message.messageId);
     return true;
   }
@@ -370,3 +419,7 @@ export class Moving {
  * can hold; past it, the rest take seqs after what waits aside (their order after a restart)
  */
 const MOVE_SEQS = 1 << 22;
+/** seqs set apart after those, for sends refused E_MOVED and sent again (`resentSeq`); past them, the next seq */
+const RESENT_SEQS = 1 << 16;
+/** sends refused E_MOVED remembered at most (the oldest forgotten first) */
+const REFUSED_MAX = 10_000;
