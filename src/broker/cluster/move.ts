@@ -3,6 +3,7 @@ import { WhiskerError } from '../../protocol/errors.js';
 import type { Logger } from '../../runtime/logger.js';
 import type { Router } from '../messages/router.js';
 import type { HistoryRecord, ReadRecord } from '../history/history.js';
+import { exportRecords } from '../history/history-view.js';
 import type { ReservationRecord } from '../store/reservation-file.js';
 import type { RecoveredRecord, StoredMessage } from '../store/store.js';
 import type { Cluster } from './cluster.js';
@@ -210,7 +211,7 @@ export class Mover {
       while (Date.now() < deadline && [...router.appendsUnderWay()].some((id) => router.holding(id) === undefined)) await sleep(10);
       if (!router.isMaster || this.#rawOf(queue, placement) !== raw) return;
       const held = await router.moving.exportQueue(queue);
-      const history = (await router.history?.exportRecords(queue)) ?? [];
+      const history = router.history ? await exportRecords(router.history, queue) : [];
       const recent = router.recentOf(queue);
       const reservations = router.reservations.ofQueue(queue);
       const groups = [...(router.queues.get(queue)?.groupKeys() ?? [])];

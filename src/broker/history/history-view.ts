@@ -1,3 +1,4 @@
+import type { History } from './history.js';
 import { forEachRecord, type ReadRecord } from './segment.js';
 
 /** where a record lies in a view: its segment, and its place in it */
@@ -77,4 +78,15 @@ export class HistoryView {
       });
     }
   }
+}
+
+/** what a move hands over of `queue`'s history (within its retention), in acceptance order */
+export async function exportRecords(history: History, queue: string): Promise<ReadRecord[]> {
+  const records: ReadRecord[] = [];
+  if (!history.isRetained(queue)) return records;
+  await history.read(queue, {}, (record) => {
+    records.push(record);
+    return true;
+  });
+  return records;
 }

@@ -313,17 +313,6 @@ export class History {
     this.#channel(queue).append(held, retention, this.#now).then(() => this.#journal.done(out), (error: unknown) => this.#log.error('history could not be written', { queue, error: (error as Error).message }));
   }
 
-  /** what a move hands over of `queue`'s history (within its retention), in acceptance order */
-  async exportRecords(queue: string): Promise<ReadRecord[]> {
-    const records: ReadRecord[] = [];
-    if (this.#retention(queue) === null) return records;
-    await this.read(queue, {}, (record) => {
-      records.push(record);
-      return true;
-    });
-    return records;
-  }
-
   /** on a slave in step: a client's copies wait for the feed (past HOLD_MAX_BYTES the oldest are written now) */
   #hold(messages: readonly StoredMessage[]): Promise<void> {
     const at = this.#now();
@@ -532,10 +521,8 @@ export class History {
    * Settles once nothing is held back from this history: in step (a master's), no role change
    * under way, no clients' copies waiting to be placed (a master catching up writes them once its
    * peers' offers are in: mirror/promotion-gate.ts), and what was asked written. A master's replay
-   * (`read` with `wholeWithinMs`) waits for it between its tries. Out of step counts as held back:
-   * a master catching up fenced before its peers' offers came writes its held copies as a slave
-   * would, and a replay begun then lacked what the offers bring (outside check atk27j F3: 480 and
-   * 4,011 sends answered OK before the ask); it waits until this broker is master again and whole.
+   * (`read` with `wholeWithinMs`) waits for it between its tries. Out of step is held back: begun
+   * then, it lacked what the offers bring when elected again (atk27j F3: 480 and 4,011 OK sends).
    */
   #whole(): Promise<void> {
     if (this.#holdsNothing()) return this.#lastAppend;
