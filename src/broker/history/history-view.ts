@@ -1,4 +1,3 @@
-import type { History } from './history.js';
 import { forEachRecord, type ReadRecord } from './segment.js';
 
 /** where a record lies in a view: its segment, and its place in it */
@@ -80,8 +79,14 @@ export class HistoryView {
   }
 }
 
+/** what exportRecords reads: a History */
+interface Readable {
+  isRetained(queue: string): boolean;
+  read(queue: string, range: object, each: (record: ReadRecord) => boolean): Promise<boolean>;
+}
+
 /** what a move hands over of `queue`'s history (within its retention), in acceptance order */
-export async function exportRecords(history: History, queue: string): Promise<ReadRecord[]> {
+export async function exportRecords(history: Readable, queue: string): Promise<ReadRecord[]> {
   const records: ReadRecord[] = [];
   if (!history.isRetained(queue)) return records;
   await history.read(queue, {}, (record) => {
