@@ -148,11 +148,14 @@ export async function takeRecent(own: readonly SegmentMeta[], since: number, max
  * first record the catch-up brought too, and the catch-up lacks, would have come after what it
  * brought (or its master lacks it): left where it is, the records the catch-up brought (whose
  * place wins at the join) went after it. Returns them in `had`'s order, encoded: at most the
- * records of `had`, which the join bounds (COMPARE_RECORDS).
+ * records of `had`, which the join bounds (COMPARE_RECORDS), as it bounds the ids kept.
  */
 export async function laterThanCatchUp(had: readonly SegmentMeta[], brought: readonly SegmentMeta[]): Promise<{ buffers: Buffer[]; ids: Set<string>; firstAt: number; lastAt: number }> {
+  // the ids of `had` (bounded by the join), then which of them the catch-up brought: not every id it brought
+  const hadIds = new Set<string>();
+  for (const segment of had) await forEachRecord(segment.path, segment.bytes, (record) => void hadIds.add(record.messageId));
   const broughtIds = new Set<string>();
-  for (const segment of brought) await forEachRecord(segment.path, segment.bytes, (record) => void broughtIds.add(record.messageId));
+  for (const segment of brought) await forEachRecord(segment.path, segment.bytes, (record) => void (hadIds.has(record.messageId) && broughtIds.add(record.messageId)));
   const later = { buffers: [] as Buffer[], ids: new Set<string>(), firstAt: Infinity, lastAt: -Infinity };
   let found = false;
   for (const segment of had) {
