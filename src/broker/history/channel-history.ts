@@ -68,8 +68,8 @@ export class ChannelHistory {
   #side: SideLine | null = null;
   /** reads under way (replays): a join takes no record out of the files meanwhile (`joinSide`) */
   #reading = 0;
-  /** the catch-up being written: its open segment; `begun` once its first segment is listed in `side.catchUps` */
-  #catchUp: { segment: SegmentMeta | null; handle: FileHandle | null; begun: boolean; first: number | null; replacing: boolean } | null = null;
+  /** the catch-up being written: its open segment; `first`, its first segment once listed in `side.catchUps` */
+  #catchUp: { segment: SegmentMeta | null; handle: FileHandle | null; first: number | null; replacing: boolean } | null = null;
 
   constructor(dir: string) {
     this.#dir = dir;
@@ -396,7 +396,7 @@ export class ChannelHistory {
       if (after === null) {
         for (const segment of this.#main()) await this.#drop(segment);
       }
-      this.#catchUp = { segment: null, handle: null, begun: false, first: null, replacing: after === null };
+      this.#catchUp = { segment: null, handle: null, first: null, replacing: after === null };
     });
   }
 
@@ -455,8 +455,7 @@ export class ChannelHistory {
       await this.#endCatchUpSegment();
       const seq = side.gapNext++;
       if (side.catchUpFrom === null) side.catchUpFrom = seq;
-      if (!catchUp.begun) {
-        catchUp.begun = true;
+      if (catchUp.first === null) {
         catchUp.first = seq;
         side.catchUps = [...(side.catchUps ?? []), seq];
       }
