@@ -50,17 +50,21 @@ export async function checkAtRestart(
   // the journal's records a channel's files lack (checked first: the log's check below reads the files as they are now)
   const heldBack: Journaled[] = [];
   const heldDone: string[] = [];
+  const recentFrom = now - recentMs;
   for (const [queue, entries] of byQueue(journaled, (entry) => entry.queue)) {
     const retention = retentionOf(queue);
     const oldest = entries.reduce((min, entry) => Math.min(min, entry.record.acceptedAt), Infinity);
     const have = retention === null ? new Set<string>() : ((await channels.get(queue)?.idsFrom(oldest - JOURNAL_SLACK_MS)) ?? new Set<string>());
     for (const entry of entries) {
-      if (retention === null || entry.record.acceptedAt < expiredBefore(retention) || have.has(entry.record.messageId)) heldDone.push(entry.record.messageId);
+      // a record of the dedupe window the log never took (neither holds nor settled it): its send was
+      // cut by the stop, never answered here; the brokers that took it offer it, or its client sends it
+      // again, and it is written then (written back too, it was twice: atk27k F2, 1,155 records)
+      const cut = entry.record.acceptedAt >= recentFrom && !known(entry.record.messageId);
+      if (retention === null || entry.record.acceptedAt < expiredBefore(retention) || have.has(entry.record.messageId) || cut) heldDone.push(entry.record.messageId);
       else heldBack.push(entry);
     }
   }
   const fromJournal = new Set(heldBack.map((entry) => entry.record.messageId));
-  const recentFrom = now - recentMs;
   const logged = byQueue(
     held.filter((m) => retentionOf(m.queue) !== null),
     (m) => m.queue,
@@ -79,7 +83,5 @@ export async function checkAtRestart(
     for (const m of candidates) if (!written.has(m.messageId) && !fromJournal.has(m.messageId)) missing.push(m);
     for (const [messageId, acceptedAt] of written) if (acceptedAt >= recentFrom && !known(messageId)) unanswered.push(messageId);
   }
-  // the journal's records the log never took (a client's copy journaled, its log append cut by the stop)
-  for (const { record } of heldBack) if (record.acceptedAt >= recentFrom && !known(record.messageId)) unanswered.push(record.messageId);
   return { missing: missing.sort((a, b) => a.seq - b.seq), heldBack, heldDone, unanswered };
 }
