@@ -535,9 +535,10 @@ export class ChannelHistory {
             had.unshift(segment);
             records += segment.count;
           }
-          // cut short: what this broker had after the first record it brought goes after it
-          // (else the master's records took their place after ones the catch-up would have brought next)
-          if (side.ended && !side.ended.includes(begin)) await appendToSegment(brought.at(-1)!, await laterThanCatchUp(had, brought));
+          // the last catch-up, cut short: what this broker had after the first record it brought goes
+          // after it (else the master's records took their place after ones it would have brought
+          // next); an earlier one's place was decided by the next (what it brought went from it)
+          if (k === starts.length - 1 && side.ended && !side.ended.includes(begin)) await appendToSegment(brought.at(-1)!, await laterThanCatchUp(had, brought));
           for (const emptied of await dropFromSegments(had, brought)) await this.#drop(emptied);
         }
       }
