@@ -648,13 +648,15 @@ export class History {
 
   /**
    * Messages the master's feed named during a sync (its backlog, sent before `done`): written
-   * after that channel's catch-up, in the feed's order; a channel without one ignores them
+   * after that channel's catch-up, in the feed's order; one the catch-up brought stays at its place
+   * there (a master fenced while catching up writes its held records, its feed names their messages
+   * once its hold ends: atk27k F3, 4,896 twice); a channel without one ignores them
    */
   catchUpFeed(messages: readonly PeerMessageLike[]): Promise<void> {
     const byQueue = new Map<string, HistoryRecord[]>();
     for (const m of messages) {
       const channel = this.#channels.get(m.queue);
-      if (!channel || this.#retention(m.queue) === null || m.data === undefined) continue;
+      if (!channel || this.#retention(m.queue) === null || m.data === undefined || this.#caughtUp.has(m.messageId)) continue;
       let records = byQueue.get(m.queue);
       if (!records) byQueue.set(m.queue, (records = []));
       records.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
