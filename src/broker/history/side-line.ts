@@ -145,12 +145,17 @@ export async function takeRecent(own: readonly SegmentMeta[], since: number, max
 
 /**
  * A catch-up cut short brought its master's records up to some point. What `had` holds after the
- * first record the catch-up brought too, and the catch-up lacks, would have come after what it
- * brought (or its master lacks it): left where it is, the records the catch-up brought (whose
- * place wins at the join) went after it. Returns them in `had`'s order, encoded: at most the
- * records of `had`, which the join bounds (COMPARE_RECORDS), as it bounds the ids kept.
+ * first record the catch-up brought too, accepted with the newest it brought or later, and the catch-up
+ * lacks, would have come after what it brought: left where it is, the records the catch-up
+ * brought (whose place wins at the join) went after it. An older one is not what it would have
+ * brought next (its master lacks it: sends this broker answered as master before a kill -9) and
+ * stays (atk27k F4: 4,993 such records put after sends made 20 s later). Acceptance times come
+ * from two brokers' clocks: a hint, as for COMPARE_SLACK_MS. Returns them in `had`'s order,
+ * encoded: at most the records of `had`, which the join bounds (COMPARE_RECORDS), as it bounds
+ * the ids kept.
  */
 export async function laterThanCatchUp(had: readonly SegmentMeta[], brought: readonly SegmentMeta[]): Promise<{ buffers: Buffer[]; ids: Set<string>; firstAt: number; lastAt: number }> {
+  const newestBrought = Math.max(...brought.map((s) => s.lastAt));
   // the ids of `had` (bounded by the join), then which of them the catch-up brought: not every id it brought
   const hadIds = new Set<string>();
   for (const segment of had) await forEachRecord(segment.path, segment.bytes, (record) => void hadIds.add(record.messageId));
@@ -161,7 +166,7 @@ export async function laterThanCatchUp(had: readonly SegmentMeta[], brought: rea
   for (const segment of had) {
     await forEachRecord(segment.path, segment.bytes, (record: ReadRecord) => {
       if (broughtIds.has(record.messageId)) found = true;
-      else if (found && !later.ids.has(record.messageId)) {
+      else if (found && record.acceptedAt >= newestBrought && !later.ids.has(record.messageId)) {
         later.ids.add(record.messageId);
         later.buffers.push(encodeRecord({ messageId: record.messageId, id: record.id, acceptedAt: record.acceptedAt, created: record.created, from: record.from, data: JSON.parse(record.dataJson) as unknown }));
         later.firstAt = Math.min(later.firstAt, record.acceptedAt);

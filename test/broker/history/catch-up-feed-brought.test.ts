@@ -1,10 +1,9 @@
 import { describe, expect, test } from 'vitest';
-import type { HistoryFrame } from '../../../src/protocol/frames.js';
 import { History } from '../../../src/broker/history/history.js';
-import { HistoryStream } from '../../../src/broker/mirror/history-stream.js';
-import { makeStoredMessage, type StoredMessage } from '../../../src/broker/store/store.js';
+import type { StoredMessage } from '../../../src/broker/store/store.js';
 import { createLogger } from '../../../src/runtime/logger.js';
 import { tempDir } from '../../support/harness.js';
+import { historyMessages, replayIds, streamCatchUp } from '../../support/history-catch-up.js';
 
 /**
  * A master catching up holds its clients' copies out of its queues (messages/catch-up-hold.ts)
@@ -17,40 +16,7 @@ import { tempDir } from '../../support/harness.js';
  */
 const QUEUE = 'fb/v1';
 const retention = () => ({ seconds: 3_600 });
-
-function messages(prefix: string, count: number, at: number): StoredMessage[] {
-  return Array.from({ length: count }, (_, n) => makeStoredMessage(n + 1, { messageId: `${prefix}${n}`, queue: QUEUE, id: 'k', data: { n: `${prefix}${n}` }, created: at + n, acceptedAt: at + n, from: 'producer' }));
-}
-
 const feedOf = (list: readonly StoredMessage[]) => list.map(({ messageId, queue, id, data, created, acceptedAt, from }) => ({ messageId, queue, id, data, created, acceptedAt, from }));
-
-async function replayIds(history: History): Promise<string[]> {
-  const ids: string[] = [];
-  await history.read(QUEUE, {}, (record) => {
-    ids.push(record.messageId);
-    return true;
-  });
-  return ids;
-}
-
-/** the catch-up as the follower writes it (replica.applyHistory) */
-async function catchUp(master: History, slave: History, plan: ReturnType<typeof HistoryStream.plan>): Promise<void> {
-  const frames: HistoryFrame[] = [];
-  const stream: HistoryStream = new HistoryStream({
-    sendText: (text) => {
-      const frame = JSON.parse(text) as HistoryFrame;
-      frames.push(frame);
-      queueMicrotask(() => stream.acked(frame.n));
-    },
-    whenWritable: () => Promise.resolve(),
-  });
-  expect(await stream.run(plan)).toBe(true);
-  for (const frame of frames) {
-    if (frame.after !== undefined) await slave.catchUpBegin(frame.queue, frame.after);
-    if (frame.records.length > 0) await slave.catchUpWrite(frame.queue, frame.records);
-    if (frame.last) await slave.catchUpEnd(frame.queue);
-  }
-}
 
 describe('a sync\'s feed naming what its catch-up brought (real history files)', () => {
   test('records a fenced master wrote, whose messages it queued after the follower asked, are written once, where the master has them', async () => {
@@ -61,34 +27,33 @@ describe('a sync\'s feed naming what its catch-up brought (real history files)',
     await master.inStep();
     await slave.inStep(true);
     const t0 = Date.now() - 20_000;
-    const before = messages('p', 20, t0);
+    const before = historyMessages(QUEUE, 'p', 20, t0);
     await Promise.all([master.append(before), slave.append(before)]);
 
     // the slave falls out of step (its sync ended with its master fenced)
     await slave.outOfStep();
     // the master, elected while catching up, holds the clients' copies of a block...
     await master.inStep(true);
-    const block = messages('b', 40, t0 + 1_000);
+    const block = historyMessages(QUEUE, 'b', 40, t0 + 1_000);
     void master.append(block, true);
     // ...and is fenced: they are written where they arrived
     await master.outOfStep();
     await master.inStep();
 
     // the slave asks to follow: the catch-up's view is taken now, with the block
-    const plan = HistoryStream.plan(master.views(), new Set(), await slave.anchors(16));
+    await streamCatchUp(master, slave);
     // the master's catch-up hold ends: the block's messages are queued and its feed names them,
     // then newer sends: the sync's backlog, which the follower writes after the catch-up
-    const newer = messages('n', 10, t0 + 2_000);
+    const newer = historyMessages(QUEUE, 'n', 10, t0 + 2_000);
     await master.append(newer);
-    await catchUp(master, slave, plan);
     await slave.catchUpFeed(feedOf([...block, ...newer]));
     await slave.inStep(true);
 
     const want = [...before, ...block, ...newer].map((m) => m.messageId);
-    expect(await replayIds(master)).toEqual(want);
+    expect(await replayIds(master, QUEUE)).toEqual(want);
     // the slave, elected, replays what its master would: each record once
     await slave.inStep();
-    expect(await replayIds(slave)).toEqual(want);
+    expect(await replayIds(slave, QUEUE)).toEqual(want);
     await Promise.all([master.close(), slave.close()]);
   });
 });
