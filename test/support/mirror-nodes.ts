@@ -22,6 +22,15 @@ export async function mirrorNodes(prefix: string, names: readonly string[]): Pro
   return made;
 }
 
+/** kills each node's broker (stopped ones too: SIGCONT first) and waits for it to exit */
+export async function stopMirrorNodes(nodes: readonly MirrorNode[]): Promise<void> {
+  for (const node of nodes) {
+    node.process?.child.kill('SIGCONT');
+    node.process?.child.kill('SIGKILL');
+    await node.process?.exited;
+  }
+}
+
 /** writes `node`'s config.json (peers: every other node), returns its path; `extra` adds or replaces keys */
 export function configureMirror(node: MirrorNode, all: readonly MirrorNode[], isMaster: boolean, extra: Record<string, unknown>): string {
   return writeConfig(node.dir, {

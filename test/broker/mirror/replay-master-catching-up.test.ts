@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { startProcess } from '../../support/broker-process.js';
 import { connect } from '../../support/harness.js';
-import { configureMirror, type MirrorNode, mirrorNodes, replayKeys } from '../../support/mirror-nodes.js';
+import { configureMirror, type MirrorNode, mirrorNodes, replayKeys, stopMirrorNodes } from '../../support/mirror-nodes.js';
 
 /**
  * Outside check atk27h, H1: a master still catching up (elected, or started as master, while its
@@ -16,11 +16,7 @@ const CHANNEL = 'rt/v1/x';
 let nodes: MirrorNode[] = [];
 
 afterEach(async () => {
-  for (const node of nodes) {
-    node.process?.child.kill('SIGCONT');
-    node.process?.child.kill('SIGKILL');
-    await node.process?.exited;
-  }
+  await stopMirrorNodes(nodes);
   nodes = [];
 });
 
