@@ -96,11 +96,10 @@ export class History {
    */
   #recovered = new Set<string>();
   /**
-   * ids of a hand-over's records `adopt` wrote out of step (a broker of the new set syncing with
-   * its master when it took the hand-over): the old set's history, older than anything sent here
-   * since, and never named by the master's feed (each broker writes it from its own hand-over).
-   * Not held again at the next join as if recent clients' copies: held, they were written last,
-   * after the sends of the move and after (atk31j: 5,338 records out of order in a replay)
+   * ids not held again at the next join as if recent clients' copies (held, they were written
+   * last): a hand-over's records `adopt` wrote out of step (the old set's history, never named by
+   * the master's feed: atk31j, 5,338 records out of order in a replay), and what a sync's feed
+   * named that no catch-up took (`catchUpFeed`: the feed will not name them again)
    */
   #adoptedOutOfStep = new Set<string>();
   /** queues moving here (SPEC §13): their new records wait until the old set's history is written before them */
@@ -650,18 +649,19 @@ export class History {
    * Messages the master's feed named during a sync (its backlog, sent before `done`): written
    * after that channel's catch-up, in the feed's order; one the catch-up brought stays at its place
    * there (a master fenced while catching up writes its held records, its feed names their messages
-   * once its hold ends: atk27k F3, 4,896 twice); a channel without one ignores them
+   * once its hold ends: atk27k F3, 4,896 twice). A channel without one (its master had no record
+   * of it) keeps them where this broker writes them: named, not held again at the join (30 s)
    */
   catchUpFeed(messages: readonly PeerMessageLike[]): Promise<void> {
     const byQueue = new Map<string, HistoryRecord[]>();
     for (const m of messages) {
-      const channel = this.#channels.get(m.queue);
-      if (!channel || this.#retention(m.queue) === null || m.data === undefined || this.#caughtUp.has(m.messageId)) continue;
+      if (this.#retention(m.queue) === null || m.data === undefined || this.#caughtUp.has(m.messageId)) continue;
       let records = byQueue.get(m.queue);
       if (!records) byQueue.set(m.queue, (records = []));
       records.push({ messageId: m.messageId, id: m.id, acceptedAt: m.acceptedAt, created: m.created, from: m.from, data: m.data });
     }
-    const writes = [...byQueue].map(([queue, records]) => this.#channels.get(queue)!.catchUpWrite(records, this.#retention(queue)!, this.#now).then((taken) => void (taken && this.#caught(records))));
+    const taken = (records: HistoryRecord[]) => (took: boolean) => void (took ? this.#caught(records) : records.forEach((r) => this.#adoptedOutOfStep.add(r.messageId)));
+    const writes = [...byQueue].map(([queue, records]) => (this.#channels.get(queue)?.catchUpWrite(records, this.#retention(queue)!, this.#now) ?? Promise.resolve(false)).then(taken(records)));
     return Promise.all(writes).then(() => undefined);
   }
 

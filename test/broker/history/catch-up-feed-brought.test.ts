@@ -56,4 +56,34 @@ describe('a sync\'s feed naming what its catch-up brought (real history files)',
     expect(await replayIds(slave, QUEUE)).toEqual(want);
     await Promise.all([master.close(), slave.close()]);
   });
+
+  test('a channel the master had no record of at the view: what the feed named stays where the slave wrote it, not held again for the feed', async () => {
+    const log = createLogger('silent');
+    const master = new History(tempDir('whisker-fb-master-'), retention, log, Date.now);
+    const slave = new History(tempDir('whisker-fb-slave-'), retention, log, Date.now);
+    await Promise.all([master.open(), slave.open()]);
+    await slave.outOfStep();
+    // the master, elected while catching up, holds the first clients' copies of the channel; the slave writes its own
+    await master.inStep(true);
+    const held = historyMessages(QUEUE, 'h', 30, Date.now() - 5_000);
+    void master.append(held, true);
+    await slave.append(held, true);
+    // the slave's catch-up: the master has no record of the channel yet, none is sent
+    await streamCatchUp(master, slave);
+    // the master's hold ends during the sync: its feed names them (sent before `done`)
+    await master.inStep();
+    await slave.catchUpFeed(feedOf(held));
+    await slave.inStep(true);
+    // in step, the next sends: the slave's copies placed by the feed
+    const newer = historyMessages(QUEUE, 'n', 10, Date.now());
+    await Promise.all([master.append(newer), slave.append(newer, true)]);
+    await slave.place(feedOf(newer), () => false);
+
+    const want = [...held, ...newer].map((m) => m.messageId);
+    expect(await replayIds(master, QUEUE)).toEqual(want);
+    // elected: what it held for the feed is written now; the feed named `held` already
+    await slave.inStep();
+    expect(await replayIds(slave, QUEUE)).toEqual(want);
+    await Promise.all([master.close(), slave.close()]);
+  });
 });

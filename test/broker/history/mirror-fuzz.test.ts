@@ -11,7 +11,8 @@ import { streamCatchUp } from '../../support/history-catch-up.js';
  * (answered by whichever acts as master), fences, elections (in step, or catching up: clients'
  * copies held until its hold ends), syncs (the master's history catch-up, some cut short after
  * 0 or 1 frames, some after a whole catch-up but before their end), the master's feed naming
- * what it stored to an in-step slave, and replays asked
+ * what it stored to an in-step slave, a master catching up naming its held copies in a sync's
+ * feed when its hold ends, and replays asked
  * of the master. It checks what docs/protocol.md#replay and #history-catch-up promise: a master's
  * replay holds every send answered before it, once, in send order; at the end (one master, the
  * other synced with it) both histories hold every answered send once, in send order.
@@ -23,6 +24,18 @@ const QUEUE = 'mf/v1';
 /** seeds that found faults (kept in every run; schedules that found them before the model changed): 153 and 199, a join after catch-ups cut short (catch-up-cut-short.test.ts) */
 const FOUND = [153, 199];
 const retention = () => ({ seconds: 3_600 });
+/**
+ * `FZ_CATCHING_SYNCS=1`: syncs with a master still catching up too (its hold may end during the
+ * sync: the shape of atk27k F3, catch-up-feed-brought.test.ts). Off by default: it still finds
+ * order breaks (seeds 11 and 153 of 1-30, 131-207 records): the view of a master catching up
+ * lacks the records its history holds (its side line's recent ones, taken back off the disk when
+ * it was elected, and its clients' copies). Its feed names only the messages its router held:
+ * the follower's own copies of the others wait for a naming that never comes (30 s, then written
+ * after newer ones: seed 11), and what the follower had newer than the catch-up's newest record
+ * stays before it at the join (seed 153; moved after when the cut-short rule is applied to every
+ * last catch-up, which seed 11 still breaks). Not fixed: see issue 27's note of 2026-12-08.
+ */
+const CATCHING_SYNCS = process.env.FZ_CATCHING_SYNCS === '1';
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;
@@ -82,7 +95,8 @@ async function ids(history: History, wholeWithinMs?: number): Promise<{ ids: str
 
 async function run(seed: number, steps: number): Promise<string[]> {
   const random = rng(seed);
-  const brokers = [0, 1].map(() => ({ history: new History(tempDir('whisker-mf-'), retention, createLogger('silent'), Date.now), role: 'slaveOut' as Role, stored: new Set<string>() }));
+  // held: the clients' copies its router holds out of its queues (catching up, or in step until its master's feed names them)
+  const brokers = [0, 1].map(() => ({ history: new History(tempDir('whisker-mf-'), retention, createLogger('silent'), Date.now), role: 'slaveOut' as Role, stored: new Set<string>(), held: [] as StoredMessage[] }));
   for (const b of brokers) await b.history.open();
   brokers[0]!.role = 'master';
   await brokers[0]!.history.inStep();
@@ -111,7 +125,11 @@ async function run(seed: number, steps: number): Promise<string[]> {
         });
         pending.push(done);
       });
-      if (m >= 0) feed.push(...messages);
+      // a master queues them (its feed names them); the others hold them
+      for (const [i, b] of brokers.entries()) {
+        if (b.role !== 'master') b.held.push(...messages);
+        else if (i === m) feed.push(...messages);
+      }
     } else if (r < 0.52 && m >= 0) {
       log.push(`${step} ${m} fenced`);
       brokers[m]!.role = 'slaveOut';
@@ -125,12 +143,15 @@ async function run(seed: number, steps: number): Promise<string[]> {
       pending.push(b.history.inStep(catching));
       // the feed a slave gets is its master's: a fenced master elected again keeps naming what it made
       if (e !== lastMaster) feed = [];
+      // promoted in step: what it held for its old master's naming is queued, not named to followers
+      if (!catching) b.held = [];
       lastMaster = e;
     } else if (r < 0.66 && m >= 0 && brokers[m]!.role === 'catching') {
       log.push(`${step} ${m} hold ends`);
       brokers[m]!.role = 'master';
+      feed.push(...brokers[m]!.held.splice(0));
       pending.push(brokers[m]!.history.inStep());
-    } else if (r < 0.72 && m >= 0 && brokers[m]!.role === 'master') {
+    } else if (r < 0.72 && m >= 0 && (brokers[m]!.role === 'master' || CATCHING_SYNCS)) {
       const f = 1 - m;
       const follower = brokers[f]!;
       if (follower.role !== 'slaveOut') continue;
@@ -145,20 +166,37 @@ async function run(seed: number, steps: number): Promise<string[]> {
       }
       if (cut !== undefined) continue;
       for (const q of [QUEUE]) await follower.history.catchUpEnd(q);
+      // the sync's feed (before `done`): a master catching up whose hold ends now names what it
+      // held, which its history may have had at the view (written at a fence): atk27k F3
+      if (brokers[m]!.role === 'catching' && random() < 0.5) {
+        log.push(`${step} ${m} hold ends during the sync: its feed names ${brokers[m]!.held.length}`);
+        brokers[m]!.role = 'master';
+        await brokers[m]!.history.inStep();
+        const named = brokers[m]!.held.splice(0);
+        await follower.history.catchUpFeed(named);
+        const ids = new Set(named.map((x) => x.messageId));
+        follower.held = follower.held.filter((x) => !ids.has(x.messageId));
+        for (const x of named) follower.stored.add(x.messageId);
+      }
       // the catch-up whole, its sync's end cut (the master fenced before `done`)
       if (random() < 0.15) {
         log.push(`${step} ${f}'s sync cut after its catch-up`);
         continue;
       }
+      if (brokers[m]!.role === 'catching') continue; // in step only with a master whose hold ended
       follower.role = 'slaveIn';
       pending.push(follower.history.inStep(true));
       feed = [];
+      // the sync named what its master stored: the rest waits for the feed
+      follower.held = follower.held.filter((x) => !brokers[m]!.stored.has(x.messageId));
     } else if (r < 0.8 && m >= 0 && brokers[m]!.role === 'master' && brokers[1 - m]!.role === 'slaveIn') {
       const follower = brokers[1 - m]!;
       // the feed names what the master stored, in its order (client copies the follower has stored)
       let k = 0;
       while (k < feed.length && brokers[m]!.stored.has(feed[k]!.messageId) && follower.stored.has(feed[k]!.messageId) && k < 30) k++;
       const named = feed.splice(0, k);
+      const ids = new Set(named.map((x) => x.messageId));
+      follower.held = follower.held.filter((x) => !ids.has(x.messageId));
       log.push(`${step} feed names ${named.length}`);
       if (named.length > 0) pending.push(follower.history.place(named, () => false));
     } else if (r < 0.9 && m >= 0) {
