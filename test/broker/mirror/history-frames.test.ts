@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { type HistoryFrame, type SyncFrame } from '../../../src/protocol/frames.js';
-import { broker, connect } from '../../support/harness.js';
+import { broker, connect, until } from '../../support/harness.js';
 import { newKeyPair, RawPeer } from '../../support/raw-peer.js';
 
 /**
@@ -26,9 +26,10 @@ describe('history frames of a sync', () => {
     const peer = await follower(master.port, 'm');
     peer.sendJson({ type: 'follow', history: [{ queue: 'ev/v1', after: ['not-here-1', 'not-here-2'] }] });
     await peer.next('history');
-    await settle(300);
     const frames = () => peer.frames.filter((f): f is HistoryFrame => f.type === 'history');
-    // nothing answered: the master waits after 4 frames
+    // nothing answered: the master waits after 4 frames (a loaded machine takes a while to send them)
+    await until(() => frames().length >= 4, 10_000, '4 history frames');
+    await settle(300);
     expect(frames().length).toBe(4);
     expect(peer.frames.some((f) => f.type === 'sync' && f.done)).toBe(false);
     for (let n = 1; !peer.frames.some((f) => f.type === 'sync' && f.done); n++) {
