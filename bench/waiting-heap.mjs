@@ -7,10 +7,14 @@
 // synchronous stretch of the drain (event-loop delay max) is printed too, with its garbage
 // collections: their count does not depend on the machine's load (their times do), and the
 // longest turns between two setImmediate callbacks, by wall time (with the garbage collections
-// inside each) and by the process's CPU time (less sensitive to the machine's load).
+// inside each), by the process's CPU time (every thread) and by the main thread's CPU time (Linux:
+// /proc/thread-self/schedstat; what the turn itself ran, GC on the main thread included, neither
+// the time it waited for a core nor the store's and the GC's helper threads).
 // Usage: node --expose-gc bench/waiting-heap.mjs [count, default 200,000] [--snapshot=FILE]
-// [--turns=FILE: the turns over 20 ms on a --cpu-prof profile's clock, JSON]
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// [--turns=FILE: the turns over 20 ms on a --cpu-prof profile's clock, JSON: [start µs, end µs,
+// main thread CPU ms]] [--long=MS: the turns that file and the lists name, over MS ms of wall time
+// (default 20)]
+import { mkdtempSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
@@ -35,6 +39,7 @@ const args = process.argv.slice(2);
 const count = Number(args.find((a) => !a.startsWith('--')) ?? 200_000);
 const snapshot = args.find((a) => a.startsWith('--snapshot='))?.slice(11);
 const BATCH = 100;
+const LONG_MS = Number(args.find((a) => a.startsWith('--long='))?.slice(7) ?? 20);
 
 const dir = mkdtempSync(join(tmpdir(), 'whisker-mem-heap-'));
 const config = buildConfig({ logLevel: 'silent', defaultPolicy: 'allow', maxItemsInQueue: 2_000_000, socketServer: { port: 0 } }, dir, null);
@@ -131,7 +136,7 @@ const gcObserver = new PerformanceObserver((list) => {
 gcObserver.observe({ entryTypes: ['gc'] });
 // turn lengths: the gaps between two setImmediate callbacks while the drain runs
 const turns = [];
-/** turns over 20 ms: [start, end] */
+/** turns over LONG_MS (20 ms): [start, end, main thread CPU ms] */
 const longTurns = [];
 let probing = true;
 let lastTurn = performance.now();
@@ -139,19 +144,35 @@ let lastTurn = performance.now();
 // machine a turn's wall time counts the time the process waited for a core, its CPU time does not
 const cpuTurns = [];
 let lastCpu = process.cpuUsage();
+// the main thread's time on a core, ns (Linux; 0 elsewhere): a pread of 4 µs a turn
+const schedstat = (() => {
+  try {
+    return openSync('/proc/thread-self/schedstat', 'r');
+  } catch {
+    return -1;
+  }
+})();
+const schedBuf = Buffer.alloc(64);
+const mainCpuNs = () => (schedstat < 0 ? 0 : Number(schedBuf.toString('latin1', 0, readSync(schedstat, schedBuf, 0, 64, 0)).split(' ')[0]));
+const mainTurns = [];
+let lastMain = mainCpuNs();
 const probe = () => {
   const now = performance.now();
   const cpu = process.cpuUsage();
+  const main = mainCpuNs();
   cpuTurns.push((cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000);
+  mainTurns.push((main - lastMain) / 1e6);
   lastCpu = cpu;
+  lastMain = main;
   turns.push(now - lastTurn);
-  if (now - lastTurn > 20) longTurns.push([lastTurn, now]);
+  if (now - lastTurn > LONG_MS) longTurns.push([lastTurn, now, mainTurns[mainTurns.length - 1]]);
   lastTurn = now;
   if (probing) setImmediate(probe);
 };
 setImmediate(probe);
 const delay = monitorEventLoopDelay({ resolution: 1 });
 delay.enable();
+const compactionsBefore = store.stats.compactions;
 const t0 = performance.now();
 router.subscribe(subscription, ['*']);
 await finished;
@@ -165,6 +186,10 @@ const pct = (p) => turns[Math.min(turns.length - 1, Math.floor(turns.length * p)
 console.log(`drain: ${turns.length.toLocaleString('en-US')} turns, p50 ${pct(0.5)} / p99 ${pct(0.99)} / max ${pct(1)} ms, turns over 20 ms ${turns.filter((t) => t > 20).length}; ${gcs.count} garbage collections, ${Math.round(gcs.ms)} ms in all, longest ${gcs.longest.toFixed(1)} ms`);
 cpuTurns.sort((a, b) => a - b);
 console.log(`drain: the same turns by process CPU time (all threads), p99 ${cpuTurns[Math.floor(cpuTurns.length * 0.99)].toFixed(1)} / max ${cpuTurns[cpuTurns.length - 1].toFixed(1)} ms, over 20 ms ${cpuTurns.filter((t) => t > 20).length}`);
+if (schedstat >= 0) {
+  mainTurns.sort((a, b) => a - b);
+  console.log(`drain: the same turns by the main thread's CPU time, p99 ${mainTurns[Math.floor(mainTurns.length * 0.99)].toFixed(1)} / max ${mainTurns[mainTurns.length - 1].toFixed(1)} ms, over 20 ms ${mainTurns.filter((t) => t > 20).length}`);
+}
 {
   // the longest turns, each with the garbage collections inside it (1 scavenge, 2 mark-compact, 4 incremental marking, 8 weak callbacks)
   const inside = ([a, b]) => gcSpans.filter(([s, e]) => s < b && e > a);
@@ -172,17 +197,21 @@ console.log(`drain: the same turns by process CPU time (all threads), p99 ${cpuT
   const described = longest.map((t) => {
     const g = inside(t);
     const ms = g.reduce((sum, [s, e]) => sum + Math.min(e, t[1]) - Math.max(s, t[0]), 0);
-    return `${(t[1] - t[0]).toFixed(1)} (gc ${ms.toFixed(1)}${g.length ? ' kind ' + g.map((x) => x[2]).join('+') : ''})`;
+    return `${(t[1] - t[0]).toFixed(1)} (gc ${ms.toFixed(1)}${g.length ? ' kind ' + g.map((x) => x[2]).join('+') : ''}${schedstat >= 0 ? `, main thread CPU ${t[2].toFixed(1)}` : ''})`;
   });
-  console.log(`drain: longest turns, ms (of which gc): ${described.join(', ') || 'none over 20 ms'}`);
+  console.log(`drain: longest turns over ${LONG_MS} ms, ms (of which gc): ${described.join(', ') || 'none'}`);
+  if (schedstat >= 0) {
+    const busiest = longTurns.filter((t) => t[2] > 10).sort((x, y) => y[2] - x[2]).slice(0, 8);
+    console.log(`drain: turns over ${LONG_MS} ms by the main thread's CPU time, ms (wall): ${busiest.map((t) => `${t[2].toFixed(1)} (${(t[1] - t[0]).toFixed(1)})`).join(', ') || 'none over 10 ms'}`);
+  }
   // with --cpu-prof: the turns over 20 ms on the profile's clock (µs, monotonic), for a look at what they ran
   const turnsFile = args.find((a) => a.startsWith('--turns='))?.slice(8);
   if (turnsFile) {
     const offset = Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000;
-    writeFileSync(turnsFile, JSON.stringify(longTurns.map(([a, b]) => [a * 1000 + offset, b * 1000 + offset])));
+    writeFileSync(turnsFile, JSON.stringify(longTurns.map(([a, b, main]) => [a * 1000 + offset, b * 1000 + offset, main])));
   }
 }
-console.log(`drain: ${got.toLocaleString('en-US')} in ${seconds.toFixed(1)} s (${Math.round(got / seconds).toLocaleString('en-US')} msg/s), longest event-loop pause ${(delay.max / 1e6).toFixed(1)} ms`);
+console.log(`drain: ${got.toLocaleString('en-US')} in ${seconds.toFixed(1)} s (${Math.round(got / seconds).toLocaleString('en-US')} msg/s), longest event-loop pause ${(delay.max / 1e6).toFixed(1)} ms; store compactions ${store.stats.compactions - compactionsBefore}`);
 await new Promise((r) => setTimeout(r, 200));
 const drained = measure();
 console.log(`after the drain (depth ${queue.depth}): heap ${((drained.heap - before.heap) / total).toFixed(1)} B + array buffers ${((drained.buffers - before.buffers) / total).toFixed(1)} B per drained message above the warm-up, kept while the ids stay in the dedupe window (${config.dedupeWindow} s); heapUsed ${(drained.heap / 1e6).toFixed(1)} MB`);
