@@ -145,9 +145,9 @@ export async function takeRecent(own: readonly SegmentMeta[], since: number, max
 
 /**
  * A catch-up cut short brought its master's records up to some point. What `had` holds after the
- * first record the catch-up brought too, accepted with the newest it brought or later, and the catch-up
- * lacks, would have come after what it brought: left where it is, the records the catch-up
- * brought (whose place wins at the join) went after it. An older one is not what it would have
+ * first record the catch-up brought too, accepted with the newest it brought or later, and the
+ * catch-up lacks, would have come after what it brought: left where it is, the records the
+ * catch-up brought (whose place wins at the join) went after it. An older one is not what it would have
  * brought next (its master lacks it: sends this broker answered as master before a kill -9) and
  * stays (atk27k F4: 4,993 such records put after sends made 20 s later). Acceptance times come
  * from two brokers' clocks: a hint, as for COMPARE_SLACK_MS. Returns them in `had`'s order,
