@@ -50,11 +50,16 @@ export async function readSide(dir: string): Promise<SideLine | null> {
   }
 }
 
-/** null: the line is joined (the file goes) */
+/**
+ * null: the line is joined (the file goes). Written beside it, then renamed over it: a kill -9
+ * leaves the old line or the new one, never an empty file (truncated in place, the restart read
+ * no line and took a catch-up's records as its own history: atk27l F1, 10,007 records twice)
+ */
 export async function writeSide(dir: string, side: SideLine | null): Promise<void> {
   const path = join(dir, 'side');
-  if (side === null) await unlink(path).catch(() => undefined);
-  else await writeFile(path, JSON.stringify(side), { mode: 0o600 });
+  if (side === null) return unlink(path).catch(() => undefined);
+  await writeFile(`${path}.tmp`, JSON.stringify(side), { mode: 0o600 });
+  await rename(`${path}.tmp`, path);
 }
 
 /**
