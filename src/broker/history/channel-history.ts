@@ -158,15 +158,19 @@ export class ChannelHistory {
     let chunk: Buffer[] = [];
     let chunkBytes = 0;
     let first: HistoryRecord | null = null;
-    let last: HistoryRecord | null = null;
+    // the chunk's oldest and newest acceptance times (records need not be in time order: held copies, offers)
+    let oldestAt = Infinity;
+    let newestAt = -Infinity;
     let count = 0;
     const flush = async () => {
       if (count === 0) return;
-      await this.#write(Buffer.concat(chunk, chunkBytes), count, first!.acceptedAt, last!.acceptedAt, limit, ageLimitMs, maxBytes);
+      await this.#write(Buffer.concat(chunk, chunkBytes), count, oldestAt, newestAt, limit, ageLimitMs, maxBytes);
       chunk = [];
       chunkBytes = 0;
       count = 0;
       first = null;
+      oldestAt = Infinity;
+      newestAt = -Infinity;
     };
     for (const record of records) {
       const buffer = encodeRecord(record);
@@ -177,7 +181,8 @@ export class ChannelHistory {
       chunk.push(buffer);
       chunkBytes += buffer.length;
       first ??= record;
-      last = record;
+      oldestAt = Math.min(oldestAt, record.acceptedAt);
+      newestAt = Math.max(newestAt, record.acceptedAt);
       count++;
     }
     await flush();
@@ -201,7 +206,8 @@ export class ChannelHistory {
     await this.#current.write(buffer);
     last.bytes += buffer.length;
     last.count += count;
-    last.lastAt = lastAt;
+    last.firstAt = Math.min(last.firstAt, firstAt);
+    last.lastAt = Math.max(last.lastAt, lastAt);
   }
 
   async #closeCurrent(): Promise<void> {
@@ -434,10 +440,11 @@ export class ChannelHistory {
         if (buffer.length > maxBytes) continue;
         const open = catchUp.handle && catchUp.segment && this.#segments.includes(catchUp.segment) ? catchUp.segment.bytes : 0;
         if (run.length > 0 && open + runBytes + buffer.length > limit) await flush();
-        if (run.length === 0) firstAt = record.acceptedAt;
+        if (run.length === 0) [firstAt, lastAt] = [record.acceptedAt, record.acceptedAt];
         run.push(buffer);
         runBytes += buffer.length;
-        lastAt = record.acceptedAt;
+        firstAt = Math.min(firstAt, record.acceptedAt);
+        lastAt = Math.max(lastAt, record.acceptedAt);
       }
       await flush();
       await this.#trim(retention, now());
@@ -470,7 +477,8 @@ export class ChannelHistory {
     await catchUp.handle!.write(buffer);
     segment.bytes += buffer.length;
     segment.count += count;
-    segment.lastAt = lastAt;
+    segment.firstAt = Math.min(segment.firstAt, firstAt);
+    segment.lastAt = Math.max(segment.lastAt, lastAt);
   }
 
   /**

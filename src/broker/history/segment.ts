@@ -37,6 +37,7 @@ export interface SegmentMeta {
   readonly seq: number;
   count: number;
   bytes: number;
+  /** the oldest and newest acceptance times of its records (not its first and last: a history's order is its master's, not time order) */
   firstAt: number;
   lastAt: number;
 }
@@ -96,17 +97,24 @@ export function segmentPath(dir: string, seq: number): string {
   return join(dir, `${String(seq).padStart(16, '0')}.seg`);
 }
 
+/**
+ * Meta version 2: `firstAt`/`lastAt` are the oldest and newest times (version 1 wrote the first
+ * and last record's: a replay `since` skipped files holding newer records, atk27l F2); a file
+ * with an older meta is read record by record once
+ */
+const META_VERSION = 2;
+
 /** a closed segment's meta, beside it: the next open reads it instead of every record */
 export async function writeSegmentMeta(meta: SegmentMeta): Promise<void> {
   const { count, bytes, firstAt, lastAt } = meta;
-  await writeFile(`${meta.path}.meta`, JSON.stringify({ count, bytes, firstAt, lastAt }), { mode: 0o600 });
+  await writeFile(`${meta.path}.meta`, JSON.stringify({ v: META_VERSION, count, bytes, firstAt, lastAt }), { mode: 0o600 });
 }
 
 async function readSegmentMeta(path: string, seq: number): Promise<SegmentMeta | null> {
   try {
-    const m = JSON.parse(await readFile(`${path}.meta`, 'utf8')) as { count: number; bytes: number; firstAt: number; lastAt: number };
+    const m = JSON.parse(await readFile(`${path}.meta`, 'utf8')) as { v?: number; count: number; bytes: number; firstAt: number; lastAt: number };
     // only while the segment is exactly as the meta describes it
-    if ((await stat(path)).size !== m.bytes) return null;
+    if (m.v !== META_VERSION || (await stat(path)).size !== m.bytes) return null;
     return { path, seq, count: m.count, bytes: m.bytes, firstAt: m.firstAt, lastAt: m.lastAt };
   } catch {
     return null;
@@ -131,8 +139,9 @@ export async function scanSegments(dir: string): Promise<SegmentMeta[]> {
     }
     const meta: SegmentMeta = { path, seq, count: 0, bytes: 0, firstAt: 0, lastAt: 0 };
     const end = await forEachRecord(path, Infinity, (r) => {
-      if (meta.count++ === 0) meta.firstAt = r.acceptedAt;
-      meta.lastAt = r.acceptedAt;
+      if (meta.count++ === 0) [meta.firstAt, meta.lastAt] = [r.acceptedAt, r.acceptedAt];
+      meta.firstAt = Math.min(meta.firstAt, r.acceptedAt);
+      meta.lastAt = Math.max(meta.lastAt, r.acceptedAt);
     });
     meta.bytes = end.valid;
     if (end.valid < end.size) {
@@ -141,7 +150,9 @@ export async function scanSegments(dir: string): Promise<SegmentMeta[]> {
     }
     if (meta.count === 0) await unlink(path).catch(() => undefined);
     else metas.push(meta);
-    await unlink(`${path}.meta`).catch(() => undefined);
+    // a closed one read whole gets its meta (an older version's too): the next open reads that
+    if (meta.count > 0 && index < names.length - 1) await writeSegmentMeta(meta);
+    else await unlink(`${path}.meta`).catch(() => undefined);
   }
   return metas;
 }

@@ -214,8 +214,9 @@ async function rewriteWithout(segment: SegmentMeta, drop: ReadonlySet<string>, o
       dropped++;
       return;
     }
-    if (kept.length === 0) firstAt = record.acceptedAt;
-    lastAt = record.acceptedAt;
+    if (kept.length === 0) [firstAt, lastAt] = [record.acceptedAt, record.acceptedAt];
+    firstAt = Math.min(firstAt, record.acceptedAt);
+    lastAt = Math.max(lastAt, record.acceptedAt);
     kept.push(encodeRecord({ messageId: record.messageId, id: record.id, acceptedAt: record.acceptedAt, created: record.created, from: record.from, data: JSON.parse(record.dataJson) as unknown }));
   });
   if (dropped === 0) return true;
