@@ -427,20 +427,21 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     if (!subscription) return; // closed: the broker requeues what it had in flight
     // per subscribed id (`via`): each copy of a message sent to `*` arrives (SPEC §3)
     const message = `${delivery.sub}|${delivery.via}|${delivery.messageId}`;
+    const acked = `${message}|acked`;
     const key = `${message}|${delivery.nbRequeues}`;
     const ack = (ok: boolean, delaySeconds: number) => this.#brokers?.settle(delivery, ok, delaySeconds);
     // handled and acked already, whatever the count: a broker gives it again because the ack was
     // lost with a connection (it requeued it, nbRequeues + 1) or from its own record at a
     // handover. SPEC §3: dropped, and acked again. A nacked one comes back, as the nack asks.
-    if (this.#settled.has(`${message}|acked`)) {
+    if (this.#settled.has(acked)) {
       ack(true, 0);
       return;
     }
     if (this.#processed.has(key)) {
       // acks are idempotent: a copy of what was settled (a broker restarted before it saw the
-      // ack) gets the same answer, else it would sit in flight until requeueInterval (issue 13)
-      if (this.#settled.has(`${key}|1`)) ack(true, 0);
-      else if (this.#settled.has(`${key}|0`)) ack(false, 0);
+      // ack) gets the same answer, else it would sit in flight until requeueInterval (issue 13);
+      // an acked one was answered above (`acked` is kept as long as this key would be)
+      if (this.#settled.has(`${key}|0`)) ack(false, 0);
       return; // still in the handler: its done() acks to every broker, this one included
     }
     this.#processed.add(key);
@@ -456,8 +457,8 @@ export class WhiskerClient extends EventEmitter<ClientEvents> {
     const info = withTouch({ messageId: delivery.messageId, channel, subscribedId: subscribedId(delivery.via), created: delivery.created, nbRequeues: delivery.nbRequeues, from: delivery.from }, touch);
     subscription.sink.message(delivery.data, info, (ok, delaySeconds) => {
       settled = true;
-      this.#settled.add(`${key}|${ok ? 1 : 0}`);
-      if (ok) this.#settled.add(`${message}|acked`);
+      // an ack is remembered by `acked` alone (it answers every copy, whatever its count); a nack by its key
+      this.#settled.add(ok ? acked : `${key}|0`);
       ack(ok, delaySeconds);
     });
   }

@@ -53,6 +53,13 @@ const TLS_REFUSALS = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 const MAX_BATCH = 1_000;
+/**
+ * A publish frame holds at most about this many bytes of messages (or maxPayloadBytes' 90% when
+ * less): the broker reads a frame as one string, and V8 makes a string over 128 KiB (1,000
+ * ~100-byte messages are ~244 KB) in its large-object space, where toString and JSON.parse cost
+ * 4-10x more per message than in frames under it (docs/performance.md#the-socket-path)
+ */
+const PUBLISH_FRAME_BYTES = 64 * 1024;
 /** E_AUTH reasons no retry can fix: the key was revoked, or the name has another one (SPEC §4) */
 const FINAL_AUTH_REASONS = new Set(['revoked', 'other-key']);
 
@@ -224,7 +231,8 @@ export class Connection {
   }
 
   queuePublish(message: PublishedMessage, bytes: number): void {
-    if (this.#publishBytes + bytes > this.#maxPayloadBytes * 0.9 || this.#publishes.length >= MAX_BATCH) this.#flush();
+    const frameBytes = Math.min(this.#maxPayloadBytes * 0.9, PUBLISH_FRAME_BYTES);
+    if ((this.#publishBytes + bytes > frameBytes && this.#publishes.length > 0) || this.#publishes.length >= MAX_BATCH) this.#flush();
     this.#publishes.push(message);
     this.#publishBytes += bytes;
     this.#scheduleFlush();

@@ -36,6 +36,13 @@ export interface SessionHooks {
 
 const HANDSHAKE_TIMEOUT_MS = 5_000;
 const MAX_BATCH = 1_000;
+/**
+ * A deliver frame holds at most about this many bytes (or maxPayloadBytes when less): a client
+ * reads a frame as one string, and V8 keeps a string over 128 KiB in its large-object space,
+ * where toString and JSON.parse cost several times more per message (a listener took ~800
+ * deliveries a frame, ~210 KB; docs/performance.md#the-socket-path)
+ */
+const DELIVER_FRAME_BYTES = 64 * 1024;
 /** a client owing this many times maxBufferedBytesPerConnection (or maxPayloadBytes) is closed (docs/security.md#limits) */
 const HARD_BOUND_FACTOR = 4;
 /** `{"messageId":"…"},` around each id in a results frame */
@@ -229,8 +236,8 @@ export class Session implements ConnectedSession {
   }
 
   queueDelivery(delivery: Delivery, dataJson?: string): void {
-    // frames stay near maxPayloadBytes so a client's frame limit holds
-    const bytes = this.#deliveries.add(delivery, dataJson, this.ctx.policy.config.limits.maxPayloadBytes, MAX_BATCH);
+    // frames stay under maxPayloadBytes so a client's frame limit holds, and small enough to read cheaply
+    const bytes = this.#deliveries.add(delivery, dataJson, Math.min(this.ctx.policy.config.limits.maxPayloadBytes, DELIVER_FRAME_BYTES), MAX_BATCH);
     this.#queuedBytes += bytes;
     this.#outbound.hold(bytes);
     this.#scheduleFlush();
