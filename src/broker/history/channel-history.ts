@@ -421,13 +421,15 @@ export class ChannelHistory {
       // runs that fit the open catch-up segment, each written at once (one O_DSYNC write)
       let run: Buffer[] = [];
       let runBytes = 0;
-      let firstAt = 0;
-      let lastAt = 0;
+      let firstAt = Infinity;
+      let lastAt = -Infinity;
       const flush = async () => {
         if (run.length === 0) return;
         await this.#writeCatchUp(Buffer.concat(run, runBytes), run.length, firstAt, lastAt, limit, maxBytes);
         run = [];
         runBytes = 0;
+        firstAt = Infinity;
+        lastAt = -Infinity;
       };
       for (const record of records) {
         if (catchUp.replacing) {
@@ -440,7 +442,6 @@ export class ChannelHistory {
         if (buffer.length > maxBytes) continue;
         const open = catchUp.handle && catchUp.segment && this.#segments.includes(catchUp.segment) ? catchUp.segment.bytes : 0;
         if (run.length > 0 && open + runBytes + buffer.length > limit) await flush();
-        if (run.length === 0) [firstAt, lastAt] = [record.acceptedAt, record.acceptedAt];
         run.push(buffer);
         runBytes += buffer.length;
         firstAt = Math.min(firstAt, record.acceptedAt);

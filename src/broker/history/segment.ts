@@ -137,9 +137,9 @@ export async function scanSegments(dir: string): Promise<SegmentMeta[]> {
       metas.push(known);
       continue;
     }
-    const meta: SegmentMeta = { path, seq, count: 0, bytes: 0, firstAt: 0, lastAt: 0 };
+    const meta: SegmentMeta = { path, seq, count: 0, bytes: 0, firstAt: Infinity, lastAt: -Infinity };
     const end = await forEachRecord(path, Infinity, (r) => {
-      if (meta.count++ === 0) [meta.firstAt, meta.lastAt] = [r.acceptedAt, r.acceptedAt];
+      meta.count++;
       meta.firstAt = Math.min(meta.firstAt, r.acceptedAt);
       meta.lastAt = Math.max(meta.lastAt, r.acceptedAt);
     });

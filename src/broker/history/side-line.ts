@@ -152,12 +152,12 @@ export async function takeRecent(own: readonly SegmentMeta[], since: number, max
  * A catch-up cut short brought its master's records up to some point. What `had` holds after the
  * first record the catch-up brought too, accepted with the newest it brought or later, and the
  * catch-up lacks, would have come after what it brought: left where it is, the records the
- * catch-up brought (whose place wins at the join) went after it. An older one is not what it would have
- * brought next (its master lacks it: sends this broker answered as master before a kill -9) and
- * stays (atk27k F4: 4,993 such records put after sends made 20 s later). Acceptance times come
- * from two brokers' clocks: a hint, as for COMPARE_SLACK_MS. Returns them in `had`'s order,
- * encoded: at most the records of `had`, which the join bounds (COMPARE_RECORDS), as it bounds
- * the ids kept.
+ * catch-up brought (whose place wins at the join) went after it. An older one is not what it
+ * would have brought next (its master lacks it: sends this broker answered as master before a
+ * kill -9) and stays (atk27k F4: 4,993 such records put after sends made 20 s later). Acceptance
+ * times come from two brokers' clocks: a hint, as for COMPARE_SLACK_MS. Returns them in `had`'s
+ * order, encoded: at most the records of `had`, which the join bounds (COMPARE_RECORDS), as it
+ * bounds the ids kept.
  */
 export async function laterThanCatchUp(had: readonly SegmentMeta[], brought: readonly SegmentMeta[]): Promise<{ buffers: Buffer[]; ids: Set<string>; firstAt: number; lastAt: number }> {
   const newestBrought = Math.max(...brought.map((s) => s.lastAt));
@@ -207,14 +207,13 @@ export async function appendToSegment(segment: SegmentMeta, records: { buffers: 
 async function rewriteWithout(segment: SegmentMeta, drop: ReadonlySet<string>, olderThan: number): Promise<boolean> {
   const kept: Buffer[] = [];
   let dropped = 0;
-  let firstAt = 0;
-  let lastAt = 0;
+  let firstAt = Infinity;
+  let lastAt = -Infinity;
   await forEachRecord(segment.path, segment.bytes, (record: ReadRecord) => {
     if (drop.has(record.messageId) || record.acceptedAt < olderThan) {
       dropped++;
       return;
     }
-    if (kept.length === 0) [firstAt, lastAt] = [record.acceptedAt, record.acceptedAt];
     firstAt = Math.min(firstAt, record.acceptedAt);
     lastAt = Math.max(lastAt, record.acceptedAt);
     kept.push(encodeRecord({ messageId: record.messageId, id: record.id, acceptedAt: record.acceptedAt, created: record.created, from: record.from, data: JSON.parse(record.dataJson) as unknown }));
